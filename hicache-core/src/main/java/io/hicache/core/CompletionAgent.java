@@ -77,7 +77,7 @@ public final class CompletionAgent implements Agent {
     }
 
     /** Forwards sealed but not yet complete. */
-    int inFlight() {
+    public int inFlight() {
         return (int) (tail - head);
     }
 
