@@ -47,6 +47,12 @@ public final class CompletionAgent implements Agent {
     @Override
     public int doWork() {
         int work = sealed.drain(onSealed, fifo.length);
+        for (long i = head; i < tail; i++) {
+            ForwardSlot s = fifo[(int) (i & mask)];
+            if (s.endNs == 0 && s.submitError == 0 && runtime.queryEventStatus(s.endEvent) != CudaError.NOT_READY.code()) {
+                s.endNs = Math.max(1, clock.getAsLong());
+            }
+        }
         while (head != tail) {
             ForwardSlot slot = fifo[(int) (head & mask)];
             int status = slot.submitError != 0 ? slot.submitError : runtime.queryEventStatus(slot.finalEvent);
@@ -57,6 +63,9 @@ public final class CompletionAgent implements Agent {
                 metrics.increment(Metric.CUDA_ERRORS);
             }
             slot.completedNs = clock.getAsLong();
+            if (slot.endNs == 0) {
+                slot.endNs = Math.max(1, slot.completedNs);
+            }
             slot.status = status;
             fifo[(int) (head & mask)] = null;
             head++;

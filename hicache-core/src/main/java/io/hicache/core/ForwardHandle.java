@@ -94,10 +94,7 @@ public final class ForwardHandle {
         ended = true;
         endNs = clock.getAsLong();
         if (slot != null) {
-            slot.endNs = endNs;
-            if (slot.allLayers) {
-                runtime.recordEvent(slot.endEvent, computeStream);
-            }
+            runtime.recordEvent(slot.endEvent, computeStream);
             publish(HookEvent.END, 0);
         }
     }

@@ -44,7 +44,8 @@ final class ForwardSlot {
     boolean writeBack;
     ForwardHandle handle;
 
-    // ---- forward-thread-written
+    // ---- completion-written: when the end event (recorded on the compute stream at endForward, or by the
+    // scheduler for a write-back) was seen complete: the device-time end of the forward
     long endNs;
 
     // ---- submitter-written

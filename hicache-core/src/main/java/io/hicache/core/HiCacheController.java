@@ -601,7 +601,7 @@ public final class HiCacheController implements AutoCloseable {
         }
         for (int i = 0; i < slot.backupCount; i++) {
             Backup b = slot.backups[i];
-            b.forwardEndNs = slot.endNs > 0 ? slot.endNs : slot.sealedNs;
+            b.forwardEndNs = slot.endNs;
             b.slot = null;
             if (b.state == BackupState.DRAINING) {
                 release(b, b.abortReason);
@@ -830,7 +830,6 @@ public final class HiCacheController implements AutoCloseable {
             ForwardSlot slot = deviceEvictionListener.writeBackSlot;
             deviceEvictionListener.writeBackSlot = null;
             runtime.recordEvent(slot.endEvent, computeStream);
-            slot.endNs = clock.getAsLong();
             slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
             countFallback(FallbackReason.WRITE_BACK);
             if (!commands.offer(slot)) {
@@ -996,9 +995,9 @@ public final class HiCacheController implements AutoCloseable {
             quietly(() -> runtime.destroyStream(computeStream));
         }
         if (draftPool != null) {
-            draftPool.close();
+            quietly(draftPool::close);
         }
-        hostPool.close();
+        quietly(hostPool::close);
         allocator.close();
     }
 

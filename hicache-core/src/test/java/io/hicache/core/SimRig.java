@@ -300,6 +300,9 @@ final class SimRig implements AutoCloseable {
     public void close() {
         for (int r = 0; r < cp; r++) {
             ctl[r].close();
+            if (rt[r].stickyErrorCode() != 0) {
+                continue; // a poisoned context frees nothing, as on a real device
+            }
             rt[r].deviceFree(targetBase[r]);
             if (draftBase[r] != 0) {
                 rt[r].deviceFree(draftBase[r]);
