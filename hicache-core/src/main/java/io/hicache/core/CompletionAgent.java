@@ -6,92 +6,111 @@ import io.hicache.cuda.CudaError;
 import io.hicache.cuda.CudaRuntime;
 import org.agrona.concurrent.Agent;
 import org.jctools.queues.MessagePassingQueue;
-import org.jctools.queues.MpscArrayQueue;
 import org.jctools.queues.SpscArrayQueue;
 
 import java.util.function.LongSupplier;
 
 /**
- * The completion agent: polls the final event of each sealed forward, in the order they were sealed (the
- * backup stream is FIFO, so a later final event cannot complete before an earlier one), and posts each
- * finished forward, with its status, to the scheduler's ack queue.
+ * The completion agent: polls the final event of each sealed forward (backups, on the backup stream) and of
+ * each issued load (on the load stream), in the order each stream received them (a stream is FIFO, so a later
+ * final event cannot complete before an earlier one), and posts each finished item, with its status, to the
+ * scheduler's ack queue for its kind.
  *
- * <p>Owns its FIFO of sealed forwards; runs on its own thread under an {@code AgentRunner} or is stepped
- * by the caller. Allocation-free. A failed event query is not an error of the agent: the code is passed on
- * in the ack and the scheduler aborts the forward's backups.
+ * <p>Owns its two FIFOs; runs on its own thread under an {@code AgentRunner} or is stepped by the caller.
+ * Allocation-free. A failed event is not an error of the agent: the code travels in the ack and the scheduler
+ * aborts the affected backups or loads.
  */
 public final class CompletionAgent implements Agent {
     private final CudaRuntime runtime;
-    private final SpscArrayQueue<ForwardSlot> sealed;
-    private final MpscArrayQueue<ForwardSlot> acks;
     private final HiCacheMetrics metrics;
     private final LongSupplier clock;
-    private final ForwardSlot[] fifo;
-    private final int mask;
-    private final MessagePassingQueue.Consumer<ForwardSlot> onSealed = this::onSealed;
-    private long head;
-    private long tail;
+    private final Fifo<ForwardSlot> backups;
+    private final Fifo<LoadSet> loads;
 
-    CompletionAgent(CudaRuntime runtime, SpscArrayQueue<ForwardSlot> sealed, MpscArrayQueue<ForwardSlot> acks,
+    CompletionAgent(CudaRuntime runtime, SpscArrayQueue<ForwardSlot> sealed, SpscArrayQueue<ForwardSlot> acks,
+                    SpscArrayQueue<LoadSet> loadsIssued, SpscArrayQueue<LoadSet> loadAcks,
                     HiCacheMetrics metrics, LongSupplier clock, int capacity) {
         this.runtime = runtime;
-        this.sealed = sealed;
-        this.acks = acks;
         this.metrics = metrics;
         this.clock = clock;
-        int cap = Integer.highestOneBit(Math.max(2, capacity) * 2 - 1);
-        this.fifo = new ForwardSlot[cap];
-        this.mask = cap - 1;
+        this.backups = new Fifo<>(sealed, acks, capacity);
+        this.loads = new Fifo<>(loadsIssued, loadAcks, capacity);
     }
 
     @Override
     public int doWork() {
-        int work = sealed.drain(onSealed, fifo.length);
-        for (long i = head; i < tail; i++) {
-            ForwardSlot s = fifo[(int) (i & mask)];
-            if (s.endNs == 0 && s.submitError == 0 && runtime.queryEventStatus(s.endEvent) != CudaError.NOT_READY.code()) {
-                s.endNs = Math.max(1, clock.getAsLong());
-            }
-        }
-        while (head != tail) {
-            ForwardSlot slot = fifo[(int) (head & mask)];
-            int status = slot.submitError != 0 ? slot.submitError : runtime.queryEventStatus(slot.finalEvent);
-            if (status == CudaError.NOT_READY.code()) {
-                break;
-            }
-            if (status != 0) {
-                metrics.increment(Metric.CUDA_ERRORS);
-            }
-            slot.completedNs = clock.getAsLong();
-            if (slot.endNs == 0) {
-                slot.endNs = Math.max(1, slot.completedNs);
-            }
-            slot.status = status;
-            fifo[(int) (head & mask)] = null;
-            head++;
-            if (!acks.offer(slot)) {
-                throw new IllegalStateException("ack queue full: more forwards in flight than slots");
-            }
-            work++;
-        }
-        return work;
-    }
-
-    private void onSealed(ForwardSlot slot) {
-        if (tail - head == fifo.length) {
-            throw new IllegalStateException("completion FIFO full: more forwards in flight than slots");
-        }
-        fifo[(int) (tail & mask)] = slot;
-        tail++;
+        return backups.doWork() + loads.doWork();
     }
 
     /** Forwards sealed but not yet complete. */
     public int inFlight() {
-        return (int) (tail - head);
+        return backups.size() + loads.size();
     }
 
     @Override
     public String roleName() {
         return "hicache-completion";
+    }
+
+    private final class Fifo<T extends Tracked> implements MessagePassingQueue.Consumer<T> {
+        private final SpscArrayQueue<T> in;
+        private final SpscArrayQueue<T> out;
+        private final Tracked[] items;
+        private final int mask;
+        private long head;
+        private long tail;
+
+        Fifo(SpscArrayQueue<T> in, SpscArrayQueue<T> out, int capacity) {
+            this.in = in;
+            this.out = out;
+            int cap = Integer.highestOneBit(Math.max(2, capacity) * 2 - 1);
+            this.items = new Tracked[cap];
+            this.mask = cap - 1;
+        }
+
+        int size() {
+            return (int) (tail - head);
+        }
+
+        @Override
+        public void accept(T item) {
+            if (tail - head == items.length) {
+                throw new IllegalStateException("completion FIFO full: more items in flight than slots");
+            }
+            items[(int) (tail & mask)] = item;
+            tail++;
+        }
+
+        @SuppressWarnings("unchecked")
+        int doWork() {
+            int work = in.drain(this, items.length);
+            if (head == tail) {
+                return work;
+            }
+            long now = clock.getAsLong();
+            for (long i = head; i < tail; i++) {
+                items[(int) (i & mask)].onPoll(runtime, now);
+            }
+            while (head != tail) {
+                Tracked item = items[(int) (head & mask)];
+                int status = item.submitError != 0 ? item.submitError : runtime.queryEventStatus(item.finalEvent);
+                if (status == CudaError.NOT_READY.code()) {
+                    break;
+                }
+                if (status != 0) {
+                    metrics.increment(Metric.CUDA_ERRORS);
+                }
+                item.completedNs = now;
+                item.onComplete(now);
+                item.status = status;
+                items[(int) (head & mask)] = null;
+                head++;
+                if (!out.offer((T) item)) {
+                    throw new IllegalStateException("ack queue full: more items in flight than slots");
+                }
+                work++;
+            }
+            return work;
+        }
     }
 }

@@ -15,7 +15,7 @@ import io.hicache.cuda.CudaEvent;
  * Each hand-off goes through a queue or ring with release/acquire semantics (Disruptor sequence, JCTools
  * queues), which orders a writer's stores before the next owner's loads.
  */
-final class ForwardSlot {
+final class ForwardSlot extends Tracked {
     static final int CMD_NONE = 0;
     static final int CMD_CANCEL = 1;
     static final int CMD_COPY_ALL_NOW = 2;
@@ -24,7 +24,6 @@ final class ForwardSlot {
     final CudaEvent[] targetEvents;
     final CudaEvent[] draftEvents;
     final CudaEvent endEvent;
-    final CudaEvent finalEvent;
 
     // ---- scheduler-written
     long generation;
@@ -59,19 +58,14 @@ final class ForwardSlot {
     boolean missingDraft;
     long sealedNs;
     volatile boolean endSeen;
-    int submitError;
-    String submitErrorCall;
 
-    // ---- completion-written
-    volatile int status;
-    long completedNs;
 
     ForwardSlot(int index, CudaEvent[] targetEvents, CudaEvent[] draftEvents, CudaEvent endEvent, CudaEvent finalEvent) {
+        super(finalEvent);
         this.index = index;
         this.targetEvents = targetEvents;
         this.draftEvents = draftEvents;
         this.endEvent = endEvent;
-        this.finalEvent = finalEvent;
         this.targetSubmitted = new long[(targetEvents.length + 63) >>> 6];
         this.draftSubmitted = new long[Math.max(1, (draftEvents.length + 63) >>> 6)];
     }
@@ -142,6 +136,21 @@ final class ForwardSlot {
             int cap = Math.max(n, draftDevice.length * 2);
             draftDevice = java.util.Arrays.copyOf(draftDevice, cap);
             draftHost = java.util.Arrays.copyOf(draftHost, cap);
+        }
+    }
+
+    @Override
+    void onPoll(io.hicache.cuda.CudaRuntime runtime, long nowNs) {
+        if (endNs == 0 && submitError == 0
+            && runtime.queryEventStatus(endEvent) != io.hicache.cuda.CudaError.NOT_READY.code()) {
+            endNs = Math.max(1, nowNs);
+        }
+    }
+
+    @Override
+    void onComplete(long nowNs) {
+        if (endNs == 0) {
+            endNs = Math.max(1, nowNs);
         }
     }
 

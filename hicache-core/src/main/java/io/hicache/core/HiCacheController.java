@@ -20,11 +20,11 @@ import io.hicache.cuda.CudaStream;
 import io.hicache.radix.DeviceEvictionListener;
 import io.hicache.radix.HostEvictionListener;
 import io.hicache.radix.HostValue;
+import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
 import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AgentRunner;
-import org.jctools.queues.MpscArrayQueue;
 import org.jctools.queues.SpscArrayQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -88,7 +88,9 @@ public final class HiCacheController implements AutoCloseable {
     private int freeSlotCount;
     private final RingBuffer<HookEvent> ring;
     private final SpscArrayQueue<ForwardSlot> commands;
-    private final MpscArrayQueue<ForwardSlot> acks;
+    private final SpscArrayQueue<ForwardSlot> acks;
+    private final Loader loader;
+    private final java.util.List<CudaEvent> loaderEvents = new java.util.ArrayList<>();
     private final SubmitterAgent submitter;
     private final CompletionAgent completion;
     private final AgentRunner submitterRunner;
@@ -210,12 +212,18 @@ public final class HiCacheController implements AutoCloseable {
         int qcap = Math.max(4, slots.length * 2);
         this.commands = new SpscArrayQueue<>(qcap);
         SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
-        this.acks = new MpscArrayQueue<>(qcap);
+        this.acks = new SpscArrayQueue<>(qcap);
         CopyPlanner tp = new CopyPlanner(targetLayout, hostPool, b.coalesce);
         CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, draftPool, b.coalesce);
         this.submitter = new SubmitterAgent(runtime, backupStream, tp, dp, b.batchedCopies, targetLayers, draftLayers,
             poller, commands, sealed, metrics, clock);
-        this.completion = new CompletionAgent(runtime, sealed, acks, metrics, clock, qcap);
+        SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(8);
+        SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(8);
+        this.completion = new CompletionAgent(runtime, sealed, acks, loadsIssued, loadAcks, metrics, clock, qcap);
+        this.loader = new Loader(runtime, computeStream, tree, new CopyPlanner(targetLayout, hostPool, b.coalesce),
+            draftLayout == null ? null : new CopyPlanner(draftLayout, draftPool, b.coalesce), b.batchedCopies,
+            b.loadAgreement, rank, clock, metrics, b.loadListener, b.loadThresholdTokens, targetLayers, draftLayers,
+            loadsIssued, loadAcks, loaderEvents);
         if (b.threadingMode == ThreadingMode.DEDICATED) {
             ErrorHandler errors = t -> LOG.error("HiCache agent error", t);
             this.submitterRunner = new AgentRunner(b.idleStrategySupplier.get(), errors, null, submitter);
@@ -403,7 +411,7 @@ public final class HiCacheController implements AutoCloseable {
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        HostPages value = new HostPages(hostPages, lane);
+        HostPages value = new HostPages(hostPages, lane, withDraft);
         long now = clock.getAsLong();
         Backup b = new Backup(seq, node, startPage, devicePages, ownedIdx, owned, hostPages, budget, value, withDraft,
             now, leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
@@ -582,7 +590,7 @@ public final class HiCacheController implements AutoCloseable {
         }
         expireLeases();
         agree();
-        return changes;
+        return changes + loader.poll();
     }
 
     private void onAck(ForwardSlot slot) {
@@ -807,6 +815,67 @@ public final class HiCacheController implements AutoCloseable {
         return false;
     }
 
+    // ------------------------------------------------------------------ load-back
+
+    /**
+     * Queues the load of the host-only chain of {@code match} (the pages after its device prefix) back to the
+     * device. Skipped (null) when the host hit is below the load threshold or above {@code memoryQuotaTokens};
+     * refused (null, counted) when {@code allocator} has no pages even after one device eviction. Otherwise the
+     * device pages are allocated now (all or nothing), the host pages are protected from host eviction and the
+     * device prefix is locked, and the load is issued by the next {@link #startLoading()}. The chain's nodes
+     * stay host-only until the load is acknowledged on every rank; a chain node another load is bringing back
+     * ends the chain.
+     *
+     * @param requestId the engine's id of the request, reported back through the {@link LoadListener}
+     * @return the load, or null when nothing is loaded
+     */
+    public LoadOp loadBack(MatchResult match, long requestId, int memoryQuotaTokens, DevicePageAllocator allocator) {
+        checkUsable();
+        if (match == null || allocator == null) {
+            throw new IllegalArgumentException("match and allocator must not be null");
+        }
+        if (memoryQuotaTokens < 0) {
+            throw new IllegalArgumentException("memoryQuotaTokens " + memoryQuotaTokens + " must be >= 0");
+        }
+        return loader.loadBack(match, requestId, memoryQuotaTokens, allocator, this);
+    }
+
+    /**
+     * Issues every queued load: records a start event on the compute stream, makes the load stream wait for it,
+     * then per layer queues the coalesced host-to-device copies (target and, where backed up, draft) and records
+     * that layer's event. Uses the next of three event sets; reusing one whose earlier load has not been
+     * acknowledged throws {@link IllegalStateException} rather than waiting.
+     *
+     * @return the consumer token for {@link #waitLayer}, or -1 when nothing was queued
+     */
+    public long startLoading() {
+        checkUsable();
+        return loader.startLoading();
+    }
+
+    /**
+     * Forward thread, before attention of target layer {@code layer}: makes the compute stream wait (on the GPU,
+     * never the CPU) for that layer's loads. A no-op for token -1 or a load long finished.
+     */
+    public void waitLayer(long consumer, int layer) {
+        loader.waitLayer(consumer, layer, false);
+    }
+
+    /** Forward thread: as {@link #waitLayer} for draft layer {@code layer}. */
+    public void waitDraftLayer(long consumer, int layer) {
+        loader.waitLayer(consumer, layer, true);
+    }
+
+    /** The stream loads are copied on. */
+    public CudaStream loadStream() {
+        return loader.loadStream();
+    }
+
+    /** Loads queued, issued or awaiting agreement. */
+    public int loadsInFlight() {
+        return loader.inFlight();
+    }
+
     // ------------------------------------------------------------------ eviction
 
     /**
@@ -970,6 +1039,8 @@ public final class HiCacheController implements AutoCloseable {
             completionRunner.close();
         }
         quietly(() -> runtime.synchronizeStream(backupStream));
+        quietly(() -> runtime.synchronizeStream(loader.loadStream()));
+        loader.abandonAll();
         for (int i = 0; i < fifoSize; i++) {
             Backup b = fifoAt(i);
             if (!b.state.terminal()) {
@@ -990,6 +1061,10 @@ public final class HiCacheController implements AutoCloseable {
             quietly(() -> runtime.destroyEvent(s.endEvent));
             quietly(() -> runtime.destroyEvent(s.finalEvent));
         }
+        for (CudaEvent e : loaderEvents) {
+            quietly(() -> runtime.destroyEvent(e));
+        }
+        loader.destroy();
         quietly(() -> runtime.destroyStream(backupStream));
         if (ownsComputeStream) {
             quietly(() -> runtime.destroyStream(computeStream));
@@ -1086,6 +1161,9 @@ public final class HiCacheController implements AutoCloseable {
         int cpRank;
         OwnerLanes lanes = OwnerLanes.ROUND_ROBIN;
         RankAgreement agreement;
+        RankAgreement loadAgreement;
+        int loadThresholdTokens = 10;
+        LoadListener loadListener;
         WritePolicy writePolicy = WritePolicy.WRITE_THROUGH;
         int hitThreshold;
         BackupMode backupMode = BackupMode.LAYERED;
@@ -1165,6 +1243,28 @@ public final class HiCacheController implements AutoCloseable {
             this.cpRank = rank;
             this.lanes = lanes;
             this.agreement = agreement;
+            return this;
+        }
+
+        /**
+         * The CP group with a separate agreement for loads (an engine's collective may serve both; in-process
+         * groups need two {@link io.hicache.core.cp.InProcessRankAgreement}s).
+         */
+        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement, RankAgreement loadAgreement) {
+            cpGroup(size, rank, lanes, agreement);
+            this.loadAgreement = loadAgreement;
+            return this;
+        }
+
+        /** Host hits shorter than this many tokens are not loaded back (default 10, as SGLang). */
+        public Builder loadThresholdTokens(int tokens) {
+            this.loadThresholdTokens = tokens;
+            return this;
+        }
+
+        /** Listener for finished and failed loads (default none). */
+        public Builder loadListener(LoadListener listener) {
+            this.loadListener = listener;
             return this;
         }
 
@@ -1295,6 +1395,19 @@ public final class HiCacheController implements AutoCloseable {
                     throw new IllegalArgumentException("a CP group of size " + cpSize + " needs a RankAgreement");
                 }
                 agreement = new io.hicache.core.cp.LocalRankAgreement();
+            }
+            if (loadAgreement == null) {
+                if (cpSize != 1) {
+                    throw new IllegalArgumentException("a CP group of size " + cpSize
+                        + " needs a RankAgreement for loads: use cpGroup(size, rank, lanes, agreement, loadAgreement)");
+                }
+                loadAgreement = new io.hicache.core.cp.LocalRankAgreement();
+            }
+            if (loadAgreement == agreement && cpSize > 1) {
+                throw new IllegalArgumentException("backups and loads need separate RankAgreement instances");
+            }
+            if (loadThresholdTokens < 0) {
+                throw new IllegalArgumentException("loadThresholdTokens " + loadThresholdTokens + " must be >= 0");
             }
             if (agreement.groupSize() != cpSize) {
                 throw new IllegalArgumentException("RankAgreement of size " + agreement.groupSize()

@@ -16,14 +16,21 @@ import java.util.Arrays;
 public final class HostPages implements HostValue {
     private final int[] hostPages;
     private final LaneDescription lanes;
+    private final boolean draft;
 
-    HostPages(int[] hostPages, LaneDescription lanes) {
+    HostPages(int[] hostPages, LaneDescription lanes, boolean draft) {
         if (hostPages.length != lanes.ownedCount()) {
             throw new IllegalArgumentException(hostPages.length + " host pages for " + lanes.ownedCount()
                 + " owned positions of " + lanes);
         }
         this.hostPages = hostPages;
         this.lanes = lanes;
+        this.draft = draft;
+    }
+
+    /** True when the draft/MTP KV of these pages was backed up too (same host page ids, draft pool). */
+    public boolean hasDraft() {
+        return draft;
     }
 
     @Override
@@ -55,7 +62,7 @@ public final class HostPages implements HostValue {
     public HostValue head(int pages) {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
-        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), lanes.slice(0, pages));
+        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), lanes.slice(0, pages), draft);
     }
 
     @Override
@@ -63,7 +70,7 @@ public final class HostPages implements HostValue {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
         return new HostPages(Arrays.copyOfRange(hostPages, owned, hostPages.length),
-            lanes.slice(pages, lanes.pageCount() - pages));
+            lanes.slice(pages, lanes.pageCount() - pages), draft);
     }
 
     private void checkCut(int pages) {
@@ -74,6 +81,6 @@ public final class HostPages implements HostValue {
 
     @Override
     public String toString() {
-        return "HostPages{pages=" + Arrays.toString(hostPages) + ", lanes=" + lanes + '}';
+        return "HostPages{pages=" + Arrays.toString(hostPages) + ", lanes=" + lanes + ", draft=" + draft + '}';
     }
 }

@@ -32,6 +32,8 @@ public enum Metric {
     LOADS_STARTED,
     /** Loads whose pages became device hits (scheduler). */
     LOADS_COMPLETED,
+    /** Loads refused: no device pages even after one device eviction (scheduler). */
+    LOADS_REFUSED,
     /** Loads that failed and were rolled back (scheduler). */
     LOADS_FAILED,
     /** Tokens loaded host-to-device (scheduler). */
