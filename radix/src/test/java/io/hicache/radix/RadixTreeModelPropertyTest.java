@@ -21,7 +21,7 @@ import net.jqwik.api.constraints.Size;
  * pending is never visible as host, that no locked/pending/protected node is evicted, and that an
  * eviction stops short only when nothing evictable is left.
  */
-class RadixTreeModelProperties {
+class RadixTreeModelPropertyTest {
 
     /** State of one page prefix in the model. */
     static final class P {
