@@ -2,6 +2,7 @@ package io.hicache.cuda;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -70,10 +71,12 @@ class SimulatedCudaRuntimePropertyTest {
 
     @Property(tries = 300)
     void followsCudaOrderingRulesAndMovesTheRightBytes(@ForAll("programs") List<Action> program,
-                                                       @ForAll boolean sharedPcieLink) {
-        SimulatedCudaConfig config = SimulatedCudaConfig.builder().copyLaunchLatencyNs(LATENCY_NS)
+                                                       @ForAll boolean sharedPcieLink, @ForAll boolean faults,
+                                                       @ForAll long seed) {
+        SimulatedCudaConfig config = SimulatedCudaConfig.builder().seed(seed).copyLaunchLatencyNs(LATENCY_NS)
                 .pcieBytesPerSecond(1_000_000_000L).deviceToDeviceBytesPerSecond(1_000_000_000L)
-                .sharedPcieLink(sharedPcieLink).build();
+                .sharedPcieLink(sharedPcieLink)
+                .copyFailureProbability(faults ? 0.25 : 0.0, CudaError.LAUNCH_OUT_OF_RESOURCES).build();
         new Checker(config, program).run();
     }
 
@@ -137,8 +140,11 @@ class SimulatedCudaRuntimePropertyTest {
         final Map<Long, Long> waitedRecord = new HashMap<>();
         final long[] lastSeqOnStream = new long[STREAMS];
         final long[] latestRecord = new long[EVENTS];
-        final int[] deviceModel = new int[SLOTS];
-        final int[] hostModel = new int[SLOTS];
+        final byte[][] deviceModel = new byte[SLOTS][SLOT_BYTES];
+        final byte[][] hostModel = new byte[SLOTS][SLOT_BYTES];
+        /** For each completed op, how many ops had been issued when the advancing call that completed it began. */
+        final Map<Long, Long> issuedBeforeCompletingCall = new HashMap<>();
+        long issuedAtCallStart;
         int replayed;
 
         Checker(SimulatedCudaConfig config, List<Action> program) {
@@ -152,14 +158,17 @@ class SimulatedCudaRuntimePropertyTest {
                     Done d = new Done(seq, type, stream, startNs, endNs, err);
                     log.add(d);
                     assertThat(doneBySeq.put(seq, d)).as("op %s completed twice", seq).isNull();
+                    issuedBeforeCompletingCall.put(seq, issuedAtCallStart);
                 });
                 long host = rt.hostAlloc(SLOTS * SLOT_BYTES, 0);
                 long dev = rt.deviceMalloc(SLOTS * SLOT_BYTES);
                 for (int i = 0; i < SLOTS; i++) {
-                    hostModel[i] = i + 1;
-                    deviceModel[i] = 100 + i;
-                    rt.hostMemory(addr(host, i), SLOT_BYTES).fill((byte) hostModel[i]);
-                    rt.deviceMemory(addr(dev, i), SLOT_BYTES).fill((byte) deviceModel[i]);
+                    for (int b = 0; b < SLOT_BYTES; b++) {
+                        hostModel[i][b] = (byte) (i * 7 + b);
+                        deviceModel[i][b] = (byte) (100 + i * 3 + b);
+                    }
+                    rt.hostMemory(addr(host, i), SLOT_BYTES).copyFrom(MemorySegment.ofArray(hostModel[i]));
+                    rt.deviceMemory(addr(dev, i), SLOT_BYTES).copyFrom(MemorySegment.ofArray(deviceModel[i]));
                 }
                 CudaStream[] streams = {CudaStream.DEFAULT, rt.createStream(0), rt.createStream(0)};
                 CudaEvent[] events = new CudaEvent[EVENTS];
@@ -189,6 +198,7 @@ class SimulatedCudaRuntimePropertyTest {
                             waitedRecord.put(rt.opsIssued(), latestRecord[w.event()]);
                         }
                         case Advance adv -> {
+                            issuedAtCallStart = rt.opsIssued();
                             rt.advanceTo(rt.nowNs() + adv.deltaNs());
                             checkAt(rt, host, dev, events);
                         }
@@ -201,6 +211,7 @@ class SimulatedCudaRuntimePropertyTest {
                         lastSeqOnStream[streamIndex] = seq;
                     }
                 }
+                issuedAtCallStart = rt.opsIssued();
                 rt.runUntilIdle();
                 assertThat(rt.idle()).isTrue();
                 assertThat(log).hasSize((int) rt.opsIssued());
@@ -219,27 +230,42 @@ class SimulatedCudaRuntimePropertyTest {
             }
             for (int e = 0; e < EVENTS; e++) {
                 long rec = latestRecord[e];
-                int expected = rec == 0 || doneBySeq.containsKey(rec) ? 0 : CudaError.NOT_READY.code();
+                int expected = rec == 0 ? 0 : doneBySeq.containsKey(rec) ? expectedRecordStatus(rec)
+                        : CudaError.NOT_READY.code();
                 assertThat(rt.queryEventStatus(events[e])).as("event %s (record op %s)", e, rec).isEqualTo(expected);
             }
-            // Replay newly completed copies, in completion order, on the slot model.
+            // Replay newly completed copies, in completion order, on the slot model; a failed copy
+            // writes only its first half.
             for (; replayed < log.size(); replayed++) {
                 Done d = log.get(replayed);
                 if (actionBySeq.get(d.seq()) instanceof Copy c) {
-                    int value = c.dir() == 1 ? hostModel[c.src()] : deviceModel[c.src()];
-                    if (c.dir() == 2) {
-                        hostModel[c.dst()] = value;
-                    } else {
-                        deviceModel[c.dst()] = value;
-                    }
+                    byte[] from = c.dir() == 1 ? hostModel[c.src()] : deviceModel[c.src()];
+                    byte[] to = c.dir() == 2 ? hostModel[c.dst()] : deviceModel[c.dst()];
+                    System.arraycopy(from, 0, to, 0, d.error() == 0 ? SLOT_BYTES : SLOT_BYTES / 2);
                 }
             }
             for (int i = 0; i < SLOTS; i++) {
                 assertThat(rt.hostMemory(addr(host, i), SLOT_BYTES).toArray(ValueLayout.JAVA_BYTE))
-                        .as("host slot %s at %s ns", i, now).containsOnly((byte) hostModel[i]);
+                        .as("host slot %s at %s ns", i, now).isEqualTo(hostModel[i]);
                 assertThat(rt.deviceMemory(addr(dev, i), SLOT_BYTES).toArray(ValueLayout.JAVA_BYTE))
-                        .as("device slot %s at %s ns", i, now).containsOnly((byte) deviceModel[i]);
+                        .as("device slot %s at %s ns", i, now).isEqualTo(deviceModel[i]);
             }
+        }
+
+        /**
+         * The documented rule: a completed record reports the error of a failed op earlier on its stream
+         * when the record had been issued before the call that completed the failure; else success.
+         */
+        int expectedRecordStatus(long rec) {
+            Done r = doneBySeq.get(rec);
+            int code = 0;
+            for (Done f : log) {
+                if (f.error() != 0 && f.stream() == r.stream() && f.seq() < rec
+                        && rec <= issuedBeforeCompletingCall.get(f.seq())) {
+                    code = f.error();
+                }
+            }
+            return code;
         }
 
         int engineOf(Action a) {
