@@ -151,6 +151,11 @@ final class HeapQueue extends TierQueue {
     }
 
     @Override
+    void rekey(RadixNode n) {
+        touch(n);
+    }
+
+    @Override
     void onSplit(RadixNode suffix, RadixNode prefix) {
         // the prefix has a child, so it is not a leaf
     }

@@ -10,7 +10,7 @@ public interface HostEvictionListener {
      * @param node an evictable host leaf chosen by the policy
      * @return false to skip it in this eviction
      */
-    default boolean mayEvict(RadixNode node) {
+    default boolean mayEvictHost(RadixNode node) {
         return true;
     }
 

@@ -118,6 +118,11 @@ final class LruQueue extends TierQueue {
     }
 
     @Override
+    void rekey(RadixNode n) {
+        // order is recency only
+    }
+
+    @Override
     void onSplit(RadixNode suffix, RadixNode prefix) {
         if (!inList(suffix)) {
             append(prefix);

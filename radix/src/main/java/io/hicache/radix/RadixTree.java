@@ -698,8 +698,8 @@ public final class RadixTree {
     public void setPriority(RadixNode node, int priority) {
         checkNode(node, false);
         node.priority = priority;
-        deviceQueue.touch(node);
-        hostQueue.touch(node);
+        deviceQueue.rekey(node);
+        hostQueue.rekey(node);
     }
 
     // ------------------------------------------------------------------ backup state
@@ -921,7 +921,7 @@ public final class RadixTree {
                 if (n == null) {
                     break;
                 }
-                if (!eligible(n, false) || !listener.mayEvict(n)) {
+                if (!eligible(n, false) || !listener.mayEvictHost(n)) {
                     continue;
                 }
                 HostValue value = n.hostValue;

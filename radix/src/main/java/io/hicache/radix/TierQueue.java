@@ -29,6 +29,9 @@ abstract class TierQueue {
     /** The node's ordering key (tick, hits, priority) changed. */
     abstract void touch(RadixNode n);
 
+    /** A key other than recency (priority) changed; the LRU list ignores it. */
+    abstract void rekey(RadixNode n);
+
     /** A split created {@code prefix} just above {@code suffix}, with the same ordering key. */
     abstract void onSplit(RadixNode suffix, RadixNode prefix);
 
