@@ -6,7 +6,7 @@ import io.hicache.core.memory.HostKvPool;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.core.memory.HostMemoryKind;
 import io.hicache.core.memory.HostPageAllocator;
-import io.hicache.core.testing.TestDevices;
+import io.hicache.cuda.CopyKind;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 import org.junit.jupiter.api.AfterEach;
@@ -19,6 +19,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.List;
 import java.util.Random;
 import java.util.stream.Stream;
@@ -26,22 +29,33 @@ import java.util.stream.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-class CopyRoundTripTest {
+/**
+ * Copy planning against a runtime: device pages written, copied D2H into a host pool and back H2D to other
+ * device pages compare equal, for every host layout, MHA and MLA, several page sizes and counts. Device bytes
+ * are written and read through a pinned staging buffer, so the same contract runs on every runtime.
+ */
+abstract class CopyRoundTripContract {
     private static final int LAYERS = 3;
 
     private CudaRuntime runtime;
     private CudaStream stream;
     private final List<HostKvPool> pools = new ArrayList<>();
+    private final List<Long> deviceAllocations = new ArrayList<>();
+    private final Map<DeviceKvLayout, long[]> deviceRegions = new HashMap<>();
+
+    /** A fresh runtime for one test; closed after it. */
+    protected abstract CudaRuntime newRuntime();
 
     @BeforeEach
     void setUp() {
-        runtime = TestDevices.newRuntime();
+        runtime = newRuntime();
         stream = runtime.createStream(0);
     }
 
     @AfterEach
     void tearDown() {
         pools.forEach(HostKvPool::close);
+        deviceAllocations.forEach(runtime::deviceFree);
         runtime.destroyStream(stream);
         runtime.close();
     }
@@ -67,30 +81,56 @@ class CopyRoundTripTest {
         DeviceKvLayout.Builder b = DeviceKvLayout.builder(kind).layerCount(LAYERS).pageSizeTokens(pageSizeTokens)
                 .bytesPerTokenPerBuffer(bytesPerToken).pageCount(devicePages)
                 .pageStrideBytes(strideExtra == 0 ? 0 : pageSizeTokens * bytesPerToken + strideExtra);
-        return b.packedFrom(runtime.deviceMalloc(b.packedBytes())).build();
+        long bytes = b.packedBytes();
+        long base = runtime.deviceMalloc(bytes);
+        deviceAllocations.add(base);
+        DeviceKvLayout layout = b.packedFrom(base).build();
+        deviceRegions.put(layout, new long[] {base, bytes});
+        return layout;
+    }
+
+    /** Copies {@code bytes} between the device region and a pinned staging buffer and waits. */
+    private byte[] stage(long devicePtr, byte[] toDevice, int length) {
+        long staging = runtime.hostAlloc(length, CudaRuntime.HOST_ALLOC_DEFAULT);
+        try {
+            MemorySegment view = runtime.hostMemory(staging, length);
+            if (toDevice != null) {
+                MemorySegment.copy(toDevice, 0, view, ValueLayout.JAVA_BYTE, 0, length);
+                runtime.memcpyAsync(devicePtr, staging, length, CopyKind.HOST_TO_DEVICE, stream);
+                runtime.synchronizeStream(stream);
+                return toDevice;
+            }
+            runtime.memcpyAsync(staging, devicePtr, length, CopyKind.DEVICE_TO_HOST, stream);
+            runtime.synchronizeStream(stream);
+            return view.toArray(ValueLayout.JAVA_BYTE);
+        } finally {
+            runtime.hostFree(staging);
+        }
+    }
+
+    /** Fills the whole device region of a layout with random bytes. */
+    private void fillRandom(DeviceKvLayout device, long seed) {
+        long[] region = deviceRegions.get(device);
+        byte[] bytes = new byte[(int) region[1]];
+        new Random(seed).nextBytes(bytes);
+        stage(region[0], bytes, bytes.length);
+    }
+
+    /** The whole device region of a layout, read back. */
+    private byte[] snapshot(DeviceKvLayout device) {
+        long[] region = deviceRegions.get(device);
+        return stage(region[0], null, (int) region[1]);
+    }
+
+    private byte[] devicePage(DeviceKvLayout device, byte[] snapshot, int layer, int buffer, int page) {
+        int from = (int) (device.pageAddress(layer, buffer, page) - deviceRegions.get(device)[0]);
+        return Arrays.copyOfRange(snapshot, from, from + (int) device.pageBytes());
     }
 
     private HostKvPool hostPool(DeviceKvLayout device, HostLayout layout, int pages) {
         HostKvPool pool = HostKvPool.builder(runtime, device.shape()).layout(layout).pageCount(pages).allocate();
         pools.add(pool);
         return pool;
-    }
-
-    private MemorySegment devicePage(DeviceKvLayout device, int layer, int buffer, int page) {
-        return TestDevices.deviceMemory(runtime, device.pageAddress(layer, buffer, page), device.pageBytes());
-    }
-
-    private void fillRandom(DeviceKvLayout device, int[] pages, long seed) {
-        Random random = new Random(seed);
-        byte[] bytes = new byte[(int) device.pageBytes()];
-        for (int l = 0; l < device.layerCount(); l++) {
-            for (int b = 0; b < device.bufferCount(); b++) {
-                for (int page : pages) {
-                    random.nextBytes(bytes);
-                    MemorySegment.copy(bytes, 0, devicePage(device, l, b, page), ValueLayout.JAVA_BYTE, 0, bytes.length);
-                }
-            }
-        }
     }
 
     /** Host bytes of (layer, buffer, page) read row by row as the layout places them. */
@@ -120,14 +160,16 @@ class CopyRoundTripTest {
         runtime.synchronizeStream(stream);
     }
 
-    private void assertRoundTrip(DeviceKvLayout device, HostKvPool host, int[] src, int[] hostPages, int[] dst) {
+    private void assertRoundTrip(DeviceKvLayout device, HostKvPool host, byte[] before, int[] src, int[] hostPages,
+                                 int[] dst) {
+        byte[] after = snapshot(device);
         for (int l = 0; l < LAYERS; l++) {
             for (int b = 0; b < device.bufferCount(); b++) {
                 for (int i = 0; i < src.length; i++) {
-                    byte[] original = devicePage(device, l, b, src[i]).toArray(ValueLayout.JAVA_BYTE);
+                    byte[] original = devicePage(device, before, l, b, src[i]);
                     assertThat(hostPageBytes(host, l, b, hostPages[i]))
                             .as("host page %d layer %d buffer %d", hostPages[i], l, b).isEqualTo(original);
-                    assertThat(devicePage(device, l, b, dst[i]).toArray(ValueLayout.JAVA_BYTE))
+                    assertThat(devicePage(device, after, l, b, dst[i]))
                             .as("device page %d layer %d buffer %d", dst[i], l, b).isEqualTo(original);
                 }
             }
@@ -153,7 +195,8 @@ class CopyRoundTripTest {
         assertThat(allocator.allocate(pages, hostPages, 0, 7L)).isEqualTo(pages);
         int[] src = range(1, pages);
         int[] dst = range(pages + 1, pages);
-        fillRandom(device, src, 31L * pages + pageSizeTokens);
+        fillRandom(device, 31L * pages + pageSizeTokens);
+        byte[] before = snapshot(device);
 
         CopyPlanner planner = new CopyPlanner(device, host, true);
         CopyPlan plan = new CopyPlan(4);
@@ -161,7 +204,7 @@ class CopyRoundTripTest {
         copyAllLayers(planner, src, hostPages, CopyDirection.DEVICE_TO_HOST, plan, batched, 1);
         copyAllLayers(planner, dst, hostPages, CopyDirection.HOST_TO_DEVICE, plan, !batched, 1);
 
-        assertRoundTrip(device, host, src, hostPages, dst);
+        assertRoundTrip(device, host, before, src, hostPages, dst);
         allocator.free(hostPages, 0, pages);
         allocator.checkAllFree();
     }
@@ -176,13 +219,14 @@ class CopyRoundTripTest {
         int[] src = shuffledDistinct(random, device.pageCount(), pages);
         int[] hostPages = shuffledDistinct(random, host.pageCount(), pages);
         int[] dst = disjointFrom(random, device.pageCount(), src);
-        fillRandom(device, src, 99);
+        fillRandom(device, 99);
+        byte[] before = snapshot(device);
 
         CopyPlanner planner = new CopyPlanner(device, host, coalesce);
         CopyPlan plan = new CopyPlan();
         copyAllLayers(planner, src, hostPages, CopyDirection.DEVICE_TO_HOST, plan, true, coalesce ? 0 : pages);
         copyAllLayers(planner, dst, hostPages, CopyDirection.HOST_TO_DEVICE, plan, false, coalesce ? 0 : pages);
-        assertRoundTrip(device, host, src, hostPages, dst);
+        assertRoundTrip(device, host, before, src, hostPages, dst);
     }
 
     static Stream<Arguments> layoutsKindsAndCoalescing() {
@@ -260,12 +304,13 @@ class CopyRoundTripTest {
             int[] src = range(1, pages);
             int[] dst = range(pages + 1, pages);
             int[] hostPages = range(0, pages);
-            fillRandom(device, src, 3);
+            fillRandom(device, 3);
+            byte[] before = snapshot(device);
             CopyPlanner planner = new CopyPlanner(device, host, true);
             CopyPlan plan = new CopyPlan();
             copyAllLayers(planner, src, hostPages, CopyDirection.DEVICE_TO_HOST, plan, true, -1);
             copyAllLayers(planner, dst, hostPages, CopyDirection.HOST_TO_DEVICE, plan, true, -1);
-            assertRoundTrip(device, host, src, hostPages, dst);
+            assertRoundTrip(device, host, before, src, hostPages, dst);
         }
     }
 
@@ -330,11 +375,12 @@ class CopyRoundTripTest {
         int[] src = range(1, pages);
         int[] dst = range(pages + 1, pages);
         int[] hostPages = range(0, pages);
-        fillRandom(device, src, 8);
+        fillRandom(device, 8);
+        byte[] before = snapshot(device);
         CopyPlanner planner = new CopyPlanner(device, host, true);
         CopyPlan plan = new CopyPlan();
         copyAllLayers(planner, src, hostPages, CopyDirection.DEVICE_TO_HOST, plan, true, 1);
         copyAllLayers(planner, dst, hostPages, CopyDirection.HOST_TO_DEVICE, plan, true, 1);
-        assertRoundTrip(device, host, src, hostPages, dst);
+        assertRoundTrip(device, host, before, src, hostPages, dst);
     }
 }
