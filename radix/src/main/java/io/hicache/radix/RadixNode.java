@@ -1,0 +1,198 @@
+package io.hicache.radix;
+
+/**
+ * One node of a {@link RadixTree}: a run of whole pages of token ids (the key) and what is cached
+ * for it: device page indices (one per page), a committed {@link HostValue}, or a
+ * {@link PendingBackup} in flight.
+ *
+ * <p>States: device-only, device+host, host-only ({@linkplain #isDeviceEvicted() device evicted}),
+ * pending (device pages, host copy in flight: a device hit only, neither host-visible nor evictable).
+ * Every attached non-root node holds device pages or a committed host value.
+ *
+ * <p>Owned by the scheduler thread that owns the tree; not thread-safe. Only the tree mutates a
+ * node; callers read it through the accessors. A node removed from the tree keeps its last key and
+ * host value but reports {@link #isAttached()} false.
+ */
+public final class RadixNode {
+
+    // ---- structure ----
+    RadixNode parent;
+    boolean attached;
+    /** Token storage shared between split fragments; key is keyTokens[keyOff, keyOff + keyLen). */
+    int[] keyTokens;
+    int keyOff;
+    int keyLen;
+    int pageCount;
+    /** Hash of the first page, the key in the parent's child table. */
+    int childKey;
+    /** Next sibling with the same childKey (page size > 1 hash collisions only). */
+    RadixNode hashNext;
+
+    // ---- child table: open addressing, linear probing; null tables while no children ----
+    int[] childKeys;
+    RadixNode[] childVals;
+    int childSlots;
+    int childCount;
+    int deviceChildCount;
+
+    // ---- values ----
+    int[] devPages; // null when device evicted
+    int devOff;
+    HostValue hostValue;
+    PendingBackup pending;
+
+    // ---- refs and stats ----
+    int lockRef;
+    int hostRef;
+    int hitCount;
+    long lastAccessTick;
+    long createSeq;
+    int priority;
+
+    // ---- eviction queue hooks (device tier, host tier) ----
+    RadixNode devPrev;
+    RadixNode devNext;
+    boolean inDevList;
+    int devHeapIdx = -1;
+    RadixNode hostPrev;
+    RadixNode hostNext;
+    boolean inHostList;
+    int hostHeapIdx = -1;
+
+    RadixNode() {
+    }
+
+    /** @return the parent, or null for the root and for removed nodes */
+    public RadixNode parent() {
+        return parent;
+    }
+
+    /** @return true for the tree's root (empty key, never cached, never evicted) */
+    public boolean isRoot() {
+        return parent == null && attached;
+    }
+
+    /** @return true while the node is part of its tree */
+    public boolean isAttached() {
+        return attached;
+    }
+
+    /** @return key length in pages */
+    public int pageCount() {
+        return pageCount;
+    }
+
+    /** @return key length in tokens ({@code pageCount() * pageSize}) */
+    public int tokenCount() {
+        return keyLen;
+    }
+
+    /**
+     * @param i token index, {@code 0 <= i < tokenCount()}
+     * @return the token id at {@code i} of this node's key
+     */
+    public int token(int i) {
+        if (i < 0 || i >= keyLen) {
+            throw new IndexOutOfBoundsException("token index " + i + " outside [0, " + keyLen + ")");
+        }
+        return keyTokens[keyOff + i];
+    }
+
+    /** Copies this node's key tokens into {@code dst} at {@code dstOff}. */
+    public void copyTokens(int[] dst, int dstOff) {
+        System.arraycopy(keyTokens, keyOff, dst, dstOff, keyLen);
+    }
+
+    /** @return true if the node holds device pages */
+    public boolean hasDeviceValue() {
+        return devPages != null;
+    }
+
+    /** @return true for a non-root node whose device pages were evicted (host-only) */
+    public boolean isDeviceEvicted() {
+        return devPages == null && parent != null;
+    }
+
+    /**
+     * @param i page index within this node, {@code 0 <= i < pageCount()}
+     * @return the device page index of page {@code i}
+     * @throws IllegalStateException if the node holds no device pages
+     */
+    public int devicePage(int i) {
+        if (devPages == null) {
+            throw new IllegalStateException("node holds no device pages (device evicted or root)");
+        }
+        if (i < 0 || i >= pageCount) {
+            throw new IndexOutOfBoundsException("page index " + i + " outside [0, " + pageCount + ")");
+        }
+        return devPages[devOff + i];
+    }
+
+    /** Copies this node's device page indices into {@code dst} at {@code dstOff}; requires device pages. */
+    public void copyDevicePages(int[] dst, int dstOff) {
+        if (devPages == null) {
+            throw new IllegalStateException("node holds no device pages (device evicted or root)");
+        }
+        System.arraycopy(devPages, devOff, dst, dstOff, pageCount);
+    }
+
+    /** @return the committed host value, or null if none (a pending backup is not a host value) */
+    public HostValue hostValue() {
+        return hostValue;
+    }
+
+    /** @return the backup in flight, or null */
+    public PendingBackup pending() {
+        return pending;
+    }
+
+    /** @return true if a host value is committed */
+    public boolean isHostResident() {
+        return hostValue != null;
+    }
+
+    /**
+     * @return true if committed or pending on host; this is what the write-through contiguity rule
+     *     (see {@link RadixTree#canBackUp(RadixNode)}) looks at for a parent
+     */
+    public boolean isBackedUp() {
+        return hostValue != null || pending != null;
+    }
+
+    /** @return device lock count (propagated up the path by {@link RadixTree#lock}) */
+    public int lockRef() {
+        return lockRef;
+    }
+
+    /** @return host protection count (propagated up the path by {@link RadixTree#protectHost}) */
+    public int hostRef() {
+        return hostRef;
+    }
+
+    /** @return number of inserts that passed through this node (input to write-through thresholds, LFU, SLRU) */
+    public int hitCount() {
+        return hitCount;
+    }
+
+    /** @return tick of the last match or insert that touched this node */
+    public long lastAccessTick() {
+        return lastAccessTick;
+    }
+
+    /** @return eviction priority for {@link EvictionPolicy#PRIORITY} (lower is evicted first) */
+    public int priority() {
+        return priority;
+    }
+
+    /** @return number of children */
+    public int childCount() {
+        return childCount;
+    }
+
+    @Override
+    public String toString() {
+        return "RadixNode[pages=" + pageCount + ", device=" + (devPages != null) + ", host=" + (hostValue != null)
+                + ", pending=" + (pending != null) + ", lockRef=" + lockRef + ", hostRef=" + hostRef
+                + ", children=" + childCount + (attached ? "" : ", detached") + ']';
+    }
+}

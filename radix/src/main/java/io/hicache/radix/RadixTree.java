@@ -1,0 +1,1089 @@
+package io.hicache.radix;
+
+import java.util.ArrayDeque;
+import java.util.function.LongSupplier;
+
+/**
+ * A page-aligned radix prefix tree over {@code int} token ids with a device tier and a host tier,
+ * after SGLang's {@code RadixCache}/{@code HiRadixCache}.
+ *
+ * <p>Only whole pages of {@link #pageSize()} tokens are cached; a partial last page of a key is
+ * ignored. Children are found by their first page. A node holds device page indices (one per page),
+ * a committed {@link HostValue} and/or a {@link PendingBackup}. Differences from SGLang: a pending
+ * backup is invisible to host matching and host eviction until {@link #commitHost} publishes it,
+ * and a split tells the pending backup ({@link PendingBackup#onSplit}) so both fragments are published.
+ *
+ * <p>Invariants ({@link #checkInvariants()}): device-resident nodes form a prefix-closed subtree;
+ * every non-root node holds device pages or a committed host value; a pending node holds device
+ * pages and no host value; a node is marked pending only if its parent is the root or backed up.
+ *
+ * <p>Threading: single-threaded; the scheduler thread owns the tree and every node. Failure: bad
+ * arguments throw {@link IllegalArgumentException}, illegal states {@link IllegalStateException};
+ * either leaves the tree unchanged.
+ */
+public final class RadixTree {
+
+    /**
+     * Fluent configuration of a {@link RadixTree}; validated by {@link #build()}.
+     * Cold path; not thread-safe.
+     */
+    public static final class Builder {
+        int pageSize = 1;
+        EvictionPolicy devicePolicy = EvictionPolicy.LRU;
+        EvictionPolicy hostPolicy = EvictionPolicy.LRU;
+        LongSupplier tickSource;
+
+        Builder() {
+        }
+
+        /** @param pageSize tokens per page, a power of two >= 1 (default 1) */
+        public Builder pageSize(int pageSize) {
+            this.pageSize = pageSize;
+            return this;
+        }
+
+        /** @param policy device-tier eviction order (default LRU) */
+        public Builder devicePolicy(EvictionPolicy policy) {
+            this.devicePolicy = policy;
+            return this;
+        }
+
+        /** @param policy host-tier eviction order (default LRU) */
+        public Builder hostPolicy(EvictionPolicy policy) {
+            this.hostPolicy = policy;
+            return this;
+        }
+
+        /**
+         * @param tickSource source of access ticks, read once per match/insert; must not decrease.
+         *     Default: an internal logical counter incremented per operation.
+         */
+        public Builder tickSource(LongSupplier tickSource) {
+            this.tickSource = tickSource;
+            return this;
+        }
+
+        /**
+         * @return a new empty tree
+         * @throws IllegalArgumentException if the page size is not a power of two >= 1 or a policy is null
+         */
+        public RadixTree build() {
+            return new RadixTree(this);
+        }
+    }
+
+    /** @return a builder with defaults (page size 1, LRU on both tiers, logical ticks) */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    private final int pageSize;
+    private final int pageShift;
+    private final EvictionPolicy devicePolicy;
+    private final EvictionPolicy hostPolicy;
+    private final LongSupplier tickSource;
+    private final RadixNode root;
+    private final TierQueue deviceQueue;
+    private final TierQueue hostQueue;
+
+    private long logicalTick;
+    private long createSeq;
+    private long devicePagesCached;
+    private long devicePagesLocked;
+    private long devicePagesUnevictable;
+    private long hostPagesCommitted;
+    private long hostPagesPending;
+    private int nodeCount;
+    private RadixNode lastInsertNode;
+    private int lastInsertAdoptedPages;
+
+    private RadixTree(Builder b) {
+        if (b.pageSize < 1 || Integer.bitCount(b.pageSize) != 1) {
+            throw new IllegalArgumentException("pageSize " + b.pageSize + " must be a power of two >= 1");
+        }
+        if (b.devicePolicy == null || b.hostPolicy == null) {
+            throw new IllegalArgumentException("eviction policies must not be null (device " + b.devicePolicy
+                    + ", host " + b.hostPolicy + ")");
+        }
+        pageSize = b.pageSize;
+        pageShift = Integer.numberOfTrailingZeros(pageSize);
+        devicePolicy = b.devicePolicy;
+        hostPolicy = b.hostPolicy;
+        tickSource = b.tickSource;
+        root = new RadixNode();
+        root.attached = true;
+        root.keyTokens = new int[0];
+        lastInsertNode = root;
+        deviceQueue = TierQueue.create(devicePolicy, true, this);
+        hostQueue = TierQueue.create(hostPolicy, false, this);
+    }
+
+    /** @return tokens per page */
+    public int pageSize() {
+        return pageSize;
+    }
+
+    /** @return the device-tier eviction policy */
+    public EvictionPolicy devicePolicy() {
+        return devicePolicy;
+    }
+
+    /** @return the host-tier eviction policy */
+    public EvictionPolicy hostPolicy() {
+        return hostPolicy;
+    }
+
+    /** @return the root (empty key) */
+    public RadixNode root() {
+        return root;
+    }
+
+    private long nextTick() {
+        return tickSource != null ? tickSource.getAsLong() : ++logicalTick;
+    }
+
+    // ------------------------------------------------------------------ validation
+
+    private static void checkRange(int[] array, String name, int from, int len) {
+        if (array == null) {
+            throw new IllegalArgumentException(name + " must not be null");
+        }
+        if (from < 0 || len < 0 || from > array.length - len) {
+            throw new IllegalArgumentException("range [" + from + ", " + from + " + " + len + ") of " + name
+                    + " must lie within [0, " + array.length + ")");
+        }
+    }
+
+    private void checkNode(RadixNode node, boolean allowRoot) {
+        if (node == null) {
+            throw new IllegalArgumentException("node must not be null");
+        }
+        if (!node.attached) {
+            throw new IllegalStateException("node " + node + " was removed from the tree");
+        }
+        if (!allowRoot && node == root) {
+            throw new IllegalArgumentException("operation is not defined on the root");
+        }
+    }
+
+    // ------------------------------------------------------------------ child table
+
+    private int pageKey(int[] tokens, int off) {
+        if (pageSize == 1) {
+            return tokens[off];
+        }
+        int h = 0x9E3779B9;
+        for (int i = 0; i < pageSize; i++) {
+            h = (h ^ tokens[off + i]) * 0x01000193;
+        }
+        return h ^ (h >>> 15);
+    }
+
+    private static int slotOf(int key, int mask) {
+        int h = key * 0x9E3779B9;
+        return (h ^ (h >>> 16)) & mask;
+    }
+
+    private static int findSlot(RadixNode p, int key) {
+        int[] keys = p.childKeys;
+        if (keys == null) {
+            return -1;
+        }
+        RadixNode[] vals = p.childVals;
+        int mask = keys.length - 1;
+        for (int i = slotOf(key, mask); ; i = (i + 1) & mask) {
+            if (vals[i] == null) {
+                return -1;
+            }
+            if (keys[i] == key) {
+                return i;
+            }
+        }
+    }
+
+    private boolean samePage(int[] a, int aOff, int[] b, int bOff) {
+        for (int i = 0; i < pageSize; i++) {
+            if (a[aOff + i] != b[bOff + i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private RadixNode findChild(RadixNode p, int[] tokens, int off) {
+        int key = pageKey(tokens, off);
+        int slot = findSlot(p, key);
+        if (slot < 0) {
+            return null;
+        }
+        RadixNode c = p.childVals[slot];
+        if (pageSize == 1) {
+            return c;
+        }
+        for (; c != null; c = c.hashNext) {
+            if (samePage(c.keyTokens, c.keyOff, tokens, off)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    private static void addChild(RadixNode p, RadixNode c) {
+        int key = c.childKey;
+        int slot = findSlot(p, key);
+        if (slot >= 0) {
+            c.hashNext = p.childVals[slot];
+            p.childVals[slot] = c;
+            p.childCount++;
+            return;
+        }
+        if (p.childKeys == null) {
+            p.childKeys = new int[4];
+            p.childVals = new RadixNode[4];
+        } else if ((p.childSlots + 1) * 4 > p.childKeys.length * 3) {
+            rehash(p, p.childKeys.length * 2);
+        }
+        int mask = p.childKeys.length - 1;
+        int i = slotOf(key, mask);
+        while (p.childVals[i] != null) {
+            i = (i + 1) & mask;
+        }
+        p.childKeys[i] = key;
+        p.childVals[i] = c;
+        c.hashNext = null;
+        p.childSlots++;
+        p.childCount++;
+    }
+
+    private static void rehash(RadixNode p, int capacity) {
+        int[] oldKeys = p.childKeys;
+        RadixNode[] oldVals = p.childVals;
+        int[] keys = new int[capacity];
+        RadixNode[] vals = new RadixNode[capacity];
+        int mask = capacity - 1;
+        for (int j = 0; j < oldKeys.length; j++) {
+            if (oldVals[j] != null) {
+                int i = slotOf(oldKeys[j], mask);
+                while (vals[i] != null) {
+                    i = (i + 1) & mask;
+                }
+                keys[i] = oldKeys[j];
+                vals[i] = oldVals[j];
+            }
+        }
+        p.childKeys = keys;
+        p.childVals = vals;
+    }
+
+    private static void removeChild(RadixNode p, RadixNode c) {
+        int slot = findSlot(p, c.childKey);
+        if (slot < 0) {
+            throw new IllegalStateException("child " + c + " missing from its parent's table");
+        }
+        RadixNode head = p.childVals[slot];
+        if (head == c) {
+            if (c.hashNext != null) {
+                p.childVals[slot] = c.hashNext;
+                c.hashNext = null;
+                p.childCount--;
+                return;
+            }
+        } else {
+            RadixNode prev = head;
+            while (prev.hashNext != c) {
+                prev = prev.hashNext;
+                if (prev == null) {
+                    throw new IllegalStateException("child " + c + " missing from its hash chain");
+                }
+            }
+            prev.hashNext = c.hashNext;
+            c.hashNext = null;
+            p.childCount--;
+            return;
+        }
+        // delete the slot, shifting back the following run (linear probing)
+        int[] keys = p.childKeys;
+        RadixNode[] vals = p.childVals;
+        int mask = keys.length - 1;
+        int i = slot;
+        vals[i] = null;
+        for (int j = (i + 1) & mask; vals[j] != null; j = (j + 1) & mask) {
+            int home = slotOf(keys[j], mask);
+            boolean stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+            if (!stays) {
+                keys[i] = keys[j];
+                vals[i] = vals[j];
+                vals[j] = null;
+                i = j;
+            }
+        }
+        p.childSlots--;
+        p.childCount--;
+        if (p.childCount == 0) {
+            p.childKeys = null;
+            p.childVals = null;
+        }
+    }
+
+    private static void replaceChild(RadixNode p, RadixNode old, RadixNode neu) {
+        int slot = findSlot(p, old.childKey);
+        RadixNode c = p.childVals[slot];
+        neu.hashNext = old.hashNext;
+        old.hashNext = null;
+        if (c == old) {
+            p.childVals[slot] = neu;
+            return;
+        }
+        while (c.hashNext != old) {
+            c = c.hashNext;
+        }
+        c.hashNext = neu;
+    }
+
+    // ------------------------------------------------------------------ eligibility and counters
+
+    /** @return true if {@code n} is an evictable leaf of the tier (listener veto aside) */
+    boolean eligible(RadixNode n, boolean device) {
+        if (!n.attached || n == root) {
+            return false;
+        }
+        if (device) {
+            return n.devPages != null && n.deviceChildCount == 0 && n.lockRef == 0 && n.pending == null
+                    && (n.hostValue != null || (n.childCount == 0 && n.hostRef == 0));
+        }
+        return n.devPages == null && n.hostValue != null && n.childCount == 0 && n.hostRef == 0 && n.lockRef == 0;
+    }
+
+    private void refresh(RadixNode n) {
+        if (n == root) {
+            return;
+        }
+        deviceQueue.refresh(n, eligible(n, true));
+        hostQueue.refresh(n, eligible(n, false));
+    }
+
+    private static int lockedPages(RadixNode n) {
+        return n.devPages != null && n.lockRef > 0 ? n.pageCount : 0;
+    }
+
+    private static int unevictablePages(RadixNode n) {
+        return n.devPages != null && (n.lockRef > 0 || n.pending != null) ? n.pageCount : 0;
+    }
+
+    private void touch(RadixNode n, long tick) {
+        for (RadixNode x = n; x != root; x = x.parent) {
+            x.lastAccessTick = tick;
+            if (x.devPages != null) {
+                deviceQueue.touch(x);
+            } else {
+                hostQueue.touch(x);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ match / insert
+
+    private int matchPages(RadixNode node, int[] tokens, int pos, int pages) {
+        int[] key = node.keyTokens;
+        int koff = node.keyOff;
+        int n = Math.min(node.keyLen, pages << pageShift);
+        int i = pageSize; // the first page already matched through the child table
+        while (i < n && key[koff + i] == tokens[pos + i]) {
+            i++;
+        }
+        return i >> pageShift;
+    }
+
+    /** Splits {@code n} after {@code k} pages; returns the new prefix node (the parent of {@code n}). */
+    private RadixNode split(RadixNode n, int k) {
+        HostValue hostHead = null;
+        HostValue hostTail = null;
+        if (n.hostValue != null) {
+            hostHead = n.hostValue.head(k);
+            hostTail = n.hostValue.tail(k);
+            if (hostHead == null || hostTail == null || hostHead.pageCount() != k
+                    || hostTail.pageCount() != n.pageCount - k) {
+                throw new IllegalStateException("HostValue of " + n.pageCount + " pages split at " + k
+                        + " returned parts of " + (hostHead == null ? "null" : hostHead.pageCount()) + " and "
+                        + (hostTail == null ? "null" : hostTail.pageCount()) + " pages; they must be " + k + " and "
+                        + (n.pageCount - k));
+            }
+        }
+        RadixNode p = new RadixNode();
+        RadixNode parent = n.parent;
+        int tokensK = k << pageShift;
+        p.attached = true;
+        p.parent = parent;
+        p.keyTokens = n.keyTokens;
+        p.keyOff = n.keyOff;
+        p.keyLen = tokensK;
+        p.pageCount = k;
+        p.childKey = n.childKey;
+        replaceChild(parent, n, p);
+        n.keyOff += tokensK;
+        n.keyLen -= tokensK;
+        n.pageCount -= k;
+        n.childKey = pageKey(n.keyTokens, n.keyOff);
+        n.parent = p;
+        addChild(p, n);
+        if (n.devPages != null) {
+            p.devPages = n.devPages;
+            p.devOff = n.devOff;
+            n.devOff += k;
+            p.deviceChildCount = 1;
+        }
+        p.hostValue = hostHead;
+        n.hostValue = hostTail;
+        p.pending = n.pending;
+        p.lockRef = n.lockRef;
+        p.hostRef = n.hostRef;
+        p.hitCount = n.hitCount;
+        p.lastAccessTick = n.lastAccessTick;
+        p.createSeq = n.createSeq;
+        p.priority = n.priority;
+        nodeCount++;
+        if (p.devPages != null) {
+            deviceQueue.onSplit(n, p);
+        } else {
+            hostQueue.onSplit(n, p);
+        }
+        refresh(p);
+        if (p.pending != null) {
+            p.pending.onSplit(p, n);
+        }
+        return p;
+    }
+
+    /**
+     * Finds the longest cached page-aligned prefix of {@code tokens[from, from + len)}. Splits a
+     * node matched part-way so that the result ends on a node boundary, and touches the access
+     * order of every matched node. Fills {@code out}: device-hit pages (pending nodes count as a
+     * device hit only) with their page indices, the host-only extension beyond them, the last
+     * device node and the last host node. Hit counts are not changed.
+     *
+     * @return {@code out}
+     * @throws IllegalArgumentException on null arrays or a range outside {@code tokens}
+     */
+    public MatchResult match(int[] tokens, int from, int len, MatchResult out) {
+        checkRange(tokens, "tokens", from, len);
+        if (out == null) {
+            throw new IllegalArgumentException("out must not be null");
+        }
+        out.reset(root, pageSize);
+        int remaining = len >> pageShift;
+        RadixNode node = root;
+        int pos = from;
+        while (remaining > 0) {
+            RadixNode child = findChild(node, tokens, pos);
+            if (child == null) {
+                break;
+            }
+            int k = matchPages(child, tokens, pos, remaining);
+            boolean partial = k < child.pageCount;
+            if (partial) {
+                child = split(child, k);
+            }
+            node = child;
+            if (node.devPages != null) {
+                out.appendDevicePages(node.devPages, node.devOff, k);
+                out.lastDeviceNode = node;
+            } else {
+                out.hostPageCount += k;
+            }
+            pos += k << pageShift;
+            remaining -= k;
+            if (partial) {
+                break;
+            }
+        }
+        out.lastHostNode = node;
+        if (node != root) {
+            touch(node, nextTick());
+        }
+        return out;
+    }
+
+    /** Convenience: matches all of {@code tokens} into a new {@link MatchResult} (allocates). */
+    public MatchResult match(int[] tokens) {
+        return match(tokens, 0, tokens == null ? 0 : tokens.length, new MatchResult());
+    }
+
+    /**
+     * Inserts the whole pages of {@code tokens[from, from + len)} with their device pages
+     * {@code devicePages[pagesFrom, pagesFrom + len / pageSize)}. Along the path: nodes already on
+     * device keep their pages (the caller's are duplicates); host-only nodes adopt the caller's pages
+     * (as SGLang does on KV recomputation); the rest becomes a new node owning the caller's pages.
+     * Because device residency is prefix-closed, the duplicates are exactly the leading pages:
+     * <b>the caller frees its pages {@code [pagesFrom, pagesFrom + r / pageSize)}, where r is the
+     * return value; every later page is owned by the tree</b> ({@link #lastInsertAdoptedPages()} of
+     * them by formerly host-only nodes). Hit counts of device nodes on the path and of a new node
+     * are incremented (write_through backs up at 1, write_through_selective at 2; adopted nodes are
+     * not counted, as in SGLang), and the path is touched.
+     *
+     * @return number of tokens already present on device (a multiple of the page size)
+     * @throws IllegalArgumentException on null arrays or ranges outside the arrays
+     */
+    public int insert(int[] tokens, int from, int len, int[] devicePages, int pagesFrom) {
+        checkRange(tokens, "tokens", from, len);
+        int pages = len >> pageShift;
+        checkRange(devicePages, "devicePages", pagesFrom, pages);
+        RadixNode node = root;
+        int pos = from;
+        int pi = pagesFrom;
+        int remaining = pages;
+        int presentPages = 0;
+        int adopted = 0;
+        while (remaining > 0) {
+            RadixNode child = findChild(node, tokens, pos);
+            if (child == null) {
+                node = createNode(node, tokens, pos, remaining, devicePages, pi);
+                break;
+            }
+            int k = matchPages(child, tokens, pos, remaining);
+            if (k < child.pageCount) {
+                child = split(child, k);
+            }
+            if (child.devPages != null) {
+                child.hitCount++;
+                presentPages += k;
+            } else {
+                adopt(child, devicePages, pi);
+                adopted += k;
+            }
+            node = child;
+            pos += k << pageShift;
+            pi += k;
+            remaining -= k;
+        }
+        lastInsertNode = node;
+        lastInsertAdoptedPages = adopted;
+        if (node != root) {
+            touch(node, nextTick());
+        }
+        return presentPages << pageShift;
+    }
+
+    private RadixNode createNode(RadixNode parent, int[] tokens, int pos, int pages, int[] devicePages, int pi) {
+        int keyLen = pages << pageShift;
+        int[] storage = new int[keyLen + pages];
+        System.arraycopy(tokens, pos, storage, 0, keyLen);
+        System.arraycopy(devicePages, pi, storage, keyLen, pages);
+        RadixNode n = new RadixNode();
+        n.attached = true;
+        n.parent = parent;
+        n.keyTokens = storage;
+        n.keyOff = 0;
+        n.keyLen = keyLen;
+        n.pageCount = pages;
+        n.childKey = pageKey(storage, 0);
+        n.devPages = storage;
+        n.devOff = keyLen;
+        n.hitCount = 1;
+        n.createSeq = ++createSeq;
+        addChild(parent, n);
+        parent.deviceChildCount++;
+        nodeCount++;
+        devicePagesCached += pages;
+        deviceQueue.onResident(n, false);
+        refresh(n);
+        refresh(parent);
+        return n;
+    }
+
+    private void adopt(RadixNode n, int[] pages, int from) {
+        int lockedBefore = lockedPages(n);
+        int unevBefore = unevictablePages(n);
+        n.devPages = java.util.Arrays.copyOfRange(pages, from, from + n.pageCount);
+        n.devOff = 0;
+        n.parent.deviceChildCount++;
+        devicePagesCached += n.pageCount;
+        devicePagesLocked += lockedPages(n) - lockedBefore;
+        devicePagesUnevictable += unevictablePages(n) - unevBefore;
+        hostQueue.onNonResident(n);
+        deviceQueue.onResident(n, true);
+        refresh(n);
+        refresh(n.parent);
+    }
+
+    /** @return the node at the end of the path of the last {@link #insert} (the root if it held no whole page) */
+    public RadixNode lastInsertNode() {
+        return lastInsertNode;
+    }
+
+    /** @return how many of the caller's pages the last {@link #insert} attached to formerly host-only nodes */
+    public int lastInsertAdoptedPages() {
+        return lastInsertAdoptedPages;
+    }
+
+    // ------------------------------------------------------------------ protection
+
+    /**
+     * Increments the device lock of {@code node} and every ancestor (SGLang {@code inc_lock_ref}).
+     * Locked nodes are never evicted. Locking the root is a no-op.
+     */
+    public void lock(RadixNode node) {
+        checkNode(node, true);
+        for (RadixNode x = node; x != root; x = x.parent) {
+            if (x.lockRef == 0) {
+                devicePagesLocked += lockedPagesIfLocked(x);
+                devicePagesUnevictable -= unevictablePages(x);
+                x.lockRef = 1;
+                devicePagesUnevictable += unevictablePages(x);
+                refresh(x);
+            } else {
+                x.lockRef++;
+            }
+        }
+    }
+
+    private static int lockedPagesIfLocked(RadixNode n) {
+        return n.devPages != null ? n.pageCount : 0;
+    }
+
+    /** Decrements the device lock of {@code node} and every ancestor; throws {@link IllegalStateException} on underflow. */
+    public void unlock(RadixNode node) {
+        checkNode(node, true);
+        for (RadixNode x = node; x != root; x = x.parent) {
+            if (x.lockRef <= 0) {
+                throw new IllegalStateException("unlock of " + node + ": lockRef of " + x
+                        + " on its path is 0; every unlock must follow a lock");
+            }
+        }
+        for (RadixNode x = node; x != root; x = x.parent) {
+            if (x.lockRef == 1) {
+                devicePagesLocked -= lockedPages(x);
+                devicePagesUnevictable -= unevictablePages(x);
+                x.lockRef = 0;
+                devicePagesUnevictable += unevictablePages(x);
+                refresh(x);
+            } else {
+                x.lockRef--;
+            }
+        }
+    }
+
+    /**
+     * Increments the host protection of {@code node} and every ancestor; protected nodes are never
+     * host-evicted (used during load-back and write-back), and a protected node without a host
+     * value is not removed by device eviction. A no-op on the root.
+     */
+    public void protectHost(RadixNode node) {
+        checkNode(node, true);
+        for (RadixNode x = node; x != root; x = x.parent) {
+            x.hostRef++;
+            if (x.hostRef == 1) {
+                refresh(x);
+            }
+        }
+    }
+
+    /** Decrements the host protection of {@code node} and every ancestor; throws {@link IllegalStateException} on underflow. */
+    public void releaseHost(RadixNode node) {
+        checkNode(node, true);
+        for (RadixNode x = node; x != root; x = x.parent) {
+            if (x.hostRef <= 0) {
+                throw new IllegalStateException("releaseHost of " + node + ": hostRef of " + x
+                        + " on its path is 0; every release must follow a protectHost");
+            }
+        }
+        for (RadixNode x = node; x != root; x = x.parent) {
+            x.hostRef--;
+            if (x.hostRef == 0) {
+                refresh(x);
+            }
+        }
+    }
+
+    /** Sets the priority used by {@link EvictionPolicy#PRIORITY} (lower evicted first). */
+    public void setPriority(RadixNode node, int priority) {
+        checkNode(node, false);
+        node.priority = priority;
+        deviceQueue.rekey(node);
+        hostQueue.rekey(node);
+    }
+
+    // ------------------------------------------------------------------ backup state
+
+    /**
+     * Write-through contiguity rule: a node may be backed up only if its parent is the root or
+     * already backed up (committed or pending).
+     *
+     * @return true if {@code node} is a non-root node holding device pages, with no host value or
+     *     pending backup, whose parent is the root or {@link RadixNode#isBackedUp()}
+     */
+    public boolean canBackUp(RadixNode node) {
+        checkNode(node, true);
+        return node != root && node.devPages != null && node.hostValue == null && node.pending == null
+                && (node.parent == root || node.parent.isBackedUp());
+    }
+
+    /**
+     * Marks a host backup in flight on {@code node}: it stays a device hit, becomes neither host
+     * visible nor evictable until {@link #commitHost} or {@link #abortPending}. Core should also
+     * {@link #lock} the node while copies run (pending alone already blocks eviction).
+     *
+     * @throws IllegalStateException unless {@link #canBackUp(RadixNode)}
+     */
+    public void markPending(RadixNode node, PendingBackup handle) {
+        checkNode(node, false);
+        if (handle == null) {
+            throw new IllegalArgumentException("pending backup handle must not be null");
+        }
+        if (!canBackUp(node)) {
+            throw new IllegalStateException("cannot back up " + node + ": a backup needs device pages, no host value"
+                    + " or pending backup, and a parent that is the root or backed up (parent " + node.parent + ")");
+        }
+        devicePagesUnevictable -= unevictablePages(node);
+        node.pending = handle;
+        devicePagesUnevictable += unevictablePages(node);
+        hostPagesPending += node.pageCount;
+        refresh(node);
+    }
+
+    private void checkPending(RadixNode node, PendingBackup handle, String op) {
+        checkNode(node, false);
+        if (handle == null) {
+            throw new IllegalArgumentException("pending backup handle must not be null");
+        }
+        if (node.pending != handle) {
+            throw new IllegalStateException(op + " of " + node + ": node must be pending with the given handle, but "
+                    + (node.pending == null ? "it is not pending" : "it carries another backup"));
+        }
+    }
+
+    /**
+     * Publishes the host value of a pending node and clears its pending state.
+     *
+     * @throws IllegalStateException if the node is not pending with {@code handle}
+     * @throws IllegalArgumentException if {@code value.pageCount() != node.pageCount()}
+     */
+    public void commitHost(RadixNode node, PendingBackup handle, HostValue value) {
+        checkPending(node, handle, "commitHost");
+        if (value == null) {
+            throw new IllegalArgumentException("host value must not be null");
+        }
+        if (value.pageCount() != node.pageCount) {
+            throw new IllegalArgumentException("host value of " + value.pageCount() + " pages must cover the node's "
+                    + node.pageCount + " pages");
+        }
+        devicePagesUnevictable -= unevictablePages(node);
+        node.pending = null;
+        node.hostValue = value;
+        devicePagesUnevictable += unevictablePages(node);
+        hostPagesPending -= node.pageCount;
+        hostPagesCommitted += node.pageCount;
+        refresh(node);
+    }
+
+    /**
+     * Clears the pending state of {@code node} without publishing anything.
+     *
+     * @throws IllegalStateException if the node is not pending with {@code handle}
+     */
+    public void abortPending(RadixNode node, PendingBackup handle) {
+        checkPending(node, handle, "abortPending");
+        devicePagesUnevictable -= unevictablePages(node);
+        node.pending = null;
+        devicePagesUnevictable += unevictablePages(node);
+        hostPagesPending -= node.pageCount;
+        refresh(node);
+    }
+
+    // ------------------------------------------------------------------ load-back
+
+    /**
+     * Load-back: attaches device pages {@code pages[from, from + node.pageCount())} to a host-only
+     * node whose parent holds device pages (or is the root). The tree owns the pages afterwards.
+     * Load a path top-down; lock it while copies run.
+     *
+     * @throws IllegalStateException if the node is not host-only or its parent is device evicted
+     */
+    public void attachDevice(RadixNode node, int[] pages, int from) {
+        checkNode(node, false);
+        checkRange(pages, "pages", from, node.pageCount);
+        if (node.devPages != null) {
+            throw new IllegalStateException("attachDevice on " + node + ": node already holds device pages");
+        }
+        if (node.parent != root && node.parent.devPages == null) {
+            throw new IllegalStateException("attachDevice on " + node + ": parent is device evicted; load a path top-down");
+        }
+        adopt(node, pages, from);
+    }
+
+    /**
+     * Undoes {@link #attachDevice} after a failed load: drops the node's device pages (the caller
+     * frees them), leaving it host-only. Detach a path bottom-up.
+     *
+     * @throws IllegalStateException unless the node holds device pages and a committed host value,
+     *     is unlocked, not pending and has no device-resident child
+     */
+    public void detachDevice(RadixNode node) {
+        checkNode(node, false);
+        if (node.devPages == null || node.hostValue == null || node.lockRef != 0 || node.pending != null
+                || node.deviceChildCount != 0) {
+            throw new IllegalStateException("detachDevice on " + node + ": node must hold device pages and a"
+                    + " committed host value, be unlocked, not pending, and have no device-resident child");
+        }
+        dropDevice(node);
+        refresh(node);
+        refresh(node.parent);
+    }
+
+    private void dropDevice(RadixNode n) {
+        devicePagesCached -= n.pageCount;
+        n.devPages = null;
+        n.devOff = 0;
+        n.parent.deviceChildCount--;
+        deviceQueue.onNonResident(n);
+        if (n.hostValue != null) {
+            hostQueue.onResident(n, false);
+        }
+    }
+
+    private void removeNode(RadixNode n) {
+        RadixNode p = n.parent;
+        removeChild(p, n);
+        deviceQueue.onNonResident(n);
+        hostQueue.onNonResident(n);
+        n.attached = false;
+        n.parent = null;
+        nodeCount--;
+    }
+
+    // ------------------------------------------------------------------ eviction
+
+    /**
+     * Evicts device leaves in policy order until at least {@code pages} pages are freed or nothing
+     * is evictable. Never evicts a locked or pending node, a node with device-resident children, or
+     * a node without host value that has children or host protection. A node with a committed host
+     * value becomes host-only; one without is removed (which may expose its parent).
+     *
+     * @return pages evicted
+     */
+    public int evictDevice(int pages, DeviceEvictionListener listener) {
+        if (listener == null) {
+            throw new IllegalArgumentException("listener must not be null");
+        }
+        if (pages <= 0) {
+            return 0;
+        }
+        int evicted = 0;
+        deviceQueue.beginScan();
+        try {
+            while (evicted < pages) {
+                RadixNode n = deviceQueue.nextCandidate();
+                if (n == null) {
+                    break;
+                }
+                if (!eligible(n, true) || !listener.mayEvict(n)) {
+                    continue;
+                }
+                int[] arr = n.devPages;
+                int off = n.devOff;
+                int count = n.pageCount;
+                RadixNode parent = n.parent;
+                dropDevice(n);
+                if (n.hostValue == null) {
+                    removeNode(n);
+                } else {
+                    refresh(n);
+                }
+                refresh(parent);
+                evicted += count;
+                listener.onDeviceEvicted(n, arr, off, count);
+            }
+        } finally {
+            deviceQueue.endScan();
+        }
+        return evicted;
+    }
+
+    /**
+     * Evicts host-only leaves (device evicted, committed host value, no children, unprotected,
+     * unlocked) in policy order until at least {@code pages} pages are freed; each is removed from
+     * the tree, which may expose its parent. Host copies of device-resident nodes are not evicted
+     * (as in SGLang).
+     *
+     * @return host pages evicted
+     */
+    public int evictHost(int pages, HostEvictionListener listener) {
+        if (listener == null) {
+            throw new IllegalArgumentException("listener must not be null");
+        }
+        if (pages <= 0) {
+            return 0;
+        }
+        int evicted = 0;
+        hostQueue.beginScan();
+        try {
+            while (evicted < pages) {
+                RadixNode n = hostQueue.nextCandidate();
+                if (n == null) {
+                    break;
+                }
+                if (!eligible(n, false) || !listener.mayEvictHost(n)) {
+                    continue;
+                }
+                HostValue value = n.hostValue;
+                int count = n.pageCount;
+                RadixNode parent = n.parent;
+                hostPagesCommitted -= count;
+                removeNode(n);
+                refresh(parent);
+                evicted += count;
+                listener.onHostEvicted(n, value);
+            }
+        } finally {
+            hostQueue.endScan();
+        }
+        return evicted;
+    }
+
+    // ------------------------------------------------------------------ counters
+
+    /** @return device pages held by nodes */
+    public long devicePagesCached() {
+        return devicePagesCached;
+    }
+
+    /** @return device pages of nodes that are neither locked nor pending */
+    public long devicePagesEvictable() {
+        return devicePagesCached - devicePagesUnevictable;
+    }
+
+    /** @return device pages of locked nodes */
+    public long devicePagesLocked() {
+        return devicePagesLocked;
+    }
+
+    /** @return pages covered by committed host values */
+    public long hostPagesCommitted() {
+        return hostPagesCommitted;
+    }
+
+    /** @return pages of nodes with a backup in flight */
+    public long hostPagesPending() {
+        return hostPagesPending;
+    }
+
+    /** @return non-root nodes */
+    public int nodeCount() {
+        return nodeCount;
+    }
+
+    /**
+     * Walks the whole tree and verifies structure, invariants, queues and counters. O(n); for
+     * tests and debugging.
+     *
+     * @throws IllegalStateException describing the first violation found
+     */
+    public void checkInvariants() {
+        long cached = 0;
+        long locked = 0;
+        long unevictable = 0;
+        long committed = 0;
+        long pendingPages = 0;
+        int nodes = 0;
+        int devResident = 0;
+        int hostResident = 0;
+        int devEligible = 0;
+        int hostEligible = 0;
+        ArrayDeque<RadixNode> stack = new ArrayDeque<>();
+        stack.push(root);
+        while (!stack.isEmpty()) {
+            RadixNode n = stack.pop();
+            int children = 0;
+            int deviceChildren = 0;
+            if (n.childVals != null) {
+                int slots = 0;
+                for (int s = 0; s < n.childVals.length; s++) {
+                    RadixNode c = n.childVals[s];
+                    if (c != null) {
+                        slots++;
+                    }
+                    for (; c != null; c = c.hashNext) {
+                        children++;
+                        if (c.parent != n || !c.attached) {
+                            throw new IllegalStateException("child " + c + " does not point back to its parent");
+                        }
+                        if (c.childKey != n.childKeys[s] || c.childKey != pageKey(c.keyTokens, c.keyOff)) {
+                            throw new IllegalStateException("child " + c + " filed under a stale first-page key");
+                        }
+                        if (findChild(n, c.keyTokens, c.keyOff) != c) {
+                            throw new IllegalStateException("child " + c + " not found by its first page");
+                        }
+                        if (c.devPages != null) {
+                            deviceChildren++;
+                        }
+                        stack.push(c);
+                    }
+                }
+                if (slots != n.childSlots) {
+                    throw new IllegalStateException("child table of " + n + " has " + slots + " slots, recorded "
+                            + n.childSlots);
+                }
+            }
+            if (children != n.childCount || deviceChildren != n.deviceChildCount) {
+                throw new IllegalStateException(n + " counts " + n.childCount + " children (" + n.deviceChildCount
+                        + " on device) but has " + children + " (" + deviceChildren + ")");
+            }
+            if (n == root) {
+                if (n.devPages != null || n.hostValue != null || n.pending != null || n.lockRef != 0 || n.hostRef != 0) {
+                    throw new IllegalStateException("root must hold no value or refs");
+                }
+                continue;
+            }
+            nodes++;
+            if (n.pageCount < 1 || n.keyLen != n.pageCount << pageShift) {
+                throw new IllegalStateException(n + " key of " + n.keyLen + " tokens is not " + n.pageCount
+                        + " whole pages");
+            }
+            if (n.devPages == null && n.hostValue == null) {
+                throw new IllegalStateException(n + " holds neither device pages nor a committed host value");
+            }
+            if (n.pending != null && (n.devPages == null || n.hostValue != null)) {
+                throw new IllegalStateException("pending " + n + " must hold device pages and no host value");
+            }
+            if (n.devPages != null && n.parent != root && n.parent.devPages == null) {
+                throw new IllegalStateException("device-resident " + n + " under device-evicted parent");
+            }
+            if (n.hostValue != null && n.hostValue.pageCount() != n.pageCount) {
+                throw new IllegalStateException(n + " host value covers " + n.hostValue.pageCount() + " pages");
+            }
+            if (n.lockRef < 0 || n.hostRef < 0 || n.lockRef > n.parent.lockRef && n.parent != root
+                    || n.hostRef > n.parent.hostRef && n.parent != root) {
+                throw new IllegalStateException(n + " refs inconsistent with parent " + n.parent);
+            }
+            if (n.devPages != null) {
+                cached += n.pageCount;
+                devResident++;
+            } else {
+                hostResident++;
+            }
+            locked += lockedPages(n);
+            unevictable += unevictablePages(n);
+            if (n.hostValue != null) {
+                committed += n.pageCount;
+            }
+            if (n.pending != null) {
+                pendingPages += n.pageCount;
+            }
+            if (eligible(n, true)) {
+                devEligible++;
+            }
+            if (eligible(n, false)) {
+                hostEligible++;
+            }
+        }
+        if (cached != devicePagesCached || locked != devicePagesLocked || unevictable != devicePagesUnevictable
+                || committed != hostPagesCommitted || pendingPages != hostPagesPending || nodes != nodeCount) {
+            throw new IllegalStateException("counters drifted: cached " + devicePagesCached + "/" + cached
+                    + ", locked " + devicePagesLocked + "/" + locked + ", unevictable " + devicePagesUnevictable + "/"
+                    + unevictable + ", host committed " + hostPagesCommitted + "/" + committed + ", pending "
+                    + hostPagesPending + "/" + pendingPages + ", nodes " + nodeCount + "/" + nodes
+                    + " (recorded/actual)");
+        }
+        deviceQueue.check(this, deviceQueue instanceof LruQueue ? devResident : devEligible);
+        hostQueue.check(this, hostQueue instanceof LruQueue ? hostResident : hostEligible);
+    }
+}

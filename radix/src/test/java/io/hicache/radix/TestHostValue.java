@@ -1,0 +1,14 @@
+package io.hicache.radix;
+
+/** Host value covering host pages [start, start + pageCount). Test helper. */
+record TestHostValue(int start, int pageCount) implements HostValue {
+    @Override
+    public HostValue head(int pages) {
+        return new TestHostValue(start, pages);
+    }
+
+    @Override
+    public HostValue tail(int pages) {
+        return new TestHostValue(start + pages, pageCount - pages);
+    }
+}
