@@ -52,11 +52,16 @@ abstract class CopyRoundTripContract {
         stream = runtime.createStream(0);
     }
 
+    /** Checks, after the test released everything, that the runtime holds nothing more. */
+    protected void assertNothingLeaked(CudaRuntime runtime) {
+    }
+
     @AfterEach
     void tearDown() {
         pools.forEach(HostKvPool::close);
         deviceAllocations.forEach(runtime::deviceFree);
         runtime.destroyStream(stream);
+        assertNothingLeaked(runtime);
         runtime.close();
     }
 

@@ -1,7 +1,6 @@
 package io.hicache.core.memory;
 
-import io.hicache.core.testing.TestDevices;
-import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.SimulatedCudaRuntime;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -17,17 +16,18 @@ class HostKvPoolTest {
     private static final KvPageShape TARGET = new KvPageShape(4, 2, 16, 64);
     private static final KvPageShape DRAFT = new KvPageShape(1, 2, 16, 32);
 
-    private CudaRuntime runtime;
+    private SimulatedCudaRuntime runtime;
     private long openBytesBefore;
 
     @BeforeEach
     void setUp() {
-        runtime = TestDevices.newRuntime();
+        runtime = new SimulatedCudaRuntime();
         openBytesBefore = HostKvPool.openPoolBytes();
     }
 
     @AfterEach
     void tearDown() {
+        assertThat(runtime.leakReport().clean()).as("%s", runtime.leakReport()).isTrue();
         runtime.close();
         assertThat(HostKvPool.openPoolBytes()).as("host bytes leaked by the test").isEqualTo(openBytesBefore);
     }
