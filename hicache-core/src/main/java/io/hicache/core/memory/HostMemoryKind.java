@@ -1,0 +1,13 @@
+package io.hicache.core.memory;
+
+/** Where a {@link HostKvPool}'s pinned memory comes from. Immutable; thread-safe. */
+public enum HostMemoryKind {
+    /** {@code cudaHostAlloc}; released with {@code cudaFreeHost}. */
+    HOST_ALLOC,
+    /**
+     * A page-aligned region the library allocates itself (an FFM {@link java.lang.foreign.Arena}, backed by
+     * anonymous memory), pinned with {@code cudaHostRegister}; released with {@code cudaHostUnregister} then
+     * freed.
+     */
+    REGISTERED
+}
