@@ -535,6 +535,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     }
 
     @Override
+    @SuppressWarnings("restricted") // reinterpret: the caller vouches for [hostPtr, hostPtr + bytes), as with cudaHostRegister
     public void hostRegister(long hostPtr, long bytes, int flags) {
         lock.lock();
         try {

@@ -1,0 +1,15 @@
+package io.hicache.sim;
+
+/**
+ * Chooses the engine for a configuration. Stateless implementations are thread-safe.
+ */
+@FunctionalInterface
+public interface EngineFactory {
+
+    /**
+     * The engine for {@code config}.
+     *
+     * @throws EngineUnavailableException no engine can run this configuration
+     */
+    SimulationEngine create(SimConfig config);
+}

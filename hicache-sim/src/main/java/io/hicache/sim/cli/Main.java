@@ -1,0 +1,292 @@
+package io.hicache.sim.cli;
+
+import io.hicache.sim.BackupMode;
+import io.hicache.sim.DefaultEngineFactory;
+import io.hicache.sim.EngineFactory;
+import io.hicache.sim.Eviction;
+import io.hicache.sim.Lanes;
+import io.hicache.sim.ProgressListener;
+import io.hicache.sim.WritePolicy;
+import io.hicache.sim.model.GpuPreset;
+import io.hicache.sim.model.ModelPreset;
+import io.hicache.sim.report.SimResult;
+import io.hicache.sim.trace.TraceSource;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.function.Function;
+
+/**
+ * The {@code hicache-sim} command line: {@code replay} (one configuration), {@code compare} (backup
+ * modes layered, all-layers and none on the same trace), {@code sweep} (a list of host capacities);
+ * with no arguments, {@code compare} on the bundled trace writing {@code report.html}.
+ *
+ * <p>Exit status: 0 success; 1 the run failed (bad trace record, engine failure, I/O); 2 usage
+ * (unknown option or preset, bad value, contradictory options), always refused before any work.
+ * One invocation per instance, on the calling thread.
+ */
+@Command(name = "hicache-sim", mixinStandardHelpOptions = true, version = "hicache-sim 0.1.0",
+        description = {"Replays request traces through the HiCache radix tree and backup controller.",
+                "With no arguments: compare on the bundled trace, writing report.html."},
+        footer = {"", "Exit status: 0 ok, 1 run failed, 2 usage error."})
+public final class Main implements Callable<Integer> {
+
+    /**
+     * Where a run reads and writes; tests substitute every part.
+     *
+     * @param engines  chooses the engine per configuration
+     * @param out      results summary
+     * @param err      errors and the progress bar
+     * @param workDir  relative output paths and traces resolve here
+     * @param repoRoot the bundled trace resolves here (and relative traces not found in workDir)
+     * @param tty      whether to draw a progress bar
+     */
+    public record Env(EngineFactory engines, PrintStream out, PrintStream err, Path workDir, Path repoRoot,
+                      boolean tty) {
+    }
+
+    /** System property the launcher sets to the repository root. */
+    public static final String REPO_ROOT_PROPERTY = "hicache.repo.root";
+    /** Report written by the no-argument run. */
+    public static final String DEFAULT_HTML = "report.html";
+
+    private final Env env;
+    private final String[] args;
+
+    @Spec
+    CommandSpec spec;
+
+    private Main(Env env, String[] args) {
+        this.env = env;
+        this.args = args.clone();
+    }
+
+    /** Runs the command line and exits with its status. */
+    public static void main(String[] args) {
+        String root = System.getProperty(REPO_ROOT_PROPERTY);
+        Path workDir = Paths.get("").toAbsolutePath();
+        var console = System.console();
+        Env env = new Env(new DefaultEngineFactory(), System.out, System.err, workDir,
+                root == null ? workDir : Paths.get(root).toAbsolutePath(), console != null && console.isTerminal());
+        System.exit(run(env, args));
+    }
+
+    /** Runs the command line in {@code env}; returns the exit status. */
+    public static int run(Env env, String... args) {
+        Main main = new Main(env, args);
+        CommandLine cl = new CommandLine(main);
+        cl.addSubcommand("replay", new Replay(main));
+        cl.addSubcommand("compare", new Compare(main));
+        cl.addSubcommand("sweep", new Sweep(main));
+        register(cl, ModelPreset.class, ModelPreset::byName);
+        register(cl, GpuPreset.class, GpuPreset::byName);
+        register(cl, WritePolicy.class, WritePolicy::byName);
+        register(cl, BackupMode.class, BackupMode::byName);
+        register(cl, Eviction.class, Eviction::byName);
+        register(cl, Lanes.class, Lanes::byName);
+        cl.setOut(new PrintWriter(env.out(), true, StandardCharsets.UTF_8));
+        cl.setErr(new PrintWriter(env.err(), true, StandardCharsets.UTF_8));
+        cl.setParameterExceptionHandler((ex, a) -> {
+            env.err().println("hicache-sim: " + ex.getMessage());
+            env.err().println("Try 'hicache-sim " + subcommandName(ex.getCommandLine()) + "--help' for the options.");
+            return CommandLine.ExitCode.USAGE;
+        });
+        cl.setExecutionExceptionHandler((ex, c, parseResult) -> {
+            if (ex instanceof ParameterException pe) {
+                throw pe;
+            }
+            env.err().println("hicache-sim: error: " + ex.getMessage());
+            return CommandLine.ExitCode.SOFTWARE;
+        });
+        return cl.execute(args);
+    }
+
+    private static String subcommandName(CommandLine c) {
+        return c == null || c.getParent() == null ? "" : c.getCommandName() + " ";
+    }
+
+    private static <T> void register(CommandLine cl, Class<T> type, Function<String, T> parse) {
+        cl.registerConverter(type, s -> {
+            try {
+                return parse.apply(s);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        });
+    }
+
+    /** No subcommand: {@code compare} with defaults on the bundled trace, writing {@code report.html}. */
+    @Override
+    public Integer call() {
+        SimOptions defaults = new SimOptions();
+        defaults.htmlFile = Paths.get(DEFAULT_HTML);
+        return execute(spec, defaults, Kind.COMPARE);
+    }
+
+    enum Kind {
+        REPLAY, COMPARE, SWEEP
+    }
+
+    /** Options every subcommand shares. Filled by picocli; null means "not given". */
+    static final class SimOptions {
+        @Option(names = "--trace", paramLabel = "[FORMAT:]FILE",
+                description = "Trace to replay; formats: mooncake (default), bailian. Default: the bundled "
+                        + TraceSource.BUNDLED_TRACE)
+        String trace;
+
+        @Option(names = "--limit", paramLabel = "N", description = "Replay only the first N requests.")
+        Long limit;
+
+        @Option(names = "--block-tokens", paramLabel = "N",
+                description = "Tokens per trace block after expansion (default: the format's block size; 1 = block-level view).")
+        Integer blockTokens;
+
+        @Option(names = "--page-size", paramLabel = "TOKENS",
+                description = "Tokens per KV page, a power of two dividing --block-tokens (default: up to 64).")
+        Integer pageSize;
+
+        @Option(names = "--model", paramLabel = "NAME", description = "Model preset: llama3-70b (default), llama3-8b, deepseek-v3.")
+        ModelPreset model;
+
+        @Option(names = "--gpu", paramLabel = "NAME", description = "GPU preset: h100-pcie5, h200-pcie5 (default), gh200.")
+        GpuPreset gpu;
+
+        @Option(names = "--device-capacity-tokens", paramLabel = "TOKENS",
+                description = "Device KV capacity in simulated tokens (k/M/G suffixes; default about 3M prompt tokens).")
+        String deviceCapacity;
+
+        @Option(names = "--host-capacity-tokens", paramLabel = "TOKENS", split = ",",
+                description = "Host KV capacity in simulated tokens: 0 = no host tier, inf = unlimited "
+                        + "(default 2x device). sweep: a comma-separated list.")
+        List<String> hostCapacity;
+
+        @Option(names = "--write-policy", paramLabel = "POLICY",
+                description = "write_through (default), write_through_selective, write_back.")
+        WritePolicy writePolicy;
+
+        @Option(names = "--backup-mode", paramLabel = "MODE", description = "layered (default), all-layers, none.")
+        BackupMode backupMode;
+
+        @Option(names = "--eviction", paramLabel = "POLICY", description = "lru (default), lfu, fifo, mru, filo, slru.")
+        Eviction eviction;
+
+        @Option(names = "--cp", paramLabel = "RANKS", description = "Context-parallel group size (default 1).")
+        Integer cp;
+
+        @Option(names = "--lanes", paramLabel = "LAYOUT",
+                description = "CP page ownership: round-robin (default), contiguous, zigzag; needs --cp > 1.")
+        Lanes lanes;
+
+        @Option(names = "--draft-layers", paramLabel = "N",
+                description = "Draft/MTP layers backed up with the target (default: the model's MTP layers).")
+        Integer draftLayers;
+
+        @Option(names = "--cache-only", description = "Ignore timing: each request completes before the next (pure hit ratios).")
+        boolean cacheOnly;
+
+        @Option(names = "--seed", paramLabel = "N", description = "Seed of every random choice (default 0).")
+        Long seed;
+
+        @Option(names = "--time-scale", paramLabel = "X", description = "Divide arrival times by X (default 1).")
+        Double timeScale;
+
+        @Option(names = "--json", paramLabel = "FILE", description = "Write results as JSON (an array for compare and sweep).")
+        Path jsonFile;
+
+        @Option(names = "--html", paramLabel = "FILE", description = "Write a self-contained HTML report.")
+        Path htmlFile;
+    }
+
+    @Command(name = "replay", mixinStandardHelpOptions = true, description = "Replay the trace under one configuration.")
+    static final class Replay implements Callable<Integer> {
+        private final Main main;
+        @Spec
+        CommandSpec spec;
+        @Mixin
+        SimOptions options;
+
+        Replay(Main main) {
+            this.main = main;
+        }
+
+        @Override
+        public Integer call() {
+            return main.execute(spec, options, Kind.REPLAY);
+        }
+    }
+
+    @Command(name = "compare", mixinStandardHelpOptions = true,
+            description = "Replay with backup modes layered, all-layers and none side by side.")
+    static final class Compare implements Callable<Integer> {
+        private final Main main;
+        @Spec
+        CommandSpec spec;
+        @Mixin
+        SimOptions options;
+
+        Compare(Main main) {
+            this.main = main;
+        }
+
+        @Override
+        public Integer call() {
+            return main.execute(spec, options, Kind.COMPARE);
+        }
+    }
+
+    @Command(name = "sweep", mixinStandardHelpOptions = true,
+            description = "Replay once per host capacity (--host-capacity-tokens a,b,...) for a hit-ratio curve.")
+    static final class Sweep implements Callable<Integer> {
+        private final Main main;
+        @Spec
+        CommandSpec spec;
+        @Mixin
+        SimOptions options;
+
+        Sweep(Main main) {
+            this.main = main;
+        }
+
+        @Override
+        public Integer call() {
+            return main.execute(spec, options, Kind.SWEEP);
+        }
+    }
+
+    Integer execute(CommandSpec at, SimOptions o, Kind kind) {
+        RunPlan plan = RunPlan.build(at.commandLine(), o, kind, env);
+        return plan.run("hicache-sim " + String.join(" ", args));
+    }
+
+    /** Summary line for a result, printed to standard output. */
+    static String summary(String label, SimResult r) {
+        return String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
+                label, r.blockHitRatio(), r.tokenHitRatio(), r.deviceHitTokens(), r.hostHitTokens(),
+                r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds());
+    }
+
+    /** Header of {@link #summary}. */
+    static String summaryHeader() {
+        return String.format(Locale.ROOT, "%-26s %8s %8s %14s %14s %12s %12s %12s %10s",
+                "configuration", "blk_hit", "tok_hit", "device_hit_tok", "host_hit_tok", "backups", "exposed_ms",
+                "commit_p99ms", "wall_s");
+    }
+
+    static ProgressListener progress(Env env) {
+        return env.tty() ? new ProgressBarListener(env.err()) : ProgressListener.NONE;
+    }
+
+}

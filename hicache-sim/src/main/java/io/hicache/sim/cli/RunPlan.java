@@ -1,0 +1,272 @@
+package io.hicache.sim.cli;
+
+import io.hicache.sim.BackupMode;
+import io.hicache.sim.CacheOnlyEngine;
+import io.hicache.sim.SimConfig;
+import io.hicache.sim.SimulationEngine;
+import io.hicache.sim.report.HtmlReport;
+import io.hicache.sim.report.JsonReport;
+import io.hicache.sim.report.SimResult;
+import io.hicache.sim.trace.TraceSource;
+import picocli.CommandLine;
+import picocli.CommandLine.ParameterException;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The validated work of one invocation: the trace, the configurations to run with their labels and
+ * the outputs. {@link #build} refuses bad and contradictory options (a {@link ParameterException},
+ * exit status 2) before any work; {@link #run} replays and writes. Used on one thread.
+ */
+final class RunPlan {
+
+    /** Sweep host capacities when none are given, as multiples of the device capacity (-1 = inf). */
+    private static final double[] DEFAULT_SWEEP_RATIOS = {0, 0.5, 1, 2, 4, 8, -1};
+
+    private final Main.Env env;
+    private final Main.Kind kind;
+    private final TraceSource trace;
+    private final List<SimConfig> configs;
+    private final List<String> labels;
+    private final Path jsonFile;
+    private final Path htmlFile;
+
+    private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs, List<String> labels,
+                    Path jsonFile, Path htmlFile) {
+        this.env = env;
+        this.kind = kind;
+        this.trace = trace;
+        this.configs = configs;
+        this.labels = labels;
+        this.jsonFile = jsonFile;
+        this.htmlFile = htmlFile;
+    }
+
+    /** The configurations, in run order. */
+    List<SimConfig> configs() {
+        return configs;
+    }
+
+    static RunPlan build(CommandLine cl, Main.SimOptions o, Main.Kind kind, Main.Env env) {
+        // Values checked one by one.
+        long limit = Long.MAX_VALUE;
+        if (o.limit != null) {
+            if (o.limit < 1) {
+                throw usage(cl, "--limit must be >= 1 request, got " + o.limit);
+            }
+            limit = o.limit;
+        }
+        TraceSource trace;
+        try {
+            trace = TraceSource.parse(o.trace == null ? TraceSource.BUNDLED_TRACE : o.trace, env.workDir(),
+                    env.repoRoot(), limit);
+        } catch (IllegalArgumentException e) {
+            throw usage(cl, "--trace: " + e.getMessage());
+        }
+        if (!Files.isRegularFile(trace.path())) {
+            throw usage(cl, "--trace: no such file: " + trace.path());
+        }
+        int formatBlock = trace.format().blockSize();
+        int blockTokens = o.blockTokens == null ? formatBlock : o.blockTokens;
+        if (blockTokens < 1) {
+            throw usage(cl, "--block-tokens must be >= 1, got " + blockTokens);
+        }
+        int pageSize = o.pageSize == null ? SimConfig.defaultPageSize(blockTokens) : o.pageSize;
+        long device = o.deviceCapacity == null
+                ? SimConfig.defaultDeviceCapacityTokens(blockTokens, formatBlock)
+                : tokens(cl, "--device-capacity-tokens", o.deviceCapacity);
+        if (device == 0) {
+            throw usage(cl, "--device-capacity-tokens must be > 0 (there is always a device tier)");
+        }
+        List<Long> hosts = new ArrayList<>();
+        if (o.hostCapacity != null) {
+            for (String h : o.hostCapacity) {
+                hosts.add(tokens(cl, "--host-capacity-tokens", h));
+            }
+        }
+        if (kind != Main.Kind.SWEEP && hosts.size() > 1) {
+            throw usage(cl, "--host-capacity-tokens takes one value here; use 'sweep' for a list, got " + o.hostCapacity);
+        }
+        if (hosts.isEmpty()) {
+            if (kind == Main.Kind.SWEEP) {
+                for (double r : DEFAULT_SWEEP_RATIOS) {
+                    hosts.add(r < 0 ? SimConfig.HOST_UNLIMITED : scale(device, r));
+                }
+            } else {
+                hosts.add(scale(device, SimConfig.DEFAULT_HOST_RATIO));
+            }
+        }
+        var model = o.model == null ? io.hicache.sim.model.ModelPreset.DEFAULT : o.model;
+        var gpu = o.gpu == null ? io.hicache.sim.model.GpuPreset.DEFAULT : o.gpu;
+        var writePolicy = o.writePolicy == null ? io.hicache.sim.WritePolicy.WRITE_THROUGH : o.writePolicy;
+        var backupMode = o.backupMode == null ? BackupMode.LAYERED : o.backupMode;
+        var eviction = o.eviction == null ? io.hicache.sim.Eviction.LRU : o.eviction;
+        int cp = o.cp == null ? 1 : o.cp;
+        var lanes = o.lanes == null ? io.hicache.sim.Lanes.ROUND_ROBIN : o.lanes;
+        int draftLayers = o.draftLayers == null ? model.defaultDraftLayers() : o.draftLayers;
+        long seed = o.seed == null ? 0 : o.seed;
+        double timeScale = o.timeScale == null ? 1.0 : o.timeScale;
+
+        // Options that contradict each other: refused before any work.
+        if (kind == Main.Kind.COMPARE && o.backupMode != null) {
+            throw usage(cl, "compare runs every backup mode (layered, all-layers, none); drop --backup-mode "
+                    + o.backupMode.cliName() + " or use replay");
+        }
+        if (kind == Main.Kind.SWEEP && backupMode == BackupMode.NONE) {
+            throw usage(cl, "sweep varies the host capacity, which --backup-mode none never writes; "
+                    + "choose layered or all-layers");
+        }
+        boolean noHost = kind != Main.Kind.SWEEP && hosts.getFirst() == SimConfig.HOST_NONE;
+        if (o.writePolicy != null && noHost) {
+            throw usage(cl, "--write-policy " + o.writePolicy.cliName()
+                    + " needs a host tier, but --host-capacity-tokens is 0 (no host tier)");
+        }
+        if (o.writePolicy != null && o.backupMode == BackupMode.NONE) {
+            throw usage(cl, "--write-policy " + o.writePolicy.cliName() + " has no effect with --backup-mode none");
+        }
+        if (o.lanes != null && cp == 1) {
+            throw usage(cl, "--lanes " + o.lanes.cliName() + " needs a CP group (--cp > 1), but --cp is 1");
+        }
+        if (o.cacheOnly && o.timeScale != null) {
+            throw usage(cl, "--time-scale has no effect with --cache-only (cache-only ignores timing)");
+        }
+        if (o.cacheOnly && cp > 1) {
+            throw usage(cl, "--cp " + cp + " has no effect with --cache-only (every CP rank holds the same tree, "
+                    + "so hit ratios do not depend on it); drop one of them");
+        }
+        for (Path out : new Path[] {o.jsonFile, o.htmlFile}) {
+            if (out != null) {
+                Path abs = env.workDir().resolve(out).toAbsolutePath();
+                if (abs.getParent() != null && !Files.isDirectory(abs.getParent())) {
+                    throw usage(cl, "cannot write " + out + ": directory " + abs.getParent() + " does not exist");
+                }
+            }
+        }
+
+        List<SimConfig> configs = new ArrayList<>();
+        List<String> labels = new ArrayList<>();
+        try {
+            SimConfig base = new SimConfig(model, gpu, blockTokens, pageSize, device, hosts.getFirst(), writePolicy,
+                    backupMode, eviction, cp, lanes, draftLayers, o.cacheOnly, seed, timeScale);
+            switch (kind) {
+                case REPLAY -> {
+                    configs.add(base);
+                    labels.add(backupMode.cliName());
+                }
+                case COMPARE -> {
+                    for (BackupMode m : BackupMode.values()) {
+                        configs.add(base.withBackupMode(m));
+                        labels.add(m == BackupMode.NONE ? "none (no backup)" : m.cliName());
+                    }
+                }
+                case SWEEP -> {
+                    for (long h : hosts) {
+                        configs.add(base.withHostCapacityTokens(h));
+                        labels.add("host " + (h == SimConfig.HOST_UNLIMITED ? "inf" : Long.toString(h)));
+                    }
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            throw usage(cl, e.getMessage());
+        }
+        Path json = o.jsonFile == null ? null : env.workDir().resolve(o.jsonFile);
+        Path html = o.htmlFile == null ? null : env.workDir().resolve(o.htmlFile);
+        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(labels), json, html);
+    }
+
+    /** Runs every configuration, prints the summary, writes the reports; returns exit status 0. */
+    int run(String commandLine) {
+        List<SimulationEngine> engines = new ArrayList<>();
+        for (SimConfig c : configs) {
+            engines.add(env.engines().create(c)); // fails before any replay when an engine is missing
+        }
+        List<SimResult> results = new ArrayList<>();
+        env.out().println(Main.summaryHeader());
+        for (int i = 0; i < configs.size(); i++) {
+            SimResult r = engines.get(i).run(configs.get(i), trace, Main.progress(env));
+            results.add(r);
+            env.out().println(Main.summary(labels.get(i), r));
+        }
+        if (jsonFile != null) {
+            JsonReport.write(jsonFile, results, kind != Main.Kind.REPLAY);
+            env.out().println("wrote " + jsonFile);
+        }
+        if (htmlFile != null) {
+            HtmlReport.write(htmlFile, report(commandLine, results));
+            env.out().println("wrote " + htmlFile);
+        }
+        return CommandLine.ExitCode.OK;
+    }
+
+    private HtmlReport.Report report(String commandLine, List<SimResult> results) {
+        List<HtmlReport.Row> rows = new ArrayList<>();
+        for (int i = 0; i < results.size(); i++) {
+            rows.add(new HtmlReport.Row(labels.get(i), results.get(i),
+                    kind == Main.Kind.COMPARE && configs.get(i).backupMode() == BackupMode.NONE));
+        }
+        SimConfig first = configs.getFirst();
+        if (kind == Main.Kind.REPLAY && first.backupMode() != BackupMode.NONE) {
+            SimConfig none = first.withBackupMode(BackupMode.NONE);
+            SimResult r = env.engines().create(none).run(none, trace, Main.progress(env));
+            rows.add(new HtmlReport.Row("no backup (baseline)", r, true));
+            env.out().println(Main.summary("no backup (baseline)", r));
+        }
+        // The bound: everything ever seen stays cached; hit ratios depend only on the trace.
+        SimConfig unlimited = first.withCacheOnly(true).withBackupMode(BackupMode.NONE)
+                .withCapacities(Long.MAX_VALUE, SimConfig.HOST_NONE);
+        SimResult bound = new CacheOnlyEngine().run(unlimited, trace, Main.progress(env));
+        rows.add(new HtmlReport.Row("unlimited cache (bound)", bound, true));
+        env.out().println(Main.summary("unlimited cache (bound)", bound));
+        List<HtmlReport.Timeline> timelines = new ArrayList<>();
+        for (int i = 0; i < results.size(); i++) {
+            if (!results.get(i).timeline().isEmpty()) {
+                timelines.add(new HtmlReport.Timeline(labels.get(i), results.get(i).timeline()));
+            }
+        }
+        String title = "HiCache simulator: " + kind.name().toLowerCase(Locale.ROOT);
+        return new HtmlReport.Report(title, commandLine, rows, kind == Main.Kind.SWEEP ? results : List.of(),
+                timelines);
+    }
+
+    private static long tokens(CommandLine cl, String option, String text) {
+        String t = text.trim().toLowerCase(Locale.ROOT).replace("_", "");
+        if (t.equals("inf") || t.equals("unlimited")) {
+            return SimConfig.HOST_UNLIMITED;
+        }
+        long mult = 1;
+        if (!t.isEmpty()) {
+            char last = t.charAt(t.length() - 1);
+            mult = switch (last) {
+                case 'k' -> 1_000L;
+                case 'm' -> 1_000_000L;
+                case 'g' -> 1_000_000_000L;
+                default -> 1;
+            };
+            if (mult != 1) {
+                t = t.substring(0, t.length() - 1);
+            }
+        }
+        try {
+            long v = Long.parseLong(t);
+            if (v < 0) {
+                throw usage(cl, option + " must be >= 0 tokens, got " + text);
+            }
+            return Math.multiplyExact(v, mult);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw usage(cl, option + " must be a token count (e.g. 3000000, 3M) or inf, got '" + text + "'");
+        }
+    }
+
+    private static long scale(long tokens, double ratio) {
+        double v = tokens * ratio;
+        return v >= Long.MAX_VALUE ? SimConfig.HOST_UNLIMITED : (long) v;
+    }
+
+    private static ParameterException usage(CommandLine cl, String message) {
+        return new ParameterException(cl, message);
+    }
+}

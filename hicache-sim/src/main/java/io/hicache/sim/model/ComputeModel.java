@@ -1,0 +1,99 @@
+package io.hicache.sim.model;
+
+/**
+ * A deliberately simple roofline model of one GPU running one layer at a time; every time is the
+ * larger of a compute term and a memory term.
+ *
+ * <ul>
+ *   <li><b>Prefill</b> of {@code T} new tokens after {@code C} cached context tokens, per layer:
+ *   FLOPs = {@code 2 * activeParams * T + attnFlops * T * (C + (T + 1) / 2)} (dense matmuls plus
+ *   causal attention over the context and the new tokens), divided by
+ *   {@code peakFlops * flopsEfficiency}; memory = weights read once
+ *   ({@code min(totalParams, activeParams * T) * weightBytes}) over {@code hbm * memoryEfficiency}.</li>
+ *   <li><b>Decode step</b> of a batch of {@code B} sequences holding {@code K} context tokens in
+ *   total, per layer: memory = weights ({@code min(totalParams, activeParams * B) * weightBytes},
+ *   i.e. an MoE touches more experts as the batch grows) plus the KV read
+ *   ({@code K * kvBytesPerTokenPerLayer}); compute = {@code 2 * activeParams * B + attnFlops * K}.</li>
+ *   <li><b>Copy</b> of {@code n} bytes over the host link: {@code launchLatency + n / (link * linkEfficiency)}.</li>
+ * </ul>
+ * Tensor parallelism is not modelled: a layer runs on one device. Immutable and thread-safe.
+ *
+ * @param model            the model preset
+ * @param gpu              the GPU preset
+ * @param flopsEfficiency  fraction of peak FLOP/s reached (0, 1]; {@link #DEFAULT_FLOPS_EFFICIENCY}
+ * @param memoryEfficiency fraction of peak HBM bandwidth reached (0, 1]; {@link #DEFAULT_MEMORY_EFFICIENCY}
+ * @param linkEfficiency   fraction of peak host-link bandwidth reached (0, 1]; {@link #DEFAULT_LINK_EFFICIENCY}
+ */
+public record ComputeModel(ModelPreset model, GpuPreset gpu, double flopsEfficiency, double memoryEfficiency,
+                           double linkEfficiency) {
+
+    /** Typical model FLOPs utilisation of a large prefill. */
+    public static final double DEFAULT_FLOPS_EFFICIENCY = 0.5;
+    /** Typical achieved fraction of HBM bandwidth in decode. */
+    public static final double DEFAULT_MEMORY_EFFICIENCY = 0.8;
+    /** Typical achieved fraction of the host link with pinned memory (about 55 GB/s on PCIe 5.0 x16). */
+    public static final double DEFAULT_LINK_EFFICIENCY = 0.87;
+
+    /** Validates the efficiencies. */
+    public ComputeModel {
+        check("flopsEfficiency", flopsEfficiency);
+        check("memoryEfficiency", memoryEfficiency);
+        check("linkEfficiency", linkEfficiency);
+    }
+
+    /** The model with the default efficiencies. */
+    public static ComputeModel of(ModelPreset model, GpuPreset gpu) {
+        return new ComputeModel(model, gpu, DEFAULT_FLOPS_EFFICIENCY, DEFAULT_MEMORY_EFFICIENCY,
+                DEFAULT_LINK_EFFICIENCY);
+    }
+
+    /** Time of one layer of a prefill of {@code newTokens} after {@code contextTokens} cached ones, ns. */
+    public long prefillLayerNs(long newTokens, long contextTokens) {
+        if (newTokens <= 0) {
+            return 0;
+        }
+        double flops = 2.0 * model.activeParamsPerLayer() * newTokens
+                + (double) model.attnFlopsPerContextToken() * newTokens * (contextTokens + (newTokens + 1) / 2.0);
+        double weightBytes = (double) Math.min(model.totalParamsPerLayer(),
+                model.activeParamsPerLayer() * (double) newTokens) * model.weightBytesPerParam();
+        return Math.max(computeNs(flops), memoryNs(weightBytes));
+    }
+
+    /** Time of one layer of one decode step of {@code batch} sequences with {@code contextTokens} in total, ns. */
+    public long decodeStepLayerNs(int batch, long contextTokens) {
+        if (batch <= 0) {
+            return 0;
+        }
+        double flops = 2.0 * model.activeParamsPerLayer() * batch
+                + (double) model.attnFlopsPerContextToken() * contextTokens;
+        double bytes = (double) Math.min(model.totalParamsPerLayer(), model.activeParamsPerLayer() * (double) batch)
+                * model.weightBytesPerParam()
+                + (double) contextTokens * model.kvBytesPerTokenPerLayer();
+        return Math.max(computeNs(flops), memoryNs(bytes));
+    }
+
+    /** Time of one async copy of {@code bytes} over the host link (either direction), ns. */
+    public long copyNs(long bytes) {
+        return gpu.copyLaunchLatencyNs()
+                + (long) Math.ceil(bytes * 1e9 / (gpu.hostLinkBytesPerSecond() * linkEfficiency));
+    }
+
+    /** KV bytes of {@code tokens} tokens in one layer. */
+    public long kvBytesPerLayer(long tokens) {
+        return tokens * model.kvBytesPerTokenPerLayer();
+    }
+
+    private long computeNs(double flops) {
+        return (long) Math.ceil(flops * 1e9 / (gpu.denseBf16FlopsPerSecond() * flopsEfficiency));
+    }
+
+    private long memoryNs(double bytes) {
+        return (long) Math.ceil(bytes * 1e9 / (gpu.hbmBytesPerSecond() * memoryEfficiency));
+    }
+
+    private static void check(String name, double v) {
+        if (!(v > 0 && v <= 1)) {
+            throw new IllegalArgumentException(name + " must be in (0, 1], got " + v);
+        }
+    }
+}

@@ -1,0 +1,142 @@
+package io.hicache.sim.model;
+
+import java.util.Arrays;
+import java.util.stream.Collectors;
+
+/**
+ * Registry of model presets: the per-layer numbers the compute model and the KV pools need.
+ * Immutable and thread-safe.
+ *
+ * <p>Parameter counts per layer are computed from the published {@code config.json} shapes
+ * (attention projections + MLP/MoE + norms, embeddings excluded). Attention FLOPs are
+ * {@code attnFlopsPerContextToken} per new token, per context token, per layer (QK^T plus AV,
+ * 2 FLOPs per multiply-add).
+ */
+public enum ModelPreset {
+    /**
+     * Llama 3 70B. Source: meta-llama/Meta-Llama-3-70B config.json (Llama 3 model card, April 2024):
+     * 80 layers, hidden 8192, 64 query heads, 8 KV heads of dim 128, intermediate 28672, bf16.
+     * Per layer: q,o 8192x8192 each, k,v 8192x1024 each, MLP 3x8192x28672, norms 2x8192
+     * = 855,654,400 params. KV: 2 (K,V) x 8 heads x 128 x 2 bytes = 4096 B per token per layer,
+     * x 80 layers = 320 KiB per token. Attention: 2 x 2 x 64 x 128 = 32768 FLOPs per context token.
+     */
+    LLAMA3_70B("llama3-70b", AttentionKind.GQA, 80, 4096, 855_654_400L, 855_654_400L, 2, 32_768L, 0),
+    /**
+     * Llama 3 8B. Source: meta-llama/Meta-Llama-3-8B config.json: 32 layers, hidden 4096, 32 query
+     * heads, 8 KV heads of dim 128, intermediate 14336, bf16. Per layer: q,o 4096x4096, k,v
+     * 4096x1024, MLP 3x4096x14336, norms = 218,112,000 params. KV: 4096 B per token per layer,
+     * x 32 = 128 KiB per token. Attention: 2 x 2 x 32 x 128 = 16384 FLOPs per context token.
+     */
+    LLAMA3_8B("llama3-8b", AttentionKind.GQA, 32, 4096, 218_112_000L, 218_112_000L, 2, 16_384L, 0),
+    /**
+     * DeepSeek-V3. Sources: deepseek-ai/DeepSeek-V3 config.json and the technical report
+     * (arXiv:2412.19437): 61 layers, MLA with kv_lora_rank 512 and qk_rope_head_dim 64, so the cache
+     * holds 512 + 64 = 576 values x 2 bytes = 1152 B per token per layer (70,272 B per token);
+     * 671B total / 37B activated parameters, FP8 weights (1 byte); num_nextn_predict_layers 1 (one
+     * MTP module, used as the draft, so {@code defaultDraftLayers} = 1). Per layer (embeddings of
+     * 129,280 x 7168 removed): about 10.97e9 total and 0.609e9 activated params. Attention with the
+     * absorbed MLA weights: 128 heads x (576 score + 512 value) x 2 = 278,528 FLOPs per context token.
+     */
+    DEEPSEEK_V3("deepseek-v3", AttentionKind.MLA, 61, 1152, 10_970_000_000L, 609_000_000L, 1, 278_528L, 1);
+
+    /** The preset used when none is named. */
+    public static final ModelPreset DEFAULT = LLAMA3_70B;
+
+    private final String cliName;
+    private final AttentionKind attention;
+    private final int layers;
+    private final long kvBytesPerTokenPerLayer;
+    private final long totalParamsPerLayer;
+    private final long activeParamsPerLayer;
+    private final int weightBytesPerParam;
+    private final long attnFlopsPerContextToken;
+    private final int defaultDraftLayers;
+
+    ModelPreset(String cliName, AttentionKind attention, int layers, long kvBytesPerTokenPerLayer,
+                long totalParamsPerLayer, long activeParamsPerLayer, int weightBytesPerParam,
+                long attnFlopsPerContextToken, int defaultDraftLayers) {
+        this.cliName = cliName;
+        this.attention = attention;
+        this.layers = layers;
+        this.kvBytesPerTokenPerLayer = kvBytesPerTokenPerLayer;
+        this.totalParamsPerLayer = totalParamsPerLayer;
+        this.activeParamsPerLayer = activeParamsPerLayer;
+        this.weightBytesPerParam = weightBytesPerParam;
+        this.attnFlopsPerContextToken = attnFlopsPerContextToken;
+        this.defaultDraftLayers = defaultDraftLayers;
+    }
+
+    /** The name used on the command line. */
+    public String cliName() {
+        return cliName;
+    }
+
+    /** KV layout. */
+    public AttentionKind attention() {
+        return attention;
+    }
+
+    /** Transformer layers of the target model. */
+    public int layers() {
+        return layers;
+    }
+
+    /** KV cache bytes one token occupies in one layer. */
+    public long kvBytesPerTokenPerLayer() {
+        return kvBytesPerTokenPerLayer;
+    }
+
+    /** KV cache bytes one token occupies over all target layers. */
+    public long kvBytesPerToken() {
+        return kvBytesPerTokenPerLayer * layers;
+    }
+
+    /** All parameters of one layer (every expert for MoE). */
+    public long totalParamsPerLayer() {
+        return totalParamsPerLayer;
+    }
+
+    /** Parameters one token passes through in one layer (activated experts for MoE). */
+    public long activeParamsPerLayer() {
+        return activeParamsPerLayer;
+    }
+
+    /** Bytes per weight (2 for bf16, 1 for fp8). */
+    public int weightBytesPerParam() {
+        return weightBytesPerParam;
+    }
+
+    /** Attention FLOPs per new token per context token per layer. */
+    public long attnFlopsPerContextToken() {
+        return attnFlopsPerContextToken;
+    }
+
+    /** Draft layers the model brings (MTP modules); 0 when it has none. */
+    public int defaultDraftLayers() {
+        return defaultDraftLayers;
+    }
+
+    /**
+     * The preset with this command-line name (case-insensitive).
+     *
+     * @throws UnknownPresetException the message lists the valid names
+     */
+    public static ModelPreset byName(String name) {
+        for (ModelPreset m : values()) {
+            if (m.cliName.equalsIgnoreCase(name)) {
+                return m;
+            }
+        }
+        throw new UnknownPresetException("model", name, names());
+    }
+
+    /** The valid names, comma-separated. */
+    public static String names() {
+        return Arrays.stream(values()).map(ModelPreset::cliName).collect(Collectors.joining(", "));
+    }
+
+    @Override
+    public String toString() {
+        return cliName;
+    }
+}

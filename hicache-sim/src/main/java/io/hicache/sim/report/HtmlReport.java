@@ -1,0 +1,396 @@
+package io.hicache.sim.report;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * A self-contained HTML report: inline CSS and SVG only, no scripts, no network references; the
+ * markup is well-formed XML (XHTML syntax) so it can be checked mechanically. Sections: a table of
+ * configurations with the baselines (no backup, unlimited cache) beside them, a hit-ratio vs
+ * host-capacity chart (sweep), and per-layer timelines of one forward (compute and copies, one panel
+ * per backup mode). Stateless and thread-safe.
+ */
+public final class HtmlReport {
+
+    /**
+     * One table row.
+     *
+     * @param label    what the row is, e.g. {@code layered} or {@code unlimited cache (bound)}
+     * @param result   its result
+     * @param baseline whether it is a baseline (shown greyed)
+     */
+    public record Row(String label, SimResult result, boolean baseline) {
+    }
+
+    /**
+     * A per-layer timeline panel.
+     *
+     * @param title    e.g. {@code layered}
+     * @param segments the bars; lanes appear in order of first use
+     */
+    public record Timeline(String title, List<TimelineSegment> segments) {
+        /** Copies the segments. */
+        public Timeline {
+            segments = List.copyOf(segments);
+        }
+    }
+
+    /**
+     * Everything a report shows.
+     *
+     * @param title     page title
+     * @param command   the command line that produced it (shown verbatim)
+     * @param rows      the table, configurations then baselines
+     * @param sweep     points of the hit-ratio vs host-capacity chart (empty: no chart)
+     * @param timelines timeline panels (empty: a note says why)
+     */
+    public record Report(String title, String command, List<Row> rows, List<SimResult> sweep,
+                         List<Timeline> timelines) {
+        /** Copies the lists. */
+        public Report {
+            rows = List.copyOf(rows);
+            sweep = List.copyOf(sweep);
+            timelines = List.copyOf(timelines);
+        }
+    }
+
+    private static final String[] LANE_COLOURS = {"#3b6fb6", "#e07b39", "#4aa564", "#b3478f", "#8c6d31", "#5b5ea6"};
+
+    private HtmlReport() {
+    }
+
+    /**
+     * Writes {@code report} to {@code file} (UTF-8).
+     *
+     * @throws UncheckedIOException the file cannot be written
+     */
+    public static void write(Path file, Report report) {
+        try {
+            Files.writeString(file, render(report));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write HTML report " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The report as an HTML document. */
+    public static String render(Report report) {
+        StringBuilder h = new StringBuilder(32_768);
+        h.append("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
+                .append("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>")
+                .append(esc(report.title())).append("</title>\n<style>\n").append(CSS).append("</style>\n</head>\n<body>\n");
+        h.append("<header><h1>").append(esc(report.title())).append("</h1>\n<p class=\"cmd\"><code>")
+                .append(esc(report.command())).append("</code></p>\n");
+        if (!report.rows().isEmpty()) {
+            SimResult first = report.rows().getFirst().result();
+            h.append("<p class=\"meta\">trace <b>").append(esc(first.trace())).append("</b> · ")
+                    .append(first.requests()).append(" requests · ").append(fmtInt(first.inputTokens()))
+                    .append(" prompt tokens · ").append(fmtInt(first.blocks())).append(" blocks · model <b>")
+                    .append(esc(first.config().model().cliName())).append("</b> · gpu <b>")
+                    .append(esc(first.config().gpu().cliName())).append("</b> · page ")
+                    .append(first.config().pageSize()).append(" · block tokens ").append(first.config().blockTokens())
+                    .append("</p>\n");
+        }
+        h.append("</header>\n<main>\n");
+        table(h, report.rows());
+        if (!report.sweep().isEmpty()) {
+            sweepChart(h, report.sweep());
+        }
+        timelines(h, report.timelines());
+        h.append("<section><h2>How to read this report</h2>\n<ul>\n")
+                .append("<li><b>block hit ratio</b>: leading trace blocks fully found in cache (device or host) / all blocks; ")
+                .append("<b>token hit ratio</b>: prompt tokens served from cache / prompt tokens.</li>\n")
+                .append("<li><b>exposed backup</b>: device-to-host copy time not hidden behind compute; ")
+                .append("<b>commit latency</b>: from reservation until the host copy is published.</li>\n")
+                .append("<li>Baselines (grey): <i>no backup</i> has no host tier writes; <i>unlimited cache</i> ")
+                .append("keeps everything and bounds every hit ratio from above.</li>\n")
+                .append("<li>Token counts other than prompt tokens are simulated tokens (after block expansion).</li>\n")
+                .append("</ul></section>\n</main>\n</body>\n</html>\n");
+        return h.toString();
+    }
+
+    private static void table(StringBuilder h, List<Row> rows) {
+        h.append("<section><h2>Configurations</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
+                .append("<th>configuration</th><th>backup mode</th><th>write policy</th><th>eviction</th>")
+                .append("<th>device cap</th><th>host cap</th><th>block hit ratio</th><th>token hit ratio</th>")
+                .append("<th>device hits</th><th>host hits</th><th>prefill computed</th>")
+                .append("<th>backups committed / no room / aborted / fallback</th><th>D2H</th>")
+                .append("<th>exposed backup</th><th>commit p50 / p99 / max</th><th>host peak</th>")
+                .append("<th>simulated</th><th>wall</th></tr></thead>\n<tbody>\n");
+        for (Row row : rows) {
+            SimResult r = row.result();
+            var c = r.config();
+            h.append(row.baseline() ? "<tr class=\"baseline\">" : "<tr>")
+                    .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
+                    .append("<td>").append(esc(c.backupMode().cliName())).append("</td>")
+                    .append("<td>").append(esc(c.writePolicy().cliName())).append("</td>")
+                    .append("<td>").append(esc(c.eviction().cliName())).append("</td>")
+                    .append("<td class=\"n\">").append(capacity(c.deviceCapacityTokens(), false)).append("</td>")
+                    .append("<td class=\"n\">").append(capacity(c.hostCapacityTokens(), true)).append("</td>")
+                    .append("<td class=\"n\">").append(ratioCell(r.blockHitRatio())).append("</td>")
+                    .append("<td class=\"n\">").append(ratioCell(r.tokenHitRatio())).append("</td>")
+                    .append("<td class=\"n\">").append(fmtInt(r.deviceHitTokens())).append("</td>")
+                    .append("<td class=\"n\">").append(fmtInt(r.hostHitTokens())).append("</td>")
+                    .append("<td class=\"n\">").append(fmtInt(r.prefillTokensComputed())).append("</td>")
+                    .append("<td class=\"n\">").append(r.backups().committed()).append(" / ").append(r.backups().noRoom())
+                    .append(" / ").append(r.backups().aborted()).append(" / ").append(r.backups().fallback()).append("</td>")
+                    .append("<td class=\"n\">").append(bytes(r.d2hBytes())).append("</td>")
+                    .append("<td class=\"n\">").append(duration(r.exposedBackupNs())).append("</td>")
+                    .append("<td class=\"n\">").append(duration(r.commitLatencyNs().p50())).append(" / ")
+                    .append(duration(r.commitLatencyNs().p99())).append(" / ").append(duration(r.commitLatencyNs().max()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(percent(r.hostPoolPeakUtilization())).append("</td>")
+                    .append("<td class=\"n\">").append(String.format(Locale.ROOT, "%.1f s", r.simulatedSeconds())).append("</td>")
+                    .append("<td class=\"n\">").append(String.format(Locale.ROOT, "%.2f s", r.wallSeconds())).append("</td>")
+                    .append("</tr>\n");
+        }
+        h.append("</tbody></table></div></section>\n");
+    }
+
+    private static void sweepChart(StringBuilder h, List<SimResult> points) {
+        int w = 760;
+        int ht = 360;
+        int left = 64;
+        int right = 24;
+        int top = 24;
+        int bottom = 64;
+        int pw = w - left - right;
+        int ph = ht - top - bottom;
+        int n = points.size();
+        double maxY = 0.05;
+        for (SimResult p : points) {
+            maxY = Math.max(maxY, Math.max(p.blockHitRatio(), p.tokenHitRatio()));
+        }
+        maxY = Math.min(1.0, Math.ceil(maxY * 10.0) / 10.0);
+        h.append("<section><h2>Hit ratio vs host capacity</h2>\n<svg class=\"chart\" viewBox=\"0 0 ").append(w).append(' ')
+                .append(ht).append("\" width=\"").append(w).append("\" height=\"").append(ht)
+                .append("\" role=\"img\" aria-label=\"hit ratio versus host capacity\">\n");
+        for (int i = 0; i <= 5; i++) {
+            double v = maxY * i / 5;
+            double y = top + ph - ph * v / maxY;
+            h.append("<line class=\"grid\" x1=\"").append(left).append("\" x2=\"").append(left + pw).append("\" y1=\"")
+                    .append(f1(y)).append("\" y2=\"").append(f1(y)).append("\"/>")
+                    .append("<text class=\"tick\" x=\"").append(left - 8).append("\" y=\"").append(f1(y + 4))
+                    .append("\" text-anchor=\"end\">").append(String.format(Locale.ROOT, "%.2f", v)).append("</text>\n");
+        }
+        double[] xs = new double[n];
+        for (int i = 0; i < n; i++) {
+            xs[i] = n == 1 ? left + pw / 2.0 : left + 20 + (pw - 40) * (double) i / (n - 1);
+            h.append("<text class=\"tick\" x=\"").append(f1(xs[i])).append("\" y=\"").append(top + ph + 18)
+                    .append("\" text-anchor=\"middle\">").append(capacity(points.get(i).config().hostCapacityTokens(), true))
+                    .append("</text>\n");
+        }
+        h.append("<text class=\"axis\" x=\"").append(left + pw / 2).append("\" y=\"").append(ht - 16)
+                .append("\" text-anchor=\"middle\">host capacity (simulated tokens)</text>\n")
+                .append("<text class=\"axis\" transform=\"rotate(-90)\" x=\"").append(-(top + ph / 2)).append("\" y=\"16\"")
+                .append(" text-anchor=\"middle\">hit ratio</text>\n");
+        series(h, points, xs, top, ph, maxY, true, "#3b6fb6", "block hit ratio");
+        series(h, points, xs, top, ph, maxY, false, "#e07b39", "token hit ratio");
+        h.append("<g class=\"legend\"><rect x=\"").append(left + 12).append("\" y=\"").append(top + 4)
+                .append("\" width=\"12\" height=\"12\" fill=\"#3b6fb6\"/><text x=\"").append(left + 30).append("\" y=\"")
+                .append(top + 14).append("\">block hit ratio</text><rect x=\"").append(left + 150).append("\" y=\"")
+                .append(top + 4).append("\" width=\"12\" height=\"12\" fill=\"#e07b39\"/><text x=\"").append(left + 168)
+                .append("\" y=\"").append(top + 14).append("\">token hit ratio</text></g>\n</svg></section>\n");
+    }
+
+    private static void series(StringBuilder h, List<SimResult> points, double[] xs, int top, int ph, double maxY,
+                               boolean block, String colour, String name) {
+        StringBuilder path = new StringBuilder();
+        for (int i = 0; i < points.size(); i++) {
+            double v = block ? points.get(i).blockHitRatio() : points.get(i).tokenHitRatio();
+            double y = top + ph - ph * v / maxY;
+            path.append(i == 0 ? "" : " ").append(f1(xs[i])).append(',').append(f1(y));
+        }
+        h.append("<polyline fill=\"none\" stroke=\"").append(colour).append("\" stroke-width=\"2.5\" points=\"")
+                .append(path).append("\"/>\n");
+        for (int i = 0; i < points.size(); i++) {
+            double v = block ? points.get(i).blockHitRatio() : points.get(i).tokenHitRatio();
+            double y = top + ph - ph * v / maxY;
+            h.append("<circle cx=\"").append(f1(xs[i])).append("\" cy=\"").append(f1(y)).append("\" r=\"4\" fill=\"")
+                    .append(colour).append("\"><title>").append(esc(name)).append(" at host ")
+                    .append(capacity(points.get(i).config().hostCapacityTokens(), true)).append(": ")
+                    .append(String.format(Locale.ROOT, "%.4f", v)).append("</title></circle>\n");
+        }
+    }
+
+    private static void timelines(StringBuilder h, List<Timeline> timelines) {
+        h.append("<section><h2>One forward, layer by layer</h2>\n");
+        if (timelines.isEmpty()) {
+            h.append("<p class=\"note\">No timeline recorded: cache-only runs model no timing. Run without ")
+                    .append("<code>--cache-only</code> to see compute and copies per layer.</p></section>\n");
+            return;
+        }
+        long maxEnd = 1;
+        for (Timeline t : timelines) {
+            for (TimelineSegment s : t.segments()) {
+                maxEnd = Math.max(maxEnd, s.endNs());
+            }
+        }
+        for (Timeline t : timelines) {
+            timeline(h, t, maxEnd);
+        }
+        h.append("</section>\n");
+    }
+
+    private static void timeline(StringBuilder h, Timeline t, long maxEnd) {
+        Map<String, Integer> lanes = new LinkedHashMap<>();
+        for (TimelineSegment s : t.segments()) {
+            lanes.putIfAbsent(s.lane(), lanes.size());
+        }
+        int left = 110;
+        int w = 900;
+        int laneH = 28;
+        int top = 8;
+        int pw = w - left - 16;
+        int ht = top + laneH * Math.max(1, lanes.size()) + 40;
+        h.append("<h3>").append(esc(t.title())).append("</h3>\n<svg class=\"timeline\" viewBox=\"0 0 ").append(w)
+                .append(' ').append(ht).append("\" width=\"").append(w).append("\" height=\"").append(ht)
+                .append("\" role=\"img\" aria-label=\"timeline ").append(esc(t.title())).append("\">\n");
+        List<String> names = new ArrayList<>(lanes.keySet());
+        for (int i = 0; i < names.size(); i++) {
+            int y = top + i * laneH;
+            h.append("<rect class=\"lane\" x=\"").append(left).append("\" y=\"").append(y).append("\" width=\"").append(pw)
+                    .append("\" height=\"").append(laneH - 4).append("\"/><text class=\"lanename\" x=\"").append(left - 8)
+                    .append("\" y=\"").append(y + 16).append("\" text-anchor=\"end\">").append(esc(names.get(i)))
+                    .append("</text>\n");
+        }
+        for (TimelineSegment s : t.segments()) {
+            int lane = lanes.get(s.lane());
+            double x = left + pw * (double) s.startNs() / maxEnd;
+            double sw = Math.max(0.8, pw * (double) (s.endNs() - s.startNs()) / maxEnd);
+            int y = top + lane * laneH;
+            h.append("<rect x=\"").append(f1(x)).append("\" y=\"").append(y + 2).append("\" width=\"").append(f1(sw))
+                    .append("\" height=\"").append(laneH - 8).append("\" fill=\"")
+                    .append(LANE_COLOURS[lane % LANE_COLOURS.length]).append("\"><title>").append(esc(s.label()))
+                    .append(" on ").append(esc(s.lane())).append(": ").append(duration(s.startNs())).append(" to ")
+                    .append(duration(s.endNs())).append("</title></rect>\n");
+            if (sw > 7.5 * s.label().length()) {
+                h.append("<text class=\"seg\" x=\"").append(f1(x + sw / 2)).append("\" y=\"").append(y + 16)
+                        .append("\" text-anchor=\"middle\">").append(esc(s.label())).append("</text>\n");
+            }
+        }
+        int axisY = top + laneH * Math.max(1, lanes.size()) + 4;
+        for (int i = 0; i <= 5; i++) {
+            double x = left + pw * i / 5.0;
+            h.append("<line class=\"grid\" x1=\"").append(f1(x)).append("\" x2=\"").append(f1(x)).append("\" y1=\"")
+                    .append(top).append("\" y2=\"").append(axisY).append("\"/><text class=\"tick\" x=\"").append(f1(x))
+                    .append("\" y=\"").append(axisY + 16).append("\" text-anchor=\"middle\">")
+                    .append(duration(maxEnd * i / 5)).append("</text>\n");
+        }
+        h.append("</svg>\n");
+    }
+
+    private static final String CSS = """
+            body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; color: #1f2933; background: #f7f8fa; }
+            header { background: #1f2d3d; color: #f5f7fa; padding: 20px 32px 12px; }
+            header h1 { margin: 0 0 8px; font-size: 22px; font-weight: 600; }
+            header .cmd code { background: #2e4053; padding: 3px 8px; border-radius: 4px; font-size: 13px; }
+            header .meta { font-size: 13px; color: #c9d3dd; }
+            main { padding: 8px 32px 32px; }
+            section { background: #fff; border: 1px solid #e1e5ea; border-radius: 8px; padding: 12px 20px 18px; margin-top: 18px; }
+            h2 { font-size: 17px; margin: 6px 0 12px; }
+            h3 { font-size: 14px; margin: 14px 0 4px; color: #3e4c59; }
+            .scroll { overflow-x: auto; }
+            table { border-collapse: collapse; font-size: 13px; white-space: nowrap; }
+            th { text-align: left; background: #eef1f5; padding: 6px 10px; border-bottom: 2px solid #d5dbe3; font-weight: 600; }
+            td { padding: 6px 10px; border-bottom: 1px solid #edf0f3; }
+            td.n { text-align: right; font-variant-numeric: tabular-nums; }
+            td.label { font-weight: 600; }
+            tr.baseline td { color: #7b8794; background: #fafbfc; font-style: italic; }
+            .bar { display: inline-block; height: 8px; background: #3b6fb6; border-radius: 2px; margin-right: 6px; vertical-align: middle; }
+            tr.baseline .bar { background: #b8c2cc; }
+            svg text { font-size: 12px; fill: #3e4c59; }
+            svg .axis { font-size: 13px; font-weight: 600; }
+            svg .grid { stroke: #e4e7eb; stroke-width: 1; }
+            svg .lane { fill: #f3f5f8; }
+            svg .lanename { font-weight: 600; }
+            svg .seg { font-size: 10px; fill: #ffffff; }
+            .note { color: #616e7c; }
+            ul { font-size: 13px; line-height: 1.6; }
+            """;
+
+    private static String ratioCell(double v) {
+        int px = (int) Math.round(Math.max(0, Math.min(1, v)) * 60);
+        return "<span class=\"bar\" style=\"width:" + px + "px\"></span>" + String.format(Locale.ROOT, "%.4f", v);
+    }
+
+    private static String capacity(long tokens, boolean host) {
+        if (tokens == Long.MAX_VALUE) {
+            return "inf";
+        }
+        if (host && tokens == 0) {
+            return "0 (none)";
+        }
+        return fmtInt(tokens);
+    }
+
+    private static String fmtInt(long v) {
+        if (v >= 10_000_000_000L) {
+            return String.format(Locale.ROOT, "%.2f G", v / 1e9);
+        }
+        if (v >= 10_000_000) {
+            return String.format(Locale.ROOT, "%.2f M", v / 1e6);
+        }
+        return String.format(Locale.ROOT, "%,d", v);
+    }
+
+    private static String bytes(long b) {
+        if (b >= 1L << 30) {
+            return String.format(Locale.ROOT, "%.2f GiB", b / (double) (1L << 30));
+        }
+        if (b >= 1L << 20) {
+            return String.format(Locale.ROOT, "%.1f MiB", b / (double) (1L << 20));
+        }
+        return b + " B";
+    }
+
+    private static String duration(long ns) {
+        if (ns >= 1_000_000_000L) {
+            return String.format(Locale.ROOT, "%.2f s", ns / 1e9);
+        }
+        if (ns >= 1_000_000L) {
+            return String.format(Locale.ROOT, "%.2f ms", ns / 1e6);
+        }
+        if (ns >= 1_000L) {
+            return String.format(Locale.ROOT, "%.1f µs", ns / 1e3);
+        }
+        return ns + " ns";
+    }
+
+    private static String percent(double v) {
+        return String.format(Locale.ROOT, "%.1f%%", v * 100);
+    }
+
+    private static String f1(double v) {
+        return String.format(Locale.ROOT, "%.1f", v);
+    }
+
+    /** Escapes text for element content and attribute values. */
+    static String esc(String s) {
+        StringBuilder b = new StringBuilder(s.length() + 8);
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '&' -> b.append("&amp;");
+                case '<' -> b.append("&lt;");
+                case '>' -> b.append("&gt;");
+                case '"' -> b.append("&quot;");
+                case '\'' -> b.append("&#39;");
+                default -> {
+                    if (c < 0x20 && c != '\n' && c != '\t') {
+                        b.append(' ');
+                    } else {
+                        b.append(c);
+                    }
+                }
+            }
+        }
+        return b.toString();
+    }
+}

@@ -1,0 +1,36 @@
+package io.hicache.sim.trace;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * Mooncake FAST'25 JSON lines: {@code timestamp} (integer ms), {@code input_length},
+ * {@code output_length}, {@code hash_ids} (one prefix-chained id per 512-token block, last block
+ * possibly partial). Source: github.com/kvcache-ai/Mooncake, FAST25-release README. Owned by one
+ * thread.
+ */
+public final class MooncakeTraceReader extends AbstractJsonlTraceReader {
+    /** Tokens per hash id block. */
+    public static final int BLOCK_SIZE = 512;
+
+    private static final int TIMESTAMP = 0;
+    private static final int INPUT = 1;
+    private static final int OUTPUT = 2;
+    private static final List<Field> FIELDS = List.of(
+            new Field("timestamp", FieldType.NUMBER, true),
+            new Field("input_length", FieldType.INT, true),
+            new Field("output_length", FieldType.INT, true),
+            new Field("hash_ids", FieldType.INT_ARRAY, true));
+
+    /** Opens {@code file}, returning at most {@code limit} records. */
+    public MooncakeTraceReader(Path file, long limit) {
+        super(file, limit, BLOCK_SIZE, FIELDS);
+    }
+
+    @Override
+    protected Request toRequest(Fields f, int index) {
+        long arrivalNs = toNanos(f, TIMESTAMP, 1_000_000L, "ms");
+        return request(index, index, arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
+                "input_length", "output_length", "hash_ids", f);
+    }
+}

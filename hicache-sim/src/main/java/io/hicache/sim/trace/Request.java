@@ -1,0 +1,45 @@
+package io.hicache.sim.trace;
+
+import java.util.Arrays;
+
+/**
+ * One request of a trace, in the simulator's units. Immutable by convention: {@code blockIds} is
+ * owned by the record and must not be modified by callers; safe to share between threads once
+ * published.
+ *
+ * @param index        0-based position of the record in the trace (after skipped blank lines)
+ * @param id           the trace's own request id ({@code chat_id} for Qwen-Bailian), or {@code index}
+ *                     when the format has none (Mooncake)
+ * @param arrivalNs    arrival time in nanoseconds since the trace's time origin
+ * @param inputLength  prompt length in tokens
+ * @param outputLength generated length in tokens
+ * @param blockIds     one prefix-chained hash id per {@code blockSize}-token block of the prompt; the
+ *                     last block may be partial; {@code blockIds.length == ceil(inputLength / blockSize)}
+ * @param blockSize    tokens per block in the trace format (512 for Mooncake, 16 for Qwen-Bailian)
+ */
+public record Request(int index, long id, long arrivalNs, int inputLength, int outputLength, int[] blockIds,
+                      int blockSize) {
+
+    /** Number of blocks of the prompt. */
+    public int blockCount() {
+        return blockIds.length;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof Request r && index == r.index && id == r.id && arrivalNs == r.arrivalNs
+                && inputLength == r.inputLength && outputLength == r.outputLength && blockSize == r.blockSize
+                && Arrays.equals(blockIds, r.blockIds);
+    }
+
+    @Override
+    public int hashCode() {
+        return Long.hashCode(id) * 31 + Arrays.hashCode(blockIds);
+    }
+
+    @Override
+    public String toString() {
+        return "Request[index=" + index + ", id=" + id + ", arrivalNs=" + arrivalNs + ", inputLength=" + inputLength
+                + ", outputLength=" + outputLength + ", blocks=" + blockIds.length + ", blockSize=" + blockSize + "]";
+    }
+}

@@ -1,0 +1,105 @@
+package io.hicache.sim.trace;
+
+import org.agrona.collections.Int2IntHashMap;
+
+import java.util.Arrays;
+
+/**
+ * Turns a request's block hash ids into token ids for the radix tree. Each block becomes
+ * {@code blockTokens} distinct tokens; a request of {@code L} input tokens and block size {@code B}
+ * expands to {@code ceil(L * blockTokens / B)} tokens, so with {@code blockTokens == B} the result is
+ * exactly {@code L} tokens (the last block truncated) and with {@code blockTokens == 1} each block is
+ * one token (the block-level view published hit ratios use).
+ *
+ * <p><b>Id scheme.</b> Hash ids are remapped densely in first-seen order: the {@code k}-th distinct
+ * hash id gets index {@code k}, and its tokens are {@code k * blockTokens + j} for
+ * {@code j = 0 .. blockTokens-1}. Tokens of different blocks never collide and every token is a
+ * non-negative int no matter how large the trace's ids are; only equality of ids matters to prefix
+ * matching, so the remapping changes no hit. The expansion fails with
+ * {@link IllegalStateException} only when {@code distinctBlocks * blockTokens} exceeds
+ * {@link Integer#MAX_VALUE} (4.2 million distinct 512-token blocks).
+ *
+ * <p>Owned by one thread (the remap table is state). Expanding the same trace in the same order
+ * always gives the same tokens.
+ */
+public final class TokenExpander {
+    private final int blockTokens;
+    private final Int2IntHashMap denseIndex = new Int2IntHashMap(1 << 16, 0.65f, -1);
+
+    /**
+     * @param blockTokens tokens per block, at least 1
+     * @throws IllegalArgumentException {@code blockTokens < 1}
+     */
+    public TokenExpander(int blockTokens) {
+        if (blockTokens < 1) {
+            throw new IllegalArgumentException("block tokens must be >= 1, got " + blockTokens);
+        }
+        this.blockTokens = blockTokens;
+    }
+
+    /** Tokens per block. */
+    public int blockTokens() {
+        return blockTokens;
+    }
+
+    /** Number of tokens {@code r} expands to: {@code ceil(inputLength * blockTokens / blockSize)}. */
+    public int tokenCount(Request r) {
+        long n = ((long) r.inputLength() * blockTokens + r.blockSize() - 1) / r.blockSize();
+        long max = (long) r.blockCount() * blockTokens;
+        return (int) Math.min(n, max);
+    }
+
+    /** Expands {@code r} into a fresh array of {@link #tokenCount(Request)} tokens. */
+    public int[] expand(Request r) {
+        int[] out = new int[tokenCount(r)];
+        expandInto(r, out);
+        return out;
+    }
+
+    /**
+     * Expands {@code r} into {@code dst} without allocating (except when the remap table grows).
+     *
+     * @return the number of tokens written
+     * @throws IllegalArgumentException {@code dst} is shorter than {@link #tokenCount(Request)}
+     */
+    public int expandInto(Request r, int[] dst) {
+        int count = tokenCount(r);
+        if (dst.length < count) {
+            throw new IllegalArgumentException("token buffer holds " + dst.length + " tokens, request " + r.index()
+                    + " needs " + count);
+        }
+        int[] ids = r.blockIds();
+        int pos = 0;
+        for (int b = 0; b < ids.length && pos < count; b++) {
+            int base = dense(ids[b]) * blockTokens;
+            int n = Math.min(blockTokens, count - pos);
+            for (int j = 0; j < n; j++) {
+                dst[pos++] = base + j;
+            }
+        }
+        return count;
+    }
+
+    /** Returns a buffer at least {@code count} long: {@code buf} itself or a larger copy. */
+    public static int[] ensureCapacity(int[] buf, int count) {
+        return buf.length >= count ? buf : Arrays.copyOf(buf, Math.max(count, buf.length * 2));
+    }
+
+    /** Number of distinct hash ids seen so far. */
+    public int distinctBlocks() {
+        return denseIndex.size();
+    }
+
+    private int dense(int hashId) {
+        int k = denseIndex.get(hashId);
+        if (k < 0) {
+            k = denseIndex.size();
+            if ((long) (k + 1) * blockTokens - 1 > Integer.MAX_VALUE) {
+                throw new IllegalStateException("token ids overflow: " + (k + 1) + " distinct blocks x " + blockTokens
+                        + " tokens per block exceeds " + Integer.MAX_VALUE + "; use a smaller --block-tokens or --limit");
+            }
+            denseIndex.put(hashId, k);
+        }
+        return k;
+    }
+}

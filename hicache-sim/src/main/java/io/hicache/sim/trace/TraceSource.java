@@ -1,0 +1,94 @@
+package io.hicache.sim.trace;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+
+/**
+ * A trace to replay: format, file and record limit. Each {@link #open()} starts a fresh pass, so one
+ * source serves every configuration of a {@code compare} or {@code sweep}. Immutable and thread-safe.
+ *
+ * @param format the record format
+ * @param path   the file
+ * @param name   how the trace is named in reports (the spec as given, or the bundled trace's path)
+ * @param limit  at most this many records per pass; {@code Long.MAX_VALUE} for all
+ */
+public record TraceSource(TraceFormat format, Path path, String name, long limit) {
+
+    /** The bundled trace, relative to the repository root. */
+    public static final String BUNDLED_TRACE = "traces/conversation_trace.jsonl";
+
+    /** Validates the limit. */
+    public TraceSource {
+        if (limit < 1) {
+            throw new IllegalArgumentException("trace limit must be >= 1 (Long.MAX_VALUE for all), got " + limit);
+        }
+    }
+
+    /**
+     * Parses {@code format:path} or {@code path} (default format {@link TraceFormat#DEFAULT}). A
+     * relative path is looked up in {@code workDir} first, then in {@code repoRoot} (so the bundled
+     * {@code traces/...} works from any directory when the launcher passes the root).
+     *
+     * @throws IllegalArgumentException unknown format prefix (the message lists the valid ones)
+     */
+    public static TraceSource parse(String spec, Path workDir, Path repoRoot, long limit) {
+        TraceFormat format = TraceFormat.DEFAULT;
+        String pathText = spec;
+        int colon = spec.indexOf(':');
+        // A one-letter prefix is a Windows drive, not a format.
+        if (colon > 1) {
+            String prefix = spec.substring(0, colon);
+            TraceFormat f = TraceFormat.find(prefix);
+            if (f == null && prefix.chars().allMatch(c -> Character.isLetterOrDigit(c) || c == '-' || c == '_')) {
+                throw new IllegalArgumentException("unknown trace format '" + prefix + "' in '" + spec
+                        + "'; valid formats: " + TraceFormat.names() + " (write format:path)");
+            }
+            if (f != null) {
+                format = f;
+                pathText = spec.substring(colon + 1);
+            }
+        }
+        Path p = Paths.get(pathText);
+        if (!p.isAbsolute()) {
+            Path inWork = workDir.resolve(p);
+            p = Files.exists(inWork) || repoRoot == null ? inWork : repoRoot.resolve(p);
+        }
+        return new TraceSource(format, p.normalize(), spec, limit);
+    }
+
+    /** Opens a fresh pass over the trace. */
+    public TraceReader open() {
+        return format.open(path, limit);
+    }
+
+    /**
+     * Number of records one pass will return at most: the limit or the file's line count, whichever
+     * is smaller (blank lines counted; used for progress bars only). Gzip files report the limit.
+     */
+    public long estimateRecords() {
+        if (limit != Long.MAX_VALUE || path.getFileName().toString().endsWith(".gz")) {
+            return limit == Long.MAX_VALUE ? -1 : limit;
+        }
+        long lines = 0;
+        byte[] buf = new byte[1 << 16];
+        int last = '\n';
+        try (InputStream in = Files.newInputStream(path)) {
+            int n;
+            while ((n = in.read(buf)) > 0) {
+                for (int i = 0; i < n; i++) {
+                    if (buf[i] == '\n') {
+                        lines++;
+                    }
+                }
+                last = buf[n - 1];
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read trace " + path + ": " + e.getMessage(), e);
+        }
+        return last == '\n' ? lines : lines + 1;
+    }
+}

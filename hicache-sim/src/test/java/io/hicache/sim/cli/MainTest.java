@@ -1,0 +1,194 @@
+package io.hicache.sim.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.hicache.sim.CacheOnlyEngine;
+import io.hicache.sim.DefaultEngineFactory;
+import io.hicache.sim.EngineFactory;
+import io.hicache.sim.HitStats;
+import io.hicache.sim.SimConfig;
+import io.hicache.sim.SimulationEngine;
+import io.hicache.sim.report.SimResult;
+import io.hicache.sim.report.TimelineSegment;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class MainTest {
+
+    @TempDir
+    Path work;
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+    private final List<SimConfig> ran = new ArrayList<>();
+
+    static Path repoRoot() {
+        return Paths.get(System.getProperty("hicache.repo.root", "..")).toAbsolutePath();
+    }
+
+    /** Records every configuration; cache-only runs really run, timed ones return a canned result with a timeline. */
+    private final EngineFactory recording = config -> (SimulationEngine) (c, trace, progress) -> {
+        ran.add(c);
+        if (c.cacheOnly()) {
+            return new CacheOnlyEngine().run(c, trace, progress);
+        }
+        HitStats none = new HitStats(c.blockTokens());
+        return SimResult.ofHits(c, trace.name(), none, 0.01).withTimeline(List.of(
+                new TimelineSegment("compute", 0, 100, "L0"), new TimelineSegment("d2h copy", 100, 150, "L0")));
+    };
+
+    private int run(EngineFactory engines, String... args) {
+        Main.Env env = new Main.Env(engines, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8), work, repoRoot(), false);
+        return Main.run(env, args);
+    }
+
+    private String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void acceptanceReplayUnlimitedHostWritesTheReferenceRatio() throws IOException {
+        int rc = run(new DefaultEngineFactory(), "replay", "--cache-only", "--block-tokens", "1",
+                "--host-capacity-tokens", "inf", "--json", "r.json");
+        assertThat(rc).as(err()).isZero();
+        JsonNode n = new ObjectMapper().readTree(work.resolve("r.json").toFile());
+        assertThat(n.isObject()).isTrue();
+        assertThat(String.format("%.4f", n.get("block_hit_ratio").asDouble())).isEqualTo("0.3664");
+        assertThat(n.get("host_capacity_tokens").asText()).isEqualTo("inf");
+        assertThat(n.get("block_tokens").asInt()).isEqualTo(1);
+        assertThat(n.get("page_size").asInt()).isEqualTo(1);
+        assertThat(n.get("trace").asText()).isEqualTo("traces/conversation_trace.jsonl");
+    }
+
+    @Test
+    void acceptanceReplayDeviceOnlyLruNearTheReference() throws IOException {
+        int rc = run(new DefaultEngineFactory(), "replay", "--cache-only", "--block-tokens", "1",
+                "--device-capacity-tokens", "5859", "--host-capacity-tokens", "0", "--eviction", "lru",
+                "--json", "r.json");
+        assertThat(rc).as(err()).isZero();
+        JsonNode n = new ObjectMapper().readTree(work.resolve("r.json").toFile());
+        assertThat(n.get("block_hit_ratio").asDouble()).isBetween(0.1255, 0.1455);
+        assertThat(n.get("host_capacity_tokens").asLong()).isZero();
+    }
+
+    @Test
+    void compareWritesAnArrayOfThreeModesAndAReport() throws IOException {
+        int rc = run(recording, "compare", "--limit", "50", "--json", "c.json", "--html", "c.html");
+        assertThat(rc).as(err()).isZero();
+        JsonNode n = new ObjectMapper().readTree(work.resolve("c.json").toFile());
+        assertThat(n.isArray()).isTrue();
+        assertThat(n).hasSize(3);
+        assertThat(n.get(0).get("backup_mode").asText()).isEqualTo("layered");
+        assertThat(n.get(1).get("backup_mode").asText()).isEqualTo("all-layers");
+        assertThat(n.get(2).get("backup_mode").asText()).isEqualTo("none");
+        String html = Files.readString(work.resolve("c.html"));
+        assertThat(html).contains("unlimited cache (bound)", "d2h copy").doesNotContain("http:");
+    }
+
+    @Test
+    void sweepRunsOnePointPerHostCapacity() throws IOException {
+        int rc = run(recording, "sweep", "--cache-only", "--limit", "200", "--host-capacity-tokens", "0,1M,inf",
+                "--json", "s.json", "--html", "s.html");
+        assertThat(rc).as(err()).isZero();
+        assertThat(ran).extracting(SimConfig::hostCapacityTokens).containsExactly(0L, 1_000_000L, Long.MAX_VALUE);
+        JsonNode n = new ObjectMapper().readTree(work.resolve("s.json").toFile());
+        assertThat(n).hasSize(3);
+        assertThat(n.get(2).get("host_capacity_tokens").asText()).isEqualTo("inf");
+        assertThat(Files.readString(work.resolve("s.html"))).contains("Hit ratio vs host capacity");
+    }
+
+    @Test
+    void noArgumentsComparesOnTheBundledTraceAndWritesReportHtml() {
+        int rc = run(recording);
+        assertThat(rc).as(err()).isZero();
+        assertThat(work.resolve("report.html")).exists();
+        assertThat(ran).hasSize(3);
+        assertThat(ran.getFirst().model().cliName()).isEqualTo("llama3-70b");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            unknown model           | replay --model gpt-5                                         | valid models: llama3-70b, llama3-8b, deepseek-v3
+            unknown gpu             | replay --gpu a100                                            | valid gpus: h100-pcie5, h200-pcie5, gh200
+            unknown eviction        | replay --eviction random                                     | valid values: lru, lfu, fifo, mru, filo, slru
+            unknown option          | replay --frobnicate                                          | Unknown option
+            compare + backup mode   | compare --backup-mode layered                                | compare runs every backup mode
+            policy without host     | replay --host-capacity-tokens 0 --write-policy write_back    | needs a host tier
+            policy without backup   | replay --backup-mode none --write-policy write_through       | has no effect with --backup-mode none
+            lanes without cp        | replay --lanes zigzag                                        | needs a CP group (--cp > 1)
+            cache-only + time scale | replay --cache-only --time-scale 2                           | --time-scale has no effect with --cache-only
+            cache-only + cp         | replay --cache-only --cp 4                                   | --cp 4 has no effect with --cache-only
+            sweep without backup    | sweep --backup-mode none                                     | sweep varies the host capacity
+            page size vs blocks     | replay --block-tokens 1 --page-size 16                       | page size must be a power of two that divides block tokens 1
+            page size not pow2      | replay --page-size 48                                        | page size must be a power of two
+            list outside sweep      | replay --host-capacity-tokens 1,2                            | use 'sweep' for a list
+            bad capacity            | replay --host-capacity-tokens lots                           | must be a token count
+            zero device             | replay --device-capacity-tokens 0                            | --device-capacity-tokens must be > 0
+            bad limit               | replay --limit 0                                             | --limit must be >= 1
+            missing trace           | replay --trace nowhere.jsonl                                 | no such file
+            unknown trace format    | replay --trace csv:x.csv                                     | unknown trace format 'csv'
+            missing output dir      | replay --json no/such/dir/r.json                             | does not exist
+            bad cp                  | replay --cp 0 --lanes zigzag                                 | cp must be >= 1 rank
+            """)
+    void usageErrorsExitWithTwoBeforeAnyWork(String name, String args, String message) {
+        int rc = run(recording, args.trim().split("\\s+"));
+        assertThat(rc).isEqualTo(2);
+        assertThat(err()).contains(message);
+        assertThat(ran).isEmpty();
+    }
+
+    @Test
+    void aBadTraceLineFailsTheRunWithFileAndLine() throws IOException {
+        Path bad = work.resolve("bad.jsonl");
+        Files.writeString(bad, "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [0]}\n"
+                + "{\"timestamp\": 0, \"input_length\": 1}\n");
+        int rc = run(new DefaultEngineFactory(), "replay", "--cache-only", "--trace", "mooncake:bad.jsonl");
+        assertThat(rc).isEqualTo(1);
+        assertThat(err()).contains(bad + ":2: missing field 'output_length'");
+    }
+
+    @Test
+    void aMissingTimedEngineIsARunFailure() {
+        int rc = run(new DefaultEngineFactory(), "replay", "--limit", "5");
+        assertThat(rc).isEqualTo(1);
+        assertThat(err()).contains("--cache-only");
+    }
+
+    @Test
+    void bailianTracesRunWithTheirOwnBlockSize() throws IOException {
+        Path sample = repoRoot().resolve("hicache-sim/src/test/resources/traces/bailian_sample.jsonl");
+        int rc = run(new DefaultEngineFactory(), "replay", "--cache-only", "--trace", "bailian:" + sample,
+                "--json", "b.json");
+        assertThat(rc).as(err()).isZero();
+        JsonNode n = new ObjectMapper().readTree(work.resolve("b.json").toFile());
+        assertThat(n.get("block_tokens").asInt()).isEqualTo(16);
+        assertThat(n.get("requests").asInt()).isEqualTo(4);
+        assertThat(n.get("blocks").asInt()).isEqualTo(16);
+        // Request 2 reuses 2 blocks; request 4 reuses 4 (request 2 left only 6 tokens of its 5th block,
+        // less than a page): 6 of 16 blocks.
+        assertThat(n.get("block_hit_ratio").asDouble()).isEqualTo(6.0 / 16);
+    }
+
+    @Test
+    void helpExitsZero() {
+        assertThat(run(recording, "--help")).isZero();
+        assertThat(out.toString(StandardCharsets.UTF_8)).contains("replay", "compare", "sweep");
+        assertThat(run(recording, "replay", "--help")).isZero();
+        assertThat(out.toString(StandardCharsets.UTF_8)).contains("--host-capacity-tokens", "--write-policy");
+    }
+}

@@ -1,0 +1,67 @@
+package io.hicache.sim.model;
+
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+class PresetsTest {
+
+    @Test
+    void kvBytesPerTokenMatchTheModelCards() {
+        assertThat(ModelPreset.LLAMA3_70B.kvBytesPerToken()).isEqualTo(320L * 1024);
+        assertThat(ModelPreset.LLAMA3_8B.kvBytesPerToken()).isEqualTo(128L * 1024);
+        assertThat(ModelPreset.DEEPSEEK_V3.kvBytesPerTokenPerLayer()).isEqualTo((512 + 64) * 2);
+        assertThat(ModelPreset.DEEPSEEK_V3.layers()).isEqualTo(61);
+        assertThat(ModelPreset.DEEPSEEK_V3.defaultDraftLayers()).isEqualTo(1);
+        assertThat(ModelPreset.DEEPSEEK_V3.attention()).isEqualTo(AttentionKind.MLA);
+        assertThat(ModelPreset.DEFAULT).isEqualTo(ModelPreset.LLAMA3_70B);
+    }
+
+    @Test
+    void parameterCountsAddUpToTheAdvertisedSizes() {
+        // 80 x 855.65M + embeddings/head 2 x 128256 x 8192 = 70.55B ("70B").
+        double llama70 = 80.0 * ModelPreset.LLAMA3_70B.totalParamsPerLayer() + 2.0 * 128_256 * 8192;
+        assertThat(llama70 / 1e9).isBetween(70.0, 71.0);
+        double llama8 = 32.0 * ModelPreset.LLAMA3_8B.totalParamsPerLayer() + 2.0 * 128_256 * 4096;
+        assertThat(llama8 / 1e9).isBetween(7.9, 8.1);
+        assertThat(61.0 * ModelPreset.DEEPSEEK_V3.activeParamsPerLayer() / 1e9).isBetween(36.0, 38.0);
+    }
+
+    @Test
+    void gpusHaveTheirHostLinks() {
+        assertThat(GpuPreset.GH200.hostLinkBytesPerSecond()).isGreaterThan(5 * GpuPreset.H100_PCIE5.hostLinkBytesPerSecond());
+        assertThat(GpuPreset.H200_PCIE5.hbmBytesPerSecond()).isGreaterThan(GpuPreset.H100_PCIE5.hbmBytesPerSecond());
+        assertThat(GpuPreset.byName("GH200")).isEqualTo(GpuPreset.GH200);
+    }
+
+    @Test
+    void unknownPresetsListTheValidOnes() {
+        assertThatThrownBy(() -> ModelPreset.byName("gpt-5"))
+                .isInstanceOf(UnknownPresetException.class)
+                .hasMessage("unknown model 'gpt-5'; valid models: llama3-70b, llama3-8b, deepseek-v3");
+        assertThatThrownBy(() -> GpuPreset.byName("a100"))
+                .hasMessage("unknown gpu 'a100'; valid gpus: h100-pcie5, h200-pcie5, gh200");
+    }
+
+    @Test
+    void computeModelScalesSensibly() {
+        ComputeModel m = ComputeModel.of(ModelPreset.LLAMA3_70B, GpuPreset.H100_PCIE5);
+        long p1k = m.prefillLayerNs(1024, 0);
+        long p2k = m.prefillLayerNs(2048, 0);
+        assertThat(p2k).isGreaterThan(p1k);
+        assertThat(m.prefillLayerNs(1024, 100_000)).isGreaterThan(p1k);
+        // 2 x 855.65M x 1024 flops at 50% of 989 TFLOP/s is about 3.5 ms per layer.
+        assertThat(p1k / 1e6).isBetween(3.0, 4.5);
+        // Decode of one sequence is memory bound: 1.71 GB of weights at 80% of 3.35 TB/s, about 0.64 ms.
+        assertThat(m.decodeStepLayerNs(1, 1000) / 1e6).isBetween(0.55, 0.75);
+        assertThat(m.prefillLayerNs(0, 5)).isZero();
+        // One layer of 1024 tokens of KV (4 MiB) over PCIe 5: ~77 us plus launch.
+        long copy = m.copyNs(m.kvBytesPerLayer(1024));
+        assertThat(copy / 1e3).isBetween(70.0, 90.0);
+        assertThat(ComputeModel.of(ModelPreset.LLAMA3_70B, GpuPreset.GH200).copyNs(m.kvBytesPerLayer(1024)))
+                .isLessThan(copy / 4);
+        assertThatThrownBy(() -> new ComputeModel(ModelPreset.LLAMA3_8B, GpuPreset.GH200, 0, 1, 1))
+                .hasMessageContaining("flopsEfficiency must be in (0, 1], got 0.0");
+    }
+}

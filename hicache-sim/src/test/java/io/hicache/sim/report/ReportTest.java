@@ -1,0 +1,117 @@
+package io.hicache.sim.report;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.hicache.sim.BackupMode;
+import io.hicache.sim.SimConfig;
+import org.junit.jupiter.api.Test;
+import org.w3c.dom.Document;
+import org.xml.sax.InputSource;
+
+import javax.xml.parsers.DocumentBuilderFactory;
+import java.io.StringReader;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+class ReportTest {
+
+    static final List<String> ISSUE_FIELDS = List.of("requests", "input_tokens", "blocks", "block_hit_ratio",
+            "token_hit_ratio", "device_hit_tokens", "host_hit_tokens", "prefill_tokens_computed", "backups",
+            "d2h_bytes", "exposed_backup_ns", "commit_latency_ns", "host_pool_peak_utilization", "simulated_seconds",
+            "wall_seconds", "trace", "model", "gpu", "backup_mode", "write_policy", "eviction", "page_size",
+            "block_tokens", "device_capacity_tokens", "host_capacity_tokens", "cp", "draft_layers", "seed");
+
+    static SimResult sample(SimConfig c, List<TimelineSegment> timeline) {
+        return new SimResult(c, "traces/x.jsonl", 10, 5000, 5000, 12, 0.25, 0.26, 900, 300, 3800,
+                new SimResult.Backups(7, 5, 1, 1, 0), 123_456, 42_000, new SimResult.CommitLatency(10, 20, 30), 0.5,
+                12.5, 0.1, timeline);
+    }
+
+    @Test
+    void jsonHasExactlyTheDocumentedSnakeCaseNames() throws Exception {
+        SimConfig c = SimConfig.defaults(512);
+        JsonNode n = new ObjectMapper().readTree(JsonReport.toJson(sample(c, List.of())));
+        List<String> names = new ArrayList<>();
+        n.fieldNames().forEachRemaining(names::add);
+        assertThat(names).containsAll(ISSUE_FIELDS);
+        assertThat(names).containsExactlyInAnyOrderElementsOf(concat(ISSUE_FIELDS,
+                List.of("simulated_tokens", "lanes", "cache_only", "time_scale")));
+        assertThat(n.get("backups").properties()).extracting(e -> e.getKey())
+                .containsExactly("reserved", "committed", "aborted", "no_room", "fallback");
+        assertThat(n.get("commit_latency_ns").properties()).extracting(e -> e.getKey())
+                .containsExactly("p50", "p99", "max");
+        assertThat(n.get("backups").get("no_room").asLong()).isEqualTo(1);
+        assertThat(n.get("model").asText()).isEqualTo("llama3-70b");
+        assertThat(n.get("backup_mode").asText()).isEqualTo("layered");
+        assertThat(n.get("write_policy").asText()).isEqualTo("write_through");
+        assertThat(n.get("host_capacity_tokens").asLong()).isEqualTo(2 * c.deviceCapacityTokens());
+    }
+
+    @Test
+    void unlimitedHostIsWrittenAsInfAndListsAsArrays() throws Exception {
+        SimConfig c = SimConfig.defaults(512).withHostCapacityTokens(SimConfig.HOST_UNLIMITED);
+        JsonNode n = new ObjectMapper().readTree(JsonReport.toJson(List.of(sample(c, List.of()),
+                sample(c.withBackupMode(BackupMode.NONE), List.of()))));
+        assertThat(n.isArray()).isTrue();
+        assertThat(n).hasSize(2);
+        assertThat(n.get(0).get("host_capacity_tokens").asText()).isEqualTo("inf");
+        assertThat(n.get(1).get("backup_mode").asText()).isEqualTo("none");
+    }
+
+    @Test
+    void commitLatencyUsesNearestRank() {
+        long[] samples = new long[200];
+        for (int i = 0; i < 100; i++) {
+            samples[i] = 100 - i;
+        }
+        SimResult.CommitLatency l = SimResult.CommitLatency.of(samples, 100);
+        assertThat(l).isEqualTo(new SimResult.CommitLatency(50, 99, 100));
+        assertThat(SimResult.CommitLatency.of(samples, 0)).isEqualTo(SimResult.CommitLatency.NONE);
+    }
+
+    @Test
+    void htmlIsWellFormedSelfContainedAndShowsEverySection() throws Exception {
+        SimConfig c = SimConfig.defaults(512);
+        List<TimelineSegment> layered = List.of(new TimelineSegment("compute", 0, 1000, "L0"),
+                new TimelineSegment("compute", 1000, 2000, "L1"), new TimelineSegment("d2h copy", 1000, 1700, "L0"));
+        List<TimelineSegment> allLayers = List.of(new TimelineSegment("compute", 0, 2000, "L0-1"),
+                new TimelineSegment("d2h copy", 2000, 3400, "L0-1"));
+        SimResult a = sample(c, layered);
+        SimResult b = sample(c.withBackupMode(BackupMode.ALL_LAYERS), allLayers);
+        List<SimResult> sweep = List.of(sample(c.withHostCapacityTokens(0), List.of()), a,
+                sample(c.withHostCapacityTokens(SimConfig.HOST_UNLIMITED), List.of()));
+        String html = HtmlReport.render(new HtmlReport.Report("HiCache <test> & co", "hicache-sim compare --x \"y\"",
+                List.of(new HtmlReport.Row("layered", a, false), new HtmlReport.Row("all-layers", b, false),
+                        new HtmlReport.Row("unlimited cache (bound)", a, true)),
+                sweep, List.of(new HtmlReport.Timeline("layered", layered),
+                        new HtmlReport.Timeline("all-layers", allLayers))));
+
+        DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
+        f.setFeature("http://apache.org/xml/features/nonvalidating/load-external-dtd", false);
+        Document doc = f.newDocumentBuilder().parse(new InputSource(new StringReader(html)));
+        assertThat(doc.getDocumentElement().getTagName()).isEqualTo("html");
+        assertThat(doc.getElementsByTagName("svg").getLength()).isEqualTo(3);
+        assertThat(doc.getElementsByTagName("tr").getLength()).isEqualTo(4);
+        assertThat(doc.getElementsByTagName("title").item(0).getTextContent()).isEqualTo("HiCache <test> & co");
+
+        assertThat(html).doesNotContain("http:", "https:", "<script", "<link", "src=", "@import", "url(");
+        assertThat(html).contains("class=\"baseline\"", "Hit ratio vs host capacity", "d2h copy", "inf",
+                "0 (none)", "0.2500");
+    }
+
+    @Test
+    void htmlWithoutTimelinesSaysWhy() {
+        String html = HtmlReport.render(new HtmlReport.Report("t", "c",
+                List.of(new HtmlReport.Row("layered", sample(SimConfig.defaults(512), List.of()), false)),
+                List.of(), List.of()));
+        assertThat(html).contains("No timeline recorded").doesNotContain("<svg");
+    }
+
+    private static List<String> concat(List<String> a, List<String> b) {
+        List<String> out = new ArrayList<>(a);
+        out.addAll(b);
+        return out;
+    }
+}
