@@ -1397,11 +1397,7 @@ public final class HiCacheController implements AutoCloseable {
                 agreement = new io.hicache.core.cp.LocalRankAgreement();
             }
             if (loadAgreement == null) {
-                if (cpSize != 1) {
-                    throw new IllegalArgumentException("a CP group of size " + cpSize
-                        + " needs a RankAgreement for loads: use cpGroup(size, rank, lanes, agreement, loadAgreement)");
-                }
-                loadAgreement = new io.hicache.core.cp.LocalRankAgreement();
+                loadAgreement = agreement.loadChannel();
             }
             if (loadAgreement == agreement && cpSize > 1) {
                 throw new IllegalArgumentException("backups and loads need separate RankAgreement instances");

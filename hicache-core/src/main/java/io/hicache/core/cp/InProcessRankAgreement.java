@@ -20,6 +20,7 @@ public final class InProcessRankAgreement implements RankAgreement {
     private final long[] slotMinCompleted = new long[RING];
     private final long[] slotMinFailed = new long[RING];
     private final long[] lastRoundOfRank;
+    private InProcessRankAgreement loadChannel;
 
     /** A group of {@code size} ranks, numbered 0..size-1. */
     public InProcessRankAgreement(int size) {
@@ -71,6 +72,15 @@ public final class InProcessRankAgreement implements RankAgreement {
         out[0] = slotMinCompleted[slot];
         out[1] = slotMinFailed[slot];
         return true;
+    }
+
+    /** The same group's load channel: one instance shared by every rank. */
+    @Override
+    public synchronized RankAgreement loadChannel() {
+        if (loadChannel == null) {
+            loadChannel = new InProcessRankAgreement(size);
+        }
+        return loadChannel;
     }
 
     private void checkRank(int rank) {

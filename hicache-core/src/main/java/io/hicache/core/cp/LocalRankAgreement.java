@@ -9,6 +9,16 @@ public final class LocalRankAgreement implements RankAgreement {
     private long completedPrefix;
     private long firstFailedSeq;
 
+    private LocalRankAgreement loadChannel;
+
+    @Override
+    public synchronized RankAgreement loadChannel() {
+        if (loadChannel == null) {
+            loadChannel = new LocalRankAgreement();
+        }
+        return loadChannel;
+    }
+
     @Override
     public int groupSize() {
         return 1;

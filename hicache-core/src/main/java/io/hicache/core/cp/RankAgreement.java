@@ -35,4 +35,15 @@ public interface RankAgreement {
      * returns false (and leaves {@code out} untouched) before that. Allocation-free.
      */
     boolean tryResult(int rank, long round, long[] out);
+
+    /**
+     * A second, independent agreement among the same ranks, used for load-back completions so that backup and
+     * load rounds never mix. Every rank must get the same channel object (or one backed by the same collective).
+     * The default refuses: an engine's own implementation either overrides this or passes a load agreement to
+     * the controller's builder explicitly.
+     */
+    default RankAgreement loadChannel() {
+        throw new UnsupportedOperationException(getClass().getName()
+            + " has no load channel: pass a separate RankAgreement for loads to the controller builder");
+    }
 }
