@@ -1,0 +1,35 @@
+package io.hicache.core;
+
+/** Why a backup was aborted. A backup that is aborted is never published. */
+public enum AbortReason {
+    /** The engine cancelled the request that owned the backup. */
+    REQUEST_CANCELLED,
+    /** The engine preempted the request (its device pages are being reclaimed). */
+    PREEMPTED,
+    /** A CUDA call or copy failed on this rank. */
+    CUDA_ERROR,
+    /** Another rank of the CP group failed this backup. */
+    RANK_FAILED,
+    /** The reservation was not sealed within its lease. */
+    LEASE_EXPIRED,
+    /** The forward ended without storing a declared draft layer. */
+    DRAFT_LAYER_MISSING,
+    /** The forward ended without storing a declared target layer. */
+    TARGET_LAYER_MISSING,
+    /** The controller was closed while the backup was in flight. */
+    SHUTDOWN,
+    /** The engine aborted it for a reason of its own. */
+    ENGINE;
+
+    private static final AbortReason[] VALUES = values();
+
+    /** Allocation-free {@code values()[ordinal]}. */
+    public static AbortReason ofOrdinal(int ordinal) {
+        return VALUES[ordinal];
+    }
+
+    /** Number of reasons. */
+    public static int count() {
+        return VALUES.length;
+    }
+}

@@ -1,0 +1,24 @@
+package io.hicache.core;
+
+/** How a backup's device-to-host copies are scheduled relative to the forward pass. */
+public enum BackupMode {
+    /** Copies of layer l are issued when the engine has stored layer l, overlapping with layers l+1.... */
+    LAYERED,
+    /**
+     * Every layer is copied after the forward (the upstream SGLang behaviour). Entered only explicitly, by
+     * configuration or by {@link io.hicache.core.HiCacheController#declareHooksUnavailable(String)}; each entry
+     * logs a rate-limited WARN and bumps a counter.
+     */
+    ALL_LAYERS;
+
+    /** Parses {@code layered} or {@code all-layers}/{@code all_layers} (case-insensitive). */
+    public static BackupMode parse(String text) {
+        String t = text.trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_');
+        for (BackupMode m : values()) {
+            if (m.name().equals(t)) {
+                return m;
+            }
+        }
+        throw new IllegalArgumentException("unknown backup mode '" + text + "': expected layered or all-layers");
+    }
+}

@@ -1,0 +1,437 @@
+package io.hicache.core;
+
+import io.hicache.core.copy.CopyDirection;
+import io.hicache.core.copy.CopyPlan;
+import io.hicache.core.copy.CopyPlanner;
+import io.hicache.core.cp.RankAgreement;
+import io.hicache.core.metrics.HiCacheMetrics;
+import io.hicache.core.metrics.Metric;
+import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaStream;
+import io.hicache.radix.MatchResult;
+import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTree;
+import org.jctools.queues.SpscArrayQueue;
+
+import java.util.function.LongSupplier;
+
+/**
+ * Load-back (host → device) of one controller: collects host-only chains, allocates device pages, issues the
+ * per-layer H2D copies on the load stream with one event per layer, and attaches the pages to the tree once the
+ * group agreed the load completed.
+ *
+ * <p>Owned by the scheduler thread, except {@link #waitLayer}, which the forward thread calls. Event sets live in
+ * a ring of {@link #RING} so the next batch's load can be issued before the previous one is consumed.
+ */
+final class Loader {
+    static final int RING = 3;
+
+    private final CudaRuntime runtime;
+    private final CudaStream computeStream;
+    private final CudaStream loadStream;
+    private final RadixTree tree;
+    private final CopyPlanner targetPlanner;
+    private final CopyPlanner draftPlanner;
+    private final CopyPlan plan = new CopyPlan(256);
+    private final boolean batched;
+    private final RankAgreement agreement;
+    private final int rank;
+    private final LongSupplier clock;
+    private final HiCacheMetrics metrics;
+    private final LoadListener listener;
+    private final int thresholdTokens;
+    private final int pageSize;
+    private final LoadSet[] sets = new LoadSet[RING];
+    private final SpscArrayQueue<LoadSet> issued;
+    private final SpscArrayQueue<LoadSet> acks;
+    private int nextSet;
+    private long generation;
+
+    private LoadOp[] queued = new LoadOp[8];
+    private int queuedCount;
+    private LoadOp[] fifo = new LoadOp[16];
+    private int fifoHead;
+    private int fifoSize;
+    private long nextSeq;
+    private long round;
+    private boolean roundOpen;
+    private final long[] agreed = new long[2];
+    private final java.util.IdentityHashMap<RadixNode, LoadOp> loading = new java.util.IdentityHashMap<>();
+    private int[] pairDevice = new int[64];
+    private int[] pairHost = new int[64];
+    private int[] draftDevice = new int[64];
+    private int[] draftHost = new int[64];
+    private int[] scratchOffsets = new int[64];
+
+    Loader(CudaRuntime runtime, CudaStream computeStream, RadixTree tree, CopyPlanner targetPlanner,
+           CopyPlanner draftPlanner, boolean batched, RankAgreement agreement, int rank, LongSupplier clock,
+           HiCacheMetrics metrics, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
+           SpscArrayQueue<LoadSet> issued, SpscArrayQueue<LoadSet> acks, java.util.List<CudaEvent> created) {
+        this.runtime = runtime;
+        this.computeStream = computeStream;
+        this.tree = tree;
+        this.targetPlanner = targetPlanner;
+        this.draftPlanner = draftPlanner;
+        this.batched = batched;
+        this.agreement = agreement;
+        this.rank = rank;
+        this.clock = clock;
+        this.metrics = metrics;
+        this.listener = listener;
+        this.thresholdTokens = thresholdTokens;
+        this.pageSize = tree.pageSize();
+        this.issued = issued;
+        this.acks = acks;
+        this.loadStream = runtime.createStream(0);
+        for (int i = 0; i < RING; i++) {
+            CudaEvent start = ev(created);
+            CudaEvent[] t = new CudaEvent[targetLayers];
+            for (int l = 0; l < targetLayers; l++) {
+                t[l] = ev(created);
+            }
+            CudaEvent[] d = new CudaEvent[draftLayers];
+            for (int l = 0; l < draftLayers; l++) {
+                d[l] = ev(created);
+            }
+            sets[i] = new LoadSet(i, start, t, d, ev(created));
+        }
+    }
+
+    private CudaEvent ev(java.util.List<CudaEvent> created) {
+        CudaEvent e = runtime.createEvent(true);
+        created.add(e);
+        return e;
+    }
+
+    CudaStream loadStream() {
+        return loadStream;
+    }
+
+    LoadSet[] sets() {
+        return sets;
+    }
+
+    int inFlight() {
+        return fifoSize + queuedCount;
+    }
+
+    /** See {@link HiCacheController#loadBack}. */
+    LoadOp loadBack(MatchResult match, long requestId, int memoryQuotaTokens, DevicePageAllocator allocator,
+                    HiCacheController evict) {
+        int hostTokens = match.hostTokenCount();
+        if (hostTokens == 0 || hostTokens < thresholdTokens || hostTokens > memoryQuotaTokens) {
+            return null;
+        }
+        RadixNode anchor = match.lastDeviceNode();
+        // host-only chain from the node after the device prefix down to lastHostNode
+        int count = 0;
+        for (RadixNode n = match.lastHostNode(); n != anchor && n != null; n = n.parent()) {
+            count++;
+        }
+        RadixNode[] chain = new RadixNode[count];
+        int i = count;
+        for (RadixNode n = match.lastHostNode(); n != anchor && n != null; n = n.parent()) {
+            chain[--i] = n;
+        }
+        // stop before a node another load is already bringing back, or one no longer host-only
+        int usable = 0;
+        int pages = 0;
+        while (usable < count && !loading.containsKey(chain[usable]) && chain[usable].isDeviceEvicted()
+            && chain[usable].isHostResident()) {
+            pages += chain[usable].pageCount();
+            usable++;
+        }
+        if (usable == 0 || pages * pageSize < thresholdTokens) {
+            return null;
+        }
+        if (usable < count) {
+            chain = java.util.Arrays.copyOf(chain, usable);
+        }
+        int[] devicePages = new int[pages];
+        tree.lock(anchor);
+        tree.protectHost(chain[usable - 1]);
+        boolean ok = allocator.allocate(pages, devicePages, 0);
+        if (!ok) {
+            evict.evictDevice(pages, allocator);
+            ok = allocator.allocate(pages, devicePages, 0);
+        }
+        if (!ok) {
+            tree.releaseHost(chain[usable - 1]);
+            tree.unlock(anchor);
+            metrics.increment(Metric.LOADS_REFUSED);
+            return null;
+        }
+        int[] starts = new int[usable];
+        int p = 0;
+        for (int k = 0; k < usable; k++) {
+            starts[k] = p;
+            p += chain[k].pageCount();
+        }
+        LoadOp op = new LoadOp(nextSeq++, requestId, anchor, chain, starts, pages, devicePages);
+        op.allocator = allocator;
+        for (int k = 0; k < usable; k++) {
+            loading.put(chain[k], op);
+        }
+        if (queuedCount == queued.length) {
+            queued = java.util.Arrays.copyOf(queued, queuedCount * 2);
+        }
+        queued[queuedCount++] = op;
+        fifoAdd(op);
+        return op;
+    }
+
+    /** See {@link HiCacheController#startLoading}. */
+    long startLoading() {
+        if (queuedCount == 0) {
+            return -1;
+        }
+        LoadSet set = sets[nextSet];
+        if (set.inUse) {
+            throw new IllegalStateException("load event set " + set.index + " is still in use by an earlier batch "
+                + "(ring of " + RING + "): poll() until its load completed before starting another");
+        }
+        nextSet = (nextSet + 1) % RING;
+        set.inUse = true;
+        set.opCount = 0;
+        set.submitError = 0;
+        set.submitErrorCall = null;
+        set.status = 0;
+        set.generation = ++generation;
+        set.issuedNs = clock.getAsLong();
+        int pairs = 0;
+        int drafts = 0;
+        for (int q = 0; q < queuedCount; q++) {
+            LoadOp op = queued[q];
+            queued[q] = null;
+            op.set = set;
+            op.state = LoadOp.State.ISSUED;
+            op.issuedNs = set.issuedNs;
+            set.add(op);
+            for (int k = 0; k < op.nodes.length; k++) {
+                HostPages hp = (HostPages) op.nodes[k].hostValue();
+                int owned = hp.lanes().ownedOffsets(scratch(op.nodes[k].pageCount()));
+                ensurePairs(pairs + owned);
+                for (int j = 0; j < owned; j++) {
+                    pairDevice[pairs + j] = op.devicePages[op.nodePageStart[k] + scratchOffsets[j]];
+                    pairHost[pairs + j] = hp.hostPage(j);
+                }
+                pairs += owned;
+                if (draftPlanner != null && hp.hasDraft()) {
+                    ensureDraft(drafts + owned);
+                    System.arraycopy(pairDevice, pairs - owned, draftDevice, drafts, owned);
+                    System.arraycopy(pairHost, pairs - owned, draftHost, drafts, owned);
+                    drafts += owned;
+                }
+            }
+            metrics.add(Metric.LOAD_TOKENS, (long) op.pageCount * pageSize);
+            metrics.increment(Metric.LOADS_STARTED);
+        }
+        queuedCount = 0;
+        try {
+            runtime.recordEvent(set.startEvent, computeStream);
+            runtime.streamWaitEvent(loadStream, set.startEvent);
+            int layers = set.targetEvents.length;
+            int draftLayers = set.draftEvents.length;
+            int maxLayers = Math.max(layers, draftLayers);
+            for (int l = 0; l < maxLayers; l++) {
+                if (l < layers) {
+                    issue(targetPlanner, l, pairDevice, pairHost, pairs);
+                    runtime.recordEvent(set.targetEvents[l], loadStream);
+                }
+                if (l < draftLayers) {
+                    if (drafts > 0) {
+                        issue(draftPlanner, l, draftDevice, draftHost, drafts);
+                    }
+                    runtime.recordEvent(set.draftEvents[l], loadStream);
+                }
+            }
+            runtime.recordEvent(set.finalEvent, loadStream);
+        } catch (CudaException e) {
+            set.submitError = e.code();
+            set.submitErrorCall = e.call();
+        }
+        if (!issued.offer(set)) {
+            throw new IllegalStateException("load queue full");
+        }
+        return (set.generation << 2) | set.index;
+    }
+
+    private void issue(CopyPlanner planner, int layer, int[] dev, int[] host, int n) {
+        if (n == 0) {
+            return;
+        }
+        planner.plan(layer, dev, host, 0, n, CopyDirection.HOST_TO_DEVICE, plan);
+        plan.issue(runtime, loadStream, batched);
+        metrics.add(Metric.H2D_BYTES, plan.totalBytes());
+        metrics.add(Metric.H2D_COPIES, batched && runtime.supportsBatchedCopy() ? 1 : plan.runCount());
+    }
+
+    /** Forward thread: see {@link HiCacheController#waitLayer}. */
+    void waitLayer(long consumer, int layer, boolean draft) {
+        if (consumer < 0) {
+            return;
+        }
+        LoadSet set = sets[(int) (consumer & 3)];
+        CudaEvent[] events = draft ? set.draftEvents : set.targetEvents;
+        if (layer < 0 || layer >= events.length) {
+            throw new IllegalArgumentException((draft ? "draft" : "target") + " layer " + layer + " outside [0, "
+                + events.length + ")");
+        }
+        if (set.generation != (consumer >>> 2)) {
+            return; // the set was reused, which needs the earlier load to have completed: nothing to wait for
+        }
+        runtime.streamWaitEvent(computeStream, events[layer]);
+    }
+
+    /** Scheduler: drain acks, agree, attach or roll back. Returns loads finished. */
+    int poll() {
+        int changes = 0;
+        LoadSet s;
+        while ((s = acks.poll()) != null) {
+            for (int i = 0; i < s.opCount; i++) {
+                LoadOp op = s.ops[i];
+                s.ops[i] = null;
+                op.local = s.status == 0 ? LoadOp.Local.OK : LoadOp.Local.FAILED;
+                if (s.status == 0) {
+                    metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);
+                }
+            }
+            s.opCount = 0;
+            s.inUse = false;
+        }
+        if (fifoSize == 0) {
+            return 0;
+        }
+        if (!roundOpen) {
+            long prefix = nextSeq;
+            long firstFailed = Long.MAX_VALUE;
+            for (int i = 0; i < fifoSize; i++) {
+                LoadOp op = fifoAt(i);
+                if (op.local == LoadOp.Local.UNRESOLVED) {
+                    prefix = op.seq;
+                    break;
+                }
+                if (op.local == LoadOp.Local.FAILED && firstFailed == Long.MAX_VALUE) {
+                    firstFailed = op.seq;
+                }
+            }
+            agreement.contribute(rank, round, prefix, firstFailed);
+            roundOpen = true;
+        }
+        if (!agreement.tryResult(rank, round, agreed)) {
+            return 0;
+        }
+        roundOpen = false;
+        round++;
+        long g = agreed[0];
+        long f = agreed[1];
+        long limit = Math.min(g, f);
+        while (fifoSize > 0 && fifoAt(0).seq < limit) {
+            attach(fifoPop());
+            changes++;
+        }
+        if (f < g && fifoSize > 0 && fifoAt(0).seq == f) {
+            rollBack(fifoPop());
+            changes++;
+        }
+        return changes;
+    }
+
+    private void attach(LoadOp op) {
+        for (int k = 0; k < op.nodes.length; k++) {
+            loading.remove(op.nodes[k]);
+            tree.attachDevice(op.nodes[k], op.devicePages, op.nodePageStart[k]);
+        }
+        tree.releaseHost(op.nodes[op.nodes.length - 1]);
+        tree.unlock(op.anchor);
+        op.state = LoadOp.State.LOADED;
+        metrics.increment(Metric.LOADS_COMPLETED);
+        if (listener != null) {
+            listener.onLoaded(op);
+        }
+    }
+
+    private void rollBack(LoadOp op) {
+        for (int k = 0; k < op.nodes.length; k++) {
+            loading.remove(op.nodes[k]);
+        }
+        tree.releaseHost(op.nodes[op.nodes.length - 1]);
+        tree.unlock(op.anchor);
+        op.state = LoadOp.State.FAILED;
+        metrics.increment(Metric.LOADS_FAILED);
+        op.allocator.free(op.devicePages, 0, op.pageCount);
+        if (listener != null) {
+            listener.onLoadFailed(op);
+        }
+    }
+
+    /** Close: loads still in flight are rolled back (their copies were synchronised by the caller). */
+    void abandonAll() {
+        for (int q = 0; q < queuedCount; q++) {
+            queued[q] = null;
+        }
+        queuedCount = 0;
+        while (fifoSize > 0) {
+            rollBack(fifoPop());
+        }
+    }
+
+    private int[] scratch(int n) {
+        if (scratchOffsets.length < n) {
+            scratchOffsets = new int[Math.max(n, scratchOffsets.length * 2)];
+        }
+        return scratchOffsets;
+    }
+
+    private void ensurePairs(int n) {
+        if (n > pairDevice.length) {
+            int cap = Math.max(n, pairDevice.length * 2);
+            pairDevice = java.util.Arrays.copyOf(pairDevice, cap);
+            pairHost = java.util.Arrays.copyOf(pairHost, cap);
+        }
+    }
+
+    private void ensureDraft(int n) {
+        if (n > draftDevice.length) {
+            int cap = Math.max(n, draftDevice.length * 2);
+            draftDevice = java.util.Arrays.copyOf(draftDevice, cap);
+            draftHost = java.util.Arrays.copyOf(draftHost, cap);
+        }
+    }
+
+    private void fifoAdd(LoadOp op) {
+        if (fifoSize == fifo.length) {
+            LoadOp[] bigger = new LoadOp[fifo.length * 2];
+            for (int i = 0; i < fifoSize; i++) {
+                bigger[i] = fifoAt(i);
+            }
+            fifo = bigger;
+            fifoHead = 0;
+        }
+        fifo[(fifoHead + fifoSize) & (fifo.length - 1)] = op;
+        fifoSize++;
+    }
+
+    private LoadOp fifoAt(int i) {
+        return fifo[(fifoHead + i) & (fifo.length - 1)];
+    }
+
+    private LoadOp fifoPop() {
+        LoadOp op = fifo[fifoHead];
+        fifo[fifoHead] = null;
+        fifoHead = (fifoHead + 1) & (fifo.length - 1);
+        fifoSize--;
+        return op;
+    }
+
+    void destroy() {
+        // events are destroyed by the controller, which created the list they were recorded in
+        try {
+            runtime.destroyStream(loadStream);
+        } catch (RuntimeException ignored) {
+            // poisoned context: nothing to free
+        }
+    }
+}

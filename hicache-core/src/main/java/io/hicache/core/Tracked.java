@@ -1,0 +1,29 @@
+package io.hicache.core;
+
+import io.hicache.cuda.CudaEvent;
+
+/**
+ * Work whose completion the completion agent watches: a sealed forward's backups or an issued load. The final
+ * event is recorded last on its stream; {@link #submitError} (set by the issuing thread before hand-off) short-cuts
+ * the query when issuing already failed. {@link #status} and {@link #completedNs} are written by the completion
+ * agent before it posts the item to its ack queue.
+ */
+abstract class Tracked {
+    final CudaEvent finalEvent;
+    int submitError;
+    String submitErrorCall;
+    volatile int status;
+    long completedNs;
+
+    Tracked(CudaEvent finalEvent) {
+        this.finalEvent = finalEvent;
+    }
+
+    /** Called by the completion agent on every duty cycle while the item is in its FIFO. */
+    void onPoll(io.hicache.cuda.CudaRuntime runtime, long nowNs) {
+    }
+
+    /** Called by the completion agent when the final event has completed (or failed). */
+    void onComplete(long nowNs) {
+    }
+}

@@ -1,0 +1,53 @@
+package io.hicache.core.metrics;
+
+/**
+ * The counters a controller keeps. Each has exactly one writing thread (named here); any thread may read.
+ */
+public enum Metric {
+    /** Backups reserved (scheduler). */
+    BACKUPS_RESERVED,
+    /** Backups published on their node (scheduler). */
+    BACKUPS_COMMITTED,
+    /** Backups aborted, all reasons (scheduler); per reason in {@link HiCacheMetrics#abortedBy}. */
+    BACKUPS_ABORTED,
+    /** Reservations refused because the host pool had no room after one host eviction (scheduler). */
+    RESERVE_NO_ROOM,
+    /** Entries into the all-layer fallback (scheduler or forward thread, under the controller's fallback lock). */
+    FALLBACK_ENTRIES,
+    /** Host pages freed by host eviction (scheduler). */
+    HOST_PAGES_EVICTED,
+    /** Target KV bytes copied device-to-host (submitter). */
+    D2H_TARGET_BYTES,
+    /** Draft KV bytes copied device-to-host (submitter). */
+    D2H_DRAFT_BYTES,
+    /** Copy calls issued after coalescing, backups (submitter). */
+    D2H_COPIES,
+    /** Forwards sealed (submitter). */
+    FORWARDS_SEALED,
+    /** CUDA errors seen by the agents or the scheduler (completion). */
+    CUDA_ERRORS,
+    /** Backup copy time not hidden behind the forward: final event completion minus forward end, summed (scheduler). */
+    EXPOSED_BACKUP_NS,
+    /** Loads issued host-to-device (scheduler). */
+    LOADS_STARTED,
+    /** Loads whose pages became device hits (scheduler). */
+    LOADS_COMPLETED,
+    /** Loads refused: no device pages even after one device eviction (scheduler). */
+    LOADS_REFUSED,
+    /** Loads that failed and were rolled back (scheduler). */
+    LOADS_FAILED,
+    /** Tokens loaded host-to-device (scheduler). */
+    LOAD_TOKENS,
+    /** Bytes copied host-to-device, target and draft (scheduler). */
+    H2D_BYTES,
+    /** Copy calls issued for loads (scheduler). */
+    H2D_COPIES,
+    /** Sum of load durations, issue to agreed completion (scheduler). */
+    LOAD_DURATION_NS;
+
+    private static final Metric[] VALUES = values();
+
+    static Metric[] all() {
+        return VALUES;
+    }
+}
