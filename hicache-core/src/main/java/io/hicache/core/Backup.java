@@ -23,6 +23,7 @@ public final class Backup implements PendingBackup {
     /** Local resolution of a backup on this rank, before the group agrees. */
     enum Local { UNRESOLVED, OK, FAILED }
 
+    final Object owner;
     final long seq;
     final boolean withDraft;
     final int startPage;
@@ -49,9 +50,10 @@ public final class Backup implements PendingBackup {
     boolean cancelSent;
     long forwardEndNs;
 
-    Backup(long seq, RadixNode node, int startPage, int[] devicePages, int[] ownedIndex, int ownedCount,
+    Backup(Object owner, long seq, RadixNode node, int startPage, int[] devicePages, int[] ownedIndex, int ownedCount,
            int[] hostPages, int budgetPages, HostPages hostValue, boolean withDraft, long reservedNs,
            long leaseDeadlineNs) {
+        this.owner = owner;
         this.seq = seq;
         this.node = node;
         this.fragments[0] = node;

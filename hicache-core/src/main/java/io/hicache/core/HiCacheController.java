@@ -413,7 +413,7 @@ public final class HiCacheController implements AutoCloseable {
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
         HostPages value = new HostPages(hostPages, lane, withDraft);
         long now = clock.getAsLong();
-        Backup b = new Backup(seq, node, startPage, devicePages, ownedIdx, owned, hostPages, budget, value, withDraft,
+        Backup b = new Backup(this, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, budget, value, withDraft,
             now, leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
         tree.markPending(node, b);
         tree.lock(node);
@@ -801,18 +801,7 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     private boolean owns(Backup b) {
-        if (b == null || b.seq >= nextSeq) {
-            return false;
-        }
-        if (b.state.terminal()) {
-            return true;
-        }
-        for (int i = 0; i < fifoSize; i++) {
-            if (fifoAt(i) == b) {
-                return true;
-            }
-        }
-        return false;
+        return b != null && b.owner == this;
     }
 
     // ------------------------------------------------------------------ load-back
