@@ -849,28 +849,49 @@ public final class HiCacheController implements AutoCloseable {
             if (writePolicy != WritePolicy.WRITE_BACK || node.isBackedUp()) {
                 return true;
             }
-            if (node.pending() == null && tree.canBackUp(node)) {
-                Backup b = reserve(node, draftLayout != null);
-                if (b != null) {
-                    if (writeBackSlot == null) {
-                        if (freeSlotCount == 0) {
-                            reclaimSlots();
-                        }
-                        if (freeSlotCount == 0) {
-                            abortQuietly(b);
-                            return false;
-                        }
-                        writeBackSlot = takeSlot();
-                        writeBackSlot.allLayers = true;
-                        writeBackSlot.writeBack = true;
-                    }
-                    b.slot = writeBackSlot;
-                    b.state = BackupState.COPYING;
-                    writeBackSlot.add(b);
-                    writeBacks++;
+            // Contiguity: a node is backed up only below a backed-up parent, so the leaf's ancestors that are not
+            // backed up are written back first, top-down, in the same all-layer copy. Without this, a leaf under
+            // such an ancestor could never be evicted under write-back (nor, being interior, the ancestor).
+            int depth = 0;
+            for (RadixNode p = node; !p.isRoot() && !p.isBackedUp(); p = p.parent()) {
+                if (depth == pathScratch.length) {
+                    pathScratch = java.util.Arrays.copyOf(pathScratch, depth * 2);
+                }
+                pathScratch[depth++] = p;
+            }
+            for (int i = depth - 1; i >= 0; i--) {
+                RadixNode n = pathScratch[i];
+                pathScratch[i] = null;
+                if (!tree.canBackUp(n) || !writeBack(n)) {
+                    clearPath(i - 1);
+                    break;
                 }
             }
             return false;
+        }
+
+        private boolean writeBack(RadixNode node) {
+            Backup b = reserve(node, draftLayout != null);
+            if (b == null) {
+                return false;
+            }
+            if (writeBackSlot == null) {
+                if (freeSlotCount == 0) {
+                    reclaimSlots();
+                }
+                if (freeSlotCount == 0) {
+                    abortQuietly(b);
+                    return false;
+                }
+                writeBackSlot = takeSlot();
+                writeBackSlot.allLayers = true;
+                writeBackSlot.writeBack = true;
+            }
+            b.slot = writeBackSlot;
+            b.state = BackupState.COPYING;
+            writeBackSlot.add(b);
+            writeBacks++;
+            return true;
         }
 
         @Override
