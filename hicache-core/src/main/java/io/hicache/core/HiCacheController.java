@@ -403,7 +403,7 @@ public final class HiCacheController implements AutoCloseable {
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        HostPages value = new HostPages(hostPages, lane);
+        HostPages value = new HostPages(hostPages, lane, cpSize == 1 ? null : this);
         long now = clock.getAsLong();
         Backup b = new Backup(seq, node, startPage, devicePages, ownedIdx, owned, hostPages, budget, value, withDraft,
             now, leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);

@@ -16,14 +16,21 @@ import java.util.Arrays;
 public final class HostPages implements HostValue {
     private final int[] hostPages;
     private final LaneDescription lanes;
+    /** The controller whose host budget this value is charged to (notified of splits), or null. */
+    private final HiCacheController budgetOwner;
 
     HostPages(int[] hostPages, LaneDescription lanes) {
+        this(hostPages, lanes, null);
+    }
+
+    HostPages(int[] hostPages, LaneDescription lanes, HiCacheController budgetOwner) {
         if (hostPages.length != lanes.ownedCount()) {
             throw new IllegalArgumentException(hostPages.length + " host pages for " + lanes.ownedCount()
                 + " owned positions of " + lanes);
         }
         this.hostPages = hostPages;
         this.lanes = lanes;
+        this.budgetOwner = budgetOwner;
     }
 
     @Override
@@ -55,7 +62,12 @@ public final class HostPages implements HostValue {
     public HostValue head(int pages) {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
-        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), lanes.slice(0, pages));
+        LaneDescription head = lanes.slice(0, pages);
+        if (budgetOwner != null) {
+            // the tree splits a value by asking for its head, then its tail: account the split once, here
+            budgetOwner.onHostValueSplit(lanes, head, lanes.slice(pages, lanes.pageCount() - pages));
+        }
+        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), head, budgetOwner);
     }
 
     @Override
@@ -63,7 +75,7 @@ public final class HostPages implements HostValue {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
         return new HostPages(Arrays.copyOfRange(hostPages, owned, hostPages.length),
-            lanes.slice(pages, lanes.pageCount() - pages));
+            lanes.slice(pages, lanes.pageCount() - pages), budgetOwner);
     }
 
     private void checkCut(int pages) {
