@@ -603,7 +603,9 @@ public final class HiCacheController implements AutoCloseable {
             Backup b = slot.backups[i];
             b.forwardEndNs = slot.endNs;
             b.slot = null;
-            if (b.state == BackupState.DRAINING) {
+            if (b.state.terminal()) {
+                continue; // already released when an earlier ack of this poll stopped the controller (sticky error)
+            } else if (b.state == BackupState.DRAINING) {
                 release(b, b.abortReason);
             } else if (status != 0) {
                 b.state = BackupState.DRAINING;
