@@ -59,6 +59,9 @@ public final class CompletionAgent implements Agent {
             if (status == CudaError.NOT_READY.code()) {
                 break;
             }
+            if (status == 0) {
+                status = layerCopyStatus(slot);
+            }
             if (status != 0) {
                 metrics.increment(Metric.CUDA_ERRORS);
             }
@@ -75,6 +78,31 @@ public final class CompletionAgent implements Agent {
             work++;
         }
         return work;
+    }
+
+    /**
+     * The first error among the copy events of the layers submitted one by one (all complete once the final event
+     * is, the stream being FIFO), or 0: a copy that failed before the forward was sealed is reported only there.
+     */
+    private int layerCopyStatus(ForwardSlot slot) {
+        int targetLayers = slot.targetEvents.length;
+        for (int l = 0; l < targetLayers; l++) {
+            if (ForwardSlot.isSet(slot.targetSubmitted, l)) {
+                int s = runtime.queryEventStatus(slot.copiedEvents[l]);
+                if (s != 0 && s != CudaError.NOT_READY.code()) {
+                    return s;
+                }
+            }
+        }
+        for (int d = 0; d < slot.draftEvents.length; d++) {
+            if (ForwardSlot.isSet(slot.draftSubmitted, d)) {
+                int s = runtime.queryEventStatus(slot.copiedEvents[targetLayers + d]);
+                if (s != 0 && s != CudaError.NOT_READY.code()) {
+                    return s;
+                }
+            }
+        }
+        return 0;
     }
 
     private void onSealed(ForwardSlot slot) {

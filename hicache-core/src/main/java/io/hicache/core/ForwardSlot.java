@@ -25,6 +25,12 @@ final class ForwardSlot {
     final CudaEvent[] draftEvents;
     final CudaEvent endEvent;
     final CudaEvent finalEvent;
+    /**
+     * Recorded on the backup stream right after each layer's copies (target layers, then draft layers), in the
+     * duty cycle that issued them. A failed copy is reported only by events whose records were queued when it
+     * failed, and the final event is recorded at seal, possibly after an early layer's copy already failed.
+     */
+    final CudaEvent[] copiedEvents;
 
     // ---- scheduler-written
     long generation;
@@ -66,12 +72,14 @@ final class ForwardSlot {
     volatile int status;
     long completedNs;
 
-    ForwardSlot(int index, CudaEvent[] targetEvents, CudaEvent[] draftEvents, CudaEvent endEvent, CudaEvent finalEvent) {
+    ForwardSlot(int index, CudaEvent[] targetEvents, CudaEvent[] draftEvents, CudaEvent endEvent, CudaEvent finalEvent,
+                CudaEvent[] copiedEvents) {
         this.index = index;
         this.targetEvents = targetEvents;
         this.draftEvents = draftEvents;
         this.endEvent = endEvent;
         this.finalEvent = finalEvent;
+        this.copiedEvents = copiedEvents;
         this.targetSubmitted = new long[(targetEvents.length + 63) >>> 6];
         this.draftSubmitted = new long[Math.max(1, (draftEvents.length + 63) >>> 6)];
     }

@@ -169,7 +169,12 @@ public final class HiCacheController implements AutoCloseable {
                 events.add(end);
                 CudaEvent fin = runtime.createEvent(true);
                 events.add(fin);
-                slots[i] = new ForwardSlot(i, te, de, end, fin);
+                CudaEvent[] copied = new CudaEvent[targetLayers + draftLayers];
+                for (int l = 0; l < copied.length; l++) {
+                    copied[l] = runtime.createEvent(true);
+                    events.add(copied[l]);
+                }
+                slots[i] = new ForwardSlot(i, te, de, end, fin, copied);
             }
         } catch (RuntimeException e) {
             for (CudaEvent ev : events) {
@@ -1012,6 +1017,9 @@ public final class HiCacheController implements AutoCloseable {
             }
             quietly(() -> runtime.destroyEvent(s.endEvent));
             quietly(() -> runtime.destroyEvent(s.finalEvent));
+            for (CudaEvent e : s.copiedEvents) {
+                quietly(() -> runtime.destroyEvent(e));
+            }
         }
         quietly(() -> runtime.destroyStream(backupStream));
         if (ownsComputeStream) {
