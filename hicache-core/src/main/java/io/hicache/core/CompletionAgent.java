@@ -97,6 +97,9 @@ public final class CompletionAgent implements Agent {
                 if (status == CudaError.NOT_READY.code()) {
                     break;
                 }
+                if (status == 0) {
+                    status = item.statusAfterFinal(runtime);
+                }
                 if (status != 0) {
                     metrics.increment(Metric.CUDA_ERRORS);
                 }

@@ -24,6 +24,12 @@ final class ForwardSlot extends Tracked {
     final CudaEvent[] targetEvents;
     final CudaEvent[] draftEvents;
     final CudaEvent endEvent;
+    /**
+     * Recorded on the backup stream right after each layer's copies (target layers, then draft layers), in the
+     * duty cycle that issued them. A failed copy is reported only by events whose records were queued when it
+     * failed, and the final event is recorded at seal, possibly after an early layer's copy already failed.
+     */
+    final CudaEvent[] copiedEvents;
 
     // ---- scheduler-written
     long generation;
@@ -60,12 +66,14 @@ final class ForwardSlot extends Tracked {
     volatile boolean endSeen;
 
 
-    ForwardSlot(int index, CudaEvent[] targetEvents, CudaEvent[] draftEvents, CudaEvent endEvent, CudaEvent finalEvent) {
+    ForwardSlot(int index, CudaEvent[] targetEvents, CudaEvent[] draftEvents, CudaEvent endEvent, CudaEvent finalEvent,
+                CudaEvent[] copiedEvents) {
         super(finalEvent);
         this.index = index;
         this.targetEvents = targetEvents;
         this.draftEvents = draftEvents;
         this.endEvent = endEvent;
+        this.copiedEvents = copiedEvents;
         this.targetSubmitted = new long[(targetEvents.length + 63) >>> 6];
         this.draftSubmitted = new long[Math.max(1, (draftEvents.length + 63) >>> 6)];
     }
@@ -152,6 +160,33 @@ final class ForwardSlot extends Tracked {
         if (endNs == 0) {
             endNs = Math.max(1, nowNs);
         }
+    }
+
+    /**
+     * The first error among the copy events of the layers submitted one by one (all complete once the final
+     * event is, the stream being FIFO), or 0: a copy that failed before the forward was sealed is reported only
+     * there.
+     */
+    @Override
+    int statusAfterFinal(io.hicache.cuda.CudaRuntime runtime) {
+        int targetLayers = targetEvents.length;
+        for (int l = 0; l < targetLayers; l++) {
+            if (isSet(targetSubmitted, l)) {
+                int s = runtime.queryEventStatus(copiedEvents[l]);
+                if (s != 0 && s != io.hicache.cuda.CudaError.NOT_READY.code()) {
+                    return s;
+                }
+            }
+        }
+        for (int d = 0; d < draftEvents.length; d++) {
+            if (isSet(draftSubmitted, d)) {
+                int s = runtime.queryEventStatus(copiedEvents[targetLayers + d]);
+                if (s != 0 && s != io.hicache.cuda.CudaError.NOT_READY.code()) {
+                    return s;
+                }
+            }
+        }
+        return 0;
     }
 
     static boolean testAndSet(long[] mask, int bit) {

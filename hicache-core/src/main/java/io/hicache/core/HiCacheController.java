@@ -171,7 +171,12 @@ public final class HiCacheController implements AutoCloseable {
                 events.add(end);
                 CudaEvent fin = runtime.createEvent(true);
                 events.add(fin);
-                slots[i] = new ForwardSlot(i, te, de, end, fin);
+                CudaEvent[] copied = new CudaEvent[targetLayers + draftLayers];
+                for (int l = 0; l < copied.length; l++) {
+                    copied[l] = runtime.createEvent(true);
+                    events.add(copied[l]);
+                }
+                slots[i] = new ForwardSlot(i, te, de, end, fin, copied);
             }
         } catch (RuntimeException e) {
             for (CudaEvent ev : events) {
@@ -411,7 +416,7 @@ public final class HiCacheController implements AutoCloseable {
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        HostPages value = new HostPages(hostPages, lane, withDraft);
+        HostPages value = new HostPages(hostPages, lane, withDraft, cpSize == 1 ? null : this);
         long now = clock.getAsLong();
         Backup b = new Backup(this, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, budget, value, withDraft,
             now, leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
@@ -611,7 +616,9 @@ public final class HiCacheController implements AutoCloseable {
             Backup b = slot.backups[i];
             b.forwardEndNs = slot.endNs;
             b.slot = null;
-            if (b.state == BackupState.DRAINING) {
+            if (b.state.terminal()) {
+                continue; // already released when an earlier ack of this poll stopped the controller (sticky error)
+            } else if (b.state == BackupState.DRAINING) {
                 release(b, b.abortReason);
             } else if (status != 0) {
                 b.state = BackupState.DRAINING;
@@ -907,28 +914,49 @@ public final class HiCacheController implements AutoCloseable {
             if (writePolicy != WritePolicy.WRITE_BACK || node.isBackedUp()) {
                 return true;
             }
-            if (node.pending() == null && tree.canBackUp(node)) {
-                Backup b = reserve(node, draftLayout != null);
-                if (b != null) {
-                    if (writeBackSlot == null) {
-                        if (freeSlotCount == 0) {
-                            reclaimSlots();
-                        }
-                        if (freeSlotCount == 0) {
-                            abortQuietly(b);
-                            return false;
-                        }
-                        writeBackSlot = takeSlot();
-                        writeBackSlot.allLayers = true;
-                        writeBackSlot.writeBack = true;
-                    }
-                    b.slot = writeBackSlot;
-                    b.state = BackupState.COPYING;
-                    writeBackSlot.add(b);
-                    writeBacks++;
+            // Contiguity: a node is backed up only below a backed-up parent, so the leaf's ancestors that are not
+            // backed up are written back first, top-down, in the same all-layer copy. Without this, a leaf under
+            // such an ancestor could never be evicted under write-back (nor, being interior, the ancestor).
+            int depth = 0;
+            for (RadixNode p = node; !p.isRoot() && !p.isBackedUp(); p = p.parent()) {
+                if (depth == pathScratch.length) {
+                    pathScratch = java.util.Arrays.copyOf(pathScratch, depth * 2);
+                }
+                pathScratch[depth++] = p;
+            }
+            for (int i = depth - 1; i >= 0; i--) {
+                RadixNode n = pathScratch[i];
+                pathScratch[i] = null;
+                if (!tree.canBackUp(n) || !writeBack(n)) {
+                    clearPath(i - 1);
+                    break;
                 }
             }
             return false;
+        }
+
+        private boolean writeBack(RadixNode node) {
+            Backup b = reserve(node, draftLayout != null);
+            if (b == null) {
+                return false;
+            }
+            if (writeBackSlot == null) {
+                if (freeSlotCount == 0) {
+                    reclaimSlots();
+                }
+                if (freeSlotCount == 0) {
+                    abortQuietly(b);
+                    return false;
+                }
+                writeBackSlot = takeSlot();
+                writeBackSlot.allLayers = true;
+                writeBackSlot.writeBack = true;
+            }
+            b.slot = writeBackSlot;
+            b.state = BackupState.COPYING;
+            writeBackSlot.add(b);
+            writeBacks++;
+            return true;
         }
 
         @Override
@@ -1049,6 +1077,9 @@ public final class HiCacheController implements AutoCloseable {
             }
             quietly(() -> runtime.destroyEvent(s.endEvent));
             quietly(() -> runtime.destroyEvent(s.finalEvent));
+            for (CudaEvent e : s.copiedEvents) {
+                quietly(() -> runtime.destroyEvent(e));
+            }
         }
         for (CudaEvent e : loaderEvents) {
             quietly(() -> runtime.destroyEvent(e));

@@ -165,6 +165,9 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
                     CopyDirection.DEVICE_TO_HOST, plan);
             }
             plan.issue(runtime, backupStream, batched);
+            if (waitForHook) {
+                runtime.recordEvent(slot.copiedEvents[draft ? targetLayers + layer : layer], backupStream);
+            }
             metrics.add(draft ? Metric.D2H_DRAFT_BYTES : Metric.D2H_TARGET_BYTES, plan.totalBytes());
             metrics.add(Metric.D2H_COPIES, batched && runtime.supportsBatchedCopy() ? 1 : plan.runCount());
         } catch (CudaException e) {

@@ -23,6 +23,14 @@ abstract class Tracked {
     void onPoll(io.hicache.cuda.CudaRuntime runtime, long nowNs) {
     }
 
+    /**
+     * Called by the completion agent once the final event completed successfully: a further status to report
+     * (0 when none), for failures the final event cannot show.
+     */
+    int statusAfterFinal(io.hicache.cuda.CudaRuntime runtime) {
+        return 0;
+    }
+
     /** Called by the completion agent when the final event has completed (or failed). */
     void onComplete(long nowNs) {
     }

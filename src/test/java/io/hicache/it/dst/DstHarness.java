@@ -1,0 +1,1378 @@
+package io.hicache.it.dst;
+
+import io.hicache.core.AbortReason;
+import io.hicache.core.Backup;
+import io.hicache.core.BackupListener;
+import io.hicache.core.BackupMode;
+import io.hicache.core.BackupState;
+import io.hicache.core.ForwardHandle;
+import io.hicache.core.HiCacheController;
+import io.hicache.core.HostPages;
+import io.hicache.core.ThreadingMode;
+import io.hicache.core.WritePolicy;
+import io.hicache.core.cp.InProcessRankAgreement;
+import io.hicache.core.cp.LaneDescription;
+import io.hicache.core.cp.OwnerLanes;
+import io.hicache.core.memory.AttentionKind;
+import io.hicache.core.memory.DeviceKvLayout;
+import io.hicache.core.memory.HostKvPool;
+import io.hicache.core.memory.HostLayout;
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.SimulatedCudaConfig;
+import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.radix.HostEvictionListener;
+import io.hicache.radix.HostValue;
+import io.hicache.radix.MatchResult;
+import io.hicache.radix.PendingBackup;
+import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTestAccess;
+import io.hicache.radix.RadixTree;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+
+/**
+ * Deterministic simulation of the backup controller: one real {@link HiCacheController} (with its radix tree,
+ * host pool and allocator) per CP rank on its own {@link SimulatedCudaRuntime}, driven by a scheduler seeded
+ * from one number. Every choice (configuration, requests, hook order, agent duty cycles, device advances,
+ * polls, aborts, evictions, faults) comes from one {@link SplittableRandom}, so a failing seed replays exactly.
+ *
+ * <p>The engine model: requests insert token sequences that share prefixes, reserve by the write policy (or
+ * explicitly), and run a forward whose per-layer "kernels" write a fresh pattern into the request's new device
+ * pages from a host function on the compute stream (so the bytes change in device time, in stream order),
+ * followed by the layer's hook; draft layers are interleaved with the target layers. Engine calls that touch the
+ * tree are identical on every rank and are issued only when the ranks agree on the state of every backup (a
+ * lockstep engine); agent duty cycles, device advances and polls interleave freely per rank.
+ *
+ * <p>The expected-bytes model: when the hook for layer {@code l} fires, the expected content of each host page of
+ * the forward's backups for layer {@code l} is what the compute stream will have written to the device page at
+ * that point. Device pages the tree gives back (eviction) are overwritten at once with a new pattern, so a copy
+ * that still reads them, or that reads a layer before its hook, leaves bytes that differ from the model.
+ *
+ * <p>After every step {@link #checkAll()} verifies the invariants of the design; a violation throws
+ * {@link AssertionError} with the recent steps. Single-threaded; not reusable after {@link #close()}.
+ */
+final class DstHarness implements AutoCloseable {
+    static final int UNSET = -1;
+    static final long BYTES_PER_TOKEN = 8;
+    private static final int MAX_FORWARD_GROUPS = 5;
+    private static final AbortReason[] ENGINE_REASONS = {AbortReason.REQUEST_CANCELLED, AbortReason.PREEMPTED,
+        AbortReason.ENGINE};
+
+    // ---- configuration, all derived from the seed
+    final long seed;
+    final SplittableRandom rnd;
+    final int cp;
+    final OwnerLanes lanes;
+    final int layers;
+    final int draftLayers;
+    final int pageSize;
+    final int devicePages;
+    final int hostPages;
+    final WritePolicy policy;
+    final BackupMode mode;
+    final long leaseNs;
+    final double copyFailureProbability;
+    final double delayProbability;
+    final boolean stickyRun;
+    final int steps;
+    final int maxRequestPages;
+    final AttentionKind attention;
+    final HostLayout hostLayout;
+
+    final Rank[] ranks;
+    private final ArrayDeque<Integer> freeDevice = new ArrayDeque<>();
+    /** Backups not yet terminal on every rank, by sequence number (identical on every rank). */
+    private final LinkedHashMap<Long, Rec> recs = new LinkedHashMap<>();
+    private final List<String> violations = new ArrayList<>();
+    private final List<Request> requests = new ArrayList<>();
+    private final int[][] familyTokens;
+    private int uniqueToken = 1_000_000;
+    private Forward open;
+    private int nextTag = 2;
+    private int nextGroup;
+    private boolean stickyInjected;
+    private boolean closed;
+    private boolean manualHostEviction;
+    private final String[] trace = new String[Boolean.getBoolean("hicache.dst.trace") ? 2_000 : 40];
+    private long traceCount;
+    final Map<String, Integer> stats = new HashMap<>();
+
+    DstHarness(long seed) {
+        this.seed = seed;
+        this.rnd = new SplittableRandom(seed);
+        this.cp = 1 + rnd.nextInt(4);
+        OwnerLanes l = OwnerLanes.values()[rnd.nextInt(OwnerLanes.values().length)];
+        this.lanes = cp == 1 ? OwnerLanes.ROUND_ROBIN : l; // a single rank keeps the controller's default
+        this.layers = 1 + rnd.nextInt(4);
+        this.draftLayers = rnd.nextInt(3);
+        this.pageSize = 1 << rnd.nextInt(3);
+        this.devicePages = 24 + rnd.nextInt(24);
+        this.hostPages = 4 + rnd.nextInt(20);
+        int p = rnd.nextInt(100);
+        this.policy = p < 60 ? WritePolicy.WRITE_THROUGH : p < 85 ? WritePolicy.WRITE_THROUGH_SELECTIVE
+            : WritePolicy.WRITE_BACK;
+        this.mode = rnd.nextInt(100) < 15 ? BackupMode.ALL_LAYERS : BackupMode.LAYERED;
+        this.leaseNs = rnd.nextInt(5) == 0 ? 40_000 + rnd.nextInt(400_000) : 0;
+        this.copyFailureProbability = rnd.nextInt(10) < 3 ? rnd.nextDouble() * 0.01 : 0;
+        this.delayProbability = rnd.nextInt(10) < 3 ? 0.3 : 0;
+        this.stickyRun = cp == 1 && rnd.nextInt(10) == 0;
+        this.steps = 150 + rnd.nextInt(150);
+        this.maxRequestPages = 2 + rnd.nextInt(6);
+        this.attention = rnd.nextBoolean() ? AttentionKind.MHA : AttentionKind.MLA;
+        this.hostLayout = HostLayout.values()[rnd.nextInt(HostLayout.values().length)];
+        boolean coalesce = rnd.nextBoolean();
+        boolean batched = rnd.nextBoolean();
+        boolean batchedSupported = rnd.nextBoolean();
+
+        int families = 2 + rnd.nextInt(4);
+        familyTokens = new int[families][];
+        for (int f = 0; f < families; f++) {
+            familyTokens[f] = new int[maxRequestPages * pageSize];
+            for (int i = 0; i < familyTokens[f].length; i++) {
+                familyTokens[f][i] = f * 100_000 + i;
+            }
+        }
+
+        ranks = new Rank[cp];
+        InProcessRankAgreement agreement = cp == 1 ? null : new InProcessRankAgreement(cp);
+        try {
+            for (int r = 0; r < cp; r++) {
+                ranks[r] = new Rank(r, agreement, coalesce, batched, batchedSupported);
+            }
+        } catch (RuntimeException | Error e) {
+            for (Rank rank : ranks) {
+                if (rank != null) {
+                    rank.closeQuietly();
+                }
+            }
+            throw e;
+        }
+        for (int pg = 0; pg < devicePages; pg++) {
+            freeDevice.add(pg);
+        }
+    }
+
+    /** One CP rank: its device, KV layouts, controller and the byte models. */
+    final class Rank {
+        final int r;
+        final SimulatedCudaRuntime rt;
+        final DeviceKvLayout target;
+        final DeviceKvLayout draft;
+        final long targetBase;
+        final long draftBase;
+        final MemorySegment targetDev;
+        final MemorySegment draftDev;
+        final HiCacheController ctl;
+        final RadixTree tree;
+        /** Tag of the newest write queued for (layer, device page); the bytes follow once it runs. */
+        final int[][] devTagT;
+        final int[][] devTagD;
+        /** Expected content of (host page, layer): (tag << 32 | device page) when the layer's hook fired. */
+        final long[][] expT;
+        final long[][] expD;
+        final boolean[] hostDraft;
+        final List<Long> committedSeqs = new ArrayList<>();
+
+        Rank(int r, InProcessRankAgreement agreement, boolean coalesce, boolean batched, boolean batchedSupported) {
+            this.r = r;
+            SimulatedCudaConfig.Builder cb = SimulatedCudaConfig.builder().seed(seed * 31 + r)
+                .batchedCopySupported(batchedSupported);
+            if (copyFailureProbability > 0) {
+                cb.copyFailureProbability(copyFailureProbability, CudaError.UNKNOWN);
+            }
+            if (delayProbability > 0) {
+                cb.delayedCompletions(delayProbability, 20_000);
+            }
+            rt = new SimulatedCudaRuntime(cb.build());
+            if (Boolean.getBoolean("hicache.dst.trace")) {
+                rt.setOpListener((op, type, stream, startNs, endNs, err) -> trace("  rank " + r + " device op " + op
+                    + " type " + type + " stream " + stream + " " + startNs + ".." + endNs + (err != 0 ? " ERROR " + err : "")));
+            }
+            DeviceKvLayout.Builder tb = DeviceKvLayout.builder(attention).layerCount(layers).pageSizeTokens(pageSize)
+                .bytesPerTokenPerBuffer(BYTES_PER_TOKEN).pageCount(devicePages);
+            long tBytes = tb.packedBytes();
+            targetBase = rt.deviceMalloc(tBytes);
+            target = tb.packedFrom(targetBase).build();
+            targetDev = rt.deviceMemory(targetBase, tBytes);
+            if (draftLayers > 0) {
+                DeviceKvLayout.Builder db = DeviceKvLayout.builder(attention).layerCount(draftLayers)
+                    .pageSizeTokens(pageSize).bytesPerTokenPerBuffer(BYTES_PER_TOKEN).pageCount(devicePages);
+                long dBytes = db.packedBytes();
+                draftBase = rt.deviceMalloc(dBytes);
+                draft = db.packedFrom(draftBase).build();
+                draftDev = rt.deviceMemory(draftBase, dBytes);
+            } else {
+                draftBase = 0;
+                draft = null;
+                draftDev = null;
+            }
+            HiCacheController.Builder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+                .draftLayout(draft).hostPages(hostPages).hostLayout(hostLayout).threadingMode(ThreadingMode.INVOKER)
+                .clock(rt::nowNs).leaseNs(leaseNs).checkThread(false).writePolicy(policy).backupMode(mode)
+                .coalesce(coalesce).batchedCopies(batched).listener(new Listener(this));
+            if (cp > 1) {
+                hb.cpGroup(cp, r, lanes, agreement);
+            }
+            try {
+                ctl = hb.build();
+            } catch (RuntimeException e) {
+                rt.close();
+                throw e;
+            }
+            tree = ctl.tree();
+            devTagT = new int[layers][devicePages];
+            devTagD = new int[Math.max(draftLayers, 0)][devicePages];
+            expT = new long[hostPages][layers];
+            expD = new long[hostPages][Math.max(draftLayers, 0)];
+            hostDraft = new boolean[hostPages];
+            for (long[] row : expT) {
+                Arrays.fill(row, UNSET);
+            }
+            for (long[] row : expD) {
+                Arrays.fill(row, UNSET);
+            }
+            for (int pg = 0; pg < devicePages; pg++) {
+                for (int l = 0; l < layers; l++) {
+                    devTagT[l][pg] = 1;
+                    writeDevice(false, l, pg, 1);
+                }
+                for (int d = 0; d < draftLayers; d++) {
+                    devTagD[d][pg] = 1;
+                    writeDevice(true, d, pg, 1);
+                }
+            }
+        }
+
+        void writeDevice(boolean isDraft, int layer, int page, int tag) {
+            DeviceKvLayout l = isDraft ? draft : target;
+            MemorySegment seg = isDraft ? draftDev : targetDev;
+            long base = isDraft ? draftBase : targetBase;
+            long words = l.pageBytes() / 8;
+            for (int buf = 0; buf < l.bufferCount(); buf++) {
+                long off = l.pageAddress(layer, buf, page) - base;
+                for (long w = 0; w < words; w++) {
+                    seg.set(ValueLayout.JAVA_LONG_UNALIGNED, off + w * 8, pattern(tag, r, isDraft, layer, buf, page, w));
+                }
+            }
+        }
+
+        /**
+         * Null when host page {@code hostPage} holds the copy of device page {@code devPage} written with {@code tag};
+         * else a description of the first differing word.
+         */
+        String hostMismatch(boolean isDraft, int layer, int hostPage, long expected) {
+            if (expected == UNSET) {
+                return "rank " + r + (isDraft ? " draft" : " target") + " layer " + layer + " host page " + hostPage
+                    + ": published although its hook never fired";
+            }
+            int tag = (int) (expected >>> 32);
+            int devPage = (int) expected;
+            DeviceKvLayout l = isDraft ? draft : target;
+            HostKvPool pool = isDraft ? ctl.draftHostPool() : ctl.hostPool();
+            MemorySegment seg = pool.segment();
+            long base = pool.baseAddress();
+            long words = l.pageBytes() / 8;
+            for (int buf = 0; buf < l.bufferCount(); buf++) {
+                long off = pool.pageAddress(layer, buf, hostPage) - base;
+                long pitch = pool.tokenPitchBytes();
+                for (long w = 0; w < words; w++) {
+                    long want = pattern(tag, r, isDraft, layer, buf, devPage, w);
+                    long byteInPage = w * 8;
+                    long at = off + (byteInPage / BYTES_PER_TOKEN) * pitch + byteInPage % BYTES_PER_TOKEN;
+                    long got = seg.get(ValueLayout.JAVA_LONG_UNALIGNED, at);
+                    if (got != want) {
+                        return "rank " + r + (isDraft ? " draft" : " target") + " layer " + layer + " host page "
+                            + hostPage + " buf " + buf + " word " + w + ": expected the copy of device page " + devPage
+                            + " with tag " + tag + " but found other bytes";
+                    }
+                }
+            }
+            return null;
+        }
+
+        void closeQuietly() {
+            try {
+                ctl.close();
+            } catch (RuntimeException ignored) {
+                // cleanup after a failed construction
+            }
+            rt.close();
+        }
+    }
+
+
+    // ------------------------------------------------------------------ the run
+
+    /** Runs the seeded scenario: {@link #steps} random steps with checks after each, then the drain and final checks. */
+    void run() {
+        for (int i = 0; i < steps; i++) {
+            step();
+            checkAll();
+        }
+        finish();
+    }
+
+    private void count(String what) {
+        stats.merge(what, 1, Integer::sum);
+    }
+
+    private void trace(String what) {
+        trace[(int) (traceCount++ % trace.length)] = what;
+    }
+
+    /** The last steps, oldest first, for failure messages. */
+    String recentSteps() {
+        StringBuilder sb = new StringBuilder();
+        long from = Math.max(0, traceCount - trace.length);
+        for (long i = from; i < traceCount; i++) {
+            sb.append("\n  #").append(i).append(' ').append(trace[(int) (i % trace.length)]);
+        }
+        return sb.toString();
+    }
+
+    String describe() {
+        return "cp=" + cp + " lanes=" + lanes + " layers=" + layers + "+" + draftLayers + " pageSize=" + pageSize
+            + " devicePages=" + devicePages + " hostPages=" + hostPages + " policy=" + policy + " mode=" + mode
+            + " leaseNs=" + leaseNs + " copyFailureP=" + String.format("%.3f", copyFailureProbability) + " delayP="
+            + delayProbability + " sticky=" + stickyRun + " steps=" + steps + " attention=" + attention
+            + " hostLayout=" + hostLayout;
+    }
+
+    private void step() {
+        int k = rnd.nextInt(100);
+        if (stickyRun && !stickyInjected && rnd.nextInt(steps) == 0) {
+            injectSticky();
+            return;
+        }
+        if (k < 12) {
+            if (open == null && !stickyInjected && consistent()) {
+                engineRequest();
+                return;
+            }
+        } else if (k < 40) {
+            if (open != null) {
+                forwardStep();
+                return;
+            }
+        } else if (k < 42) {
+            if (!stickyInjected && consistent() && rnd.nextBoolean()) {
+                engineAbort();
+                return;
+            }
+        } else if (k < 48) {
+            if (!stickyInjected && consistent()) {
+                engineMatch();
+                return;
+            }
+        } else if (k < 52) {
+            if (!stickyInjected && consistent()) {
+                engineEvict(1 + rnd.nextInt(Math.max(1, devicePages / 4)));
+                return;
+            }
+        } else if (k < 57) {
+            if (!stickyInjected && consistent()) {
+                finishRequests();
+                return;
+            }
+        }
+        int j = rnd.nextInt(3);
+        Rank rank = ranks[rnd.nextInt(cp)];
+        if (j == 0) {
+            agentStep(rank, rnd.nextBoolean());
+        } else if (j == 1) {
+            deviceStep(rank);
+        } else {
+            pollStep(rank);
+        }
+    }
+
+    private void agentStep(Rank rank, boolean submitter) {
+        trace((submitter ? "submitter" : "completion") + ".doWork rank " + rank.r);
+        try {
+            if (submitter) {
+                rank.ctl.submitterAgent().doWork();
+            } else {
+                rank.ctl.completionAgent().doWork();
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private void deviceStep(Rank rank) {
+        try {
+            if (rnd.nextBoolean()) {
+                trace("advanceToNextEvent rank " + rank.r);
+                rank.rt.advanceToNextEvent();
+            } else {
+                long dt = rnd.nextInt(30_000);
+                trace("advanceTo now+" + dt + " rank " + rank.r);
+                rank.rt.advanceTo(rank.rt.nowNs() + dt);
+            }
+        } catch (CudaException e) {
+            if (!stickyInjected) {
+                throw e;
+            }
+        }
+    }
+
+    private void pollStep(Rank rank) {
+        trace("poll rank " + rank.r);
+        rank.ctl.poll();
+        throwViolations();
+    }
+
+    private void injectSticky() {
+        trace("injectStickyError rank 0");
+        count("sticky");
+        stickyInjected = true;
+        ranks[0].rt.injectStickyError(CudaError.ILLEGAL_ADDRESS);
+        open = null;
+    }
+
+    // ------------------------------------------------------------------ lockstep gate
+
+    private static int stateClass(BackupState s) {
+        return switch (s) {
+            case COMMITTED -> 1;
+            case ABORTED -> 2;
+            default -> 0;
+        };
+    }
+
+    /** True when every rank shows every backup in the same tree-visible state (pending, committed or aborted). */
+    private boolean consistent() {
+        for (Rec rec : recs.values()) {
+            int c = stateClass(rec.b[0].state());
+            for (int r = 1; r < cp; r++) {
+                if (stateClass(rec.b[r].state()) != c) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    private int forwardGroupsInFlight() {
+        Set<Integer> groups = new HashSet<>();
+        for (Rec rec : recs.values()) {
+            for (Backup b : rec.b) {
+                if (b.state() == BackupState.COPYING || b.state() == BackupState.DRAINING) {
+                    groups.add(rec.group);
+                }
+            }
+        }
+        return groups.size();
+    }
+
+    // ------------------------------------------------------------------ engine steps (identical on every rank)
+
+    private int[] requestTokens(int pages) {
+        int[] base = familyTokens[rnd.nextInt(familyTokens.length)];
+        int shared = rnd.nextInt(pages + 1);
+        if (rnd.nextInt(3) == 0) {
+            shared = pages;
+        }
+        int[] t = new int[pages * pageSize];
+        System.arraycopy(base, 0, t, 0, shared * pageSize);
+        for (int i = shared * pageSize; i < t.length; i++) {
+            t[i] = uniqueToken++;
+        }
+        return t;
+    }
+
+    private void engineRequest() {
+        int pages = 1 + rnd.nextInt(maxRequestPages);
+        int[] tokens = requestTokens(pages);
+        if (freeDevice.size() < pages) {
+            engineEvict(pages - freeDevice.size());
+            if (freeDevice.size() < pages) {
+                trace("request of " + pages + " pages skipped: no device room");
+                count("request.noDeviceRoom");
+                return;
+            }
+        }
+        int[] dev = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            dev[i] = freeDevice.poll();
+        }
+        int dup = -1;
+        RadixNode[] last = new RadixNode[cp];
+        for (Rank rank : ranks) {
+            int d = rank.tree.insert(tokens, 0, tokens.length, dev, 0);
+            if (dup >= 0 && d != dup) {
+                fail("insert found " + d + " tokens present on rank " + rank.r + " but " + dup + " on rank 0");
+            }
+            dup = d;
+            last[rank.r] = rank.tree.lastInsertNode();
+        }
+        int dupPages = dup / pageSize;
+        for (int i = 0; i < dupPages; i++) {
+            freeDevice.add(dev[i]);
+        }
+        int[] newPages = Arrays.copyOfRange(dev, dupPages, pages);
+        trace("request " + pages + " pages (" + dupPages + " present) new device pages " + Arrays.toString(newPages));
+        count("request");
+        Request req = new Request(last, cp, newPages);
+        if (!last[0].isRoot()) {
+            for (Rank rank : ranks) {
+                rank.tree.lock(last[rank.r]);
+            }
+        }
+        requests.add(req);
+
+        List<List<Backup>> per = new ArrayList<>();
+        for (int r = 0; r < cp; r++) {
+            per.add(new ArrayList<>());
+        }
+        boolean withDraft = draftLayers > 0 && rnd.nextInt(4) != 0;
+        int group = nextGroup++;
+        List<Rec> forwardRecs = new ArrayList<>();
+        if (forwardGroupsInFlight() < MAX_FORWARD_GROUPS && !last[0].isRoot()) {
+            if (rnd.nextInt(5) == 0) {
+                boolean can = ranks[0].tree.canBackUp(last[0]);
+                if (can) {
+                    for (Rank rank : ranks) {
+                        Backup b = rank.ctl.reserve(last[rank.r], withDraft);
+                        if (b != null) {
+                            per.get(rank.r).add(b);
+                        }
+                    }
+                    trace("reserve explicit -> " + per.get(0).size());
+                }
+            } else {
+                for (Rank rank : ranks) {
+                    rank.ctl.reserveByPolicy(last[rank.r], withDraft, per.get(rank.r));
+                }
+                trace("reserveByPolicy -> " + per.get(0).size());
+            }
+            for (int r = 1; r < cp; r++) {
+                if (per.get(r).size() != per.get(0).size()) {
+                    fail("rank " + r + " reserved " + per.get(r).size() + " backups but rank 0 reserved "
+                        + per.get(0).size());
+                }
+            }
+            for (int i = 0; i < per.get(0).size(); i++) {
+                Backup[] bs = new Backup[cp];
+                for (int r = 0; r < cp; r++) {
+                    bs[r] = per.get(r).get(i);
+                }
+                forwardRecs.add(register(bs, group));
+            }
+            // sometimes the engine drops a reservation before its forward starts
+            if (!forwardRecs.isEmpty() && rnd.nextInt(10) == 0) {
+                int idx = rnd.nextInt(forwardRecs.size());
+                Rec rec = forwardRecs.remove(idx);
+                AbortReason reason = ENGINE_REASONS[rnd.nextInt(ENGINE_REASONS.length)];
+                trace("abort RESERVED seq " + rec.seq + " " + reason);
+                for (int r = 0; r < cp; r++) {
+                    ranks[r].ctl.abort(rec.b[r], reason);
+                    per.get(r).remove(idx);
+                }
+            }
+        }
+        count(forwardRecs.isEmpty() ? "forward.noBackup" : "forward.withBackups");
+        ForwardHandle[] h = new ForwardHandle[cp];
+        for (Rank rank : ranks) {
+            h[rank.r] = rank.ctl.beginForward(per.get(rank.r));
+        }
+        open = new Forward(h, forwardRecs, req, plan());
+    }
+
+    /** Target layers in order, draft layers in order interleaved among them, then END; sometimes a hook is left out. */
+    private int[] plan() {
+        int[] p = new int[layers + draftLayers + 1];
+        int t = 0;
+        int d = 0;
+        int n = 0;
+        boolean skips = mode == BackupMode.LAYERED;
+        while (t < layers || d < draftLayers) {
+            boolean takeDraft = d < draftLayers && (t == layers || rnd.nextInt(3) == 0);
+            if (takeDraft) {
+                boolean skip = skips && rnd.nextInt(25) == 0;
+                p[n++] = ((skip ? Forward.DRAFT_NO_HOOK : Forward.DRAFT) << 16) | d++;
+            } else {
+                boolean skip = skips && rnd.nextInt(60) == 0;
+                p[n++] = ((skip ? Forward.TARGET_NO_HOOK : Forward.TARGET) << 16) | t++;
+            }
+        }
+        p[n] = Forward.END << 16;
+        return p;
+    }
+
+    private Rec register(Backup[] bs, int group) {
+        long seq = bs[0].seq();
+        for (int r = 1; r < cp; r++) {
+            if (bs[r].seq() != seq || bs[r].pageCount() != bs[0].pageCount()) {
+                fail("rank " + r + " reserved seq " + bs[r].seq() + " (" + bs[r].pageCount() + " pages) where rank 0 "
+                    + "reserved seq " + seq + " (" + bs[0].pageCount() + " pages)");
+            }
+        }
+        RadixNode node = bs[0].node();
+        int[] allDev = new int[node.pageCount()];
+        node.copyDevicePages(allDev, 0);
+        Rec rec = new Rec(seq, bs, allDev, bs[0].withDraft(), RadixTestAccess.startPage(node), node.pageCount(), group);
+        if (recs.put(seq, rec) != null) {
+            fail("sequence number " + seq + " reserved twice");
+        }
+        for (Rank rank : ranks) {
+            Backup b = bs[rank.r];
+            for (int i = 0; i < b.ownedPageCount(); i++) {
+                int hp = b.hostPage(i);
+                Arrays.fill(rank.expT[hp], UNSET);
+                Arrays.fill(rank.expD[hp], UNSET);
+                rank.hostDraft[hp] = b.withDraft();
+            }
+        }
+        count("reserved");
+        return rec;
+    }
+
+    private void forwardStep() {
+        Forward f = open;
+        int op = f.plan[f.pos++];
+        int kind = op >>> 16;
+        int layer = op & 0xFFFF;
+        try {
+            switch (kind) {
+                case Forward.TARGET, Forward.TARGET_NO_HOOK -> {
+                    int tag = nextTag++;
+                    long kernelNs = 1_000 + rnd.nextInt(20_000);
+                    trace("target layer " + layer + (kind == Forward.TARGET ? " + hook" : " WITHOUT hook") + " tag " + tag);
+                    for (Rank rank : ranks) {
+                        rank.rt.simulateKernel(rank.ctl.computeStream(), kernelNs);
+                        queueWrite(rank, false, layer, f.req.newPages, tag);
+                        if (kind == Forward.TARGET) {
+                            f.h[rank.r].targetLayerStored(layer);
+                            if (mode == BackupMode.LAYERED) {
+                                expectLayer(rank, f.recs, false, layer);
+                            }
+                        }
+                    }
+                    if (kind == Forward.TARGET_NO_HOOK) {
+                        count("hook.targetSkipped");
+                    }
+                }
+                case Forward.DRAFT, Forward.DRAFT_NO_HOOK -> {
+                    int tag = nextTag++;
+                    trace("draft layer " + layer + (kind == Forward.DRAFT ? " + hook" : " WITHOUT hook") + " tag " + tag);
+                    for (Rank rank : ranks) {
+                        rank.rt.simulateKernel(rank.ctl.computeStream(), 500 + rnd.nextInt(5_000));
+                        queueWrite(rank, true, layer, f.req.newPages, tag);
+                        if (kind == Forward.DRAFT) {
+                            f.h[rank.r].draftLayerStored(layer);
+                            if (mode == BackupMode.LAYERED) {
+                                expectLayer(rank, f.recs, true, layer);
+                            }
+                        }
+                    }
+                    if (kind == Forward.DRAFT_NO_HOOK) {
+                        count("hook.draftSkipped");
+                    }
+                }
+                default -> {
+                    trace("endForward");
+                    for (Rank rank : ranks) {
+                        f.h[rank.r].endForward();
+                        if (mode == BackupMode.ALL_LAYERS) {
+                            for (int l = 0; l < layers; l++) {
+                                expectLayer(rank, f.recs, false, l);
+                            }
+                            for (int d = 0; d < draftLayers; d++) {
+                                expectLayer(rank, f.recs, true, d);
+                            }
+                        }
+                        Request req = f.req;
+                        int r = rank.r;
+                        rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> req.computeDone[r] = true);
+                    }
+                    f.req.ended = true;
+                    open = null;
+                }
+            }
+        } catch (CudaException e) {
+            if (!stickyInjected) {
+                throw e;
+            }
+            open = null;
+        }
+    }
+
+    /** Queues, on the compute stream, a write of a new pattern into layer {@code layer} of {@code pages}. */
+    private void queueWrite(Rank rank, boolean isDraft, int layer, int[] pages, int tag) {
+        int[][] tags = isDraft ? rank.devTagD : rank.devTagT;
+        for (int pg : pages) {
+            tags[layer][pg] = tag;
+        }
+        rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> {
+            for (int pg : pages) {
+                rank.writeDevice(isDraft, layer, pg, tag);
+            }
+        });
+    }
+
+    /** The hook of {@code layer} fired: every host page of the forward's backups must end up with the device's bytes now. */
+    private void expectLayer(Rank rank, List<Rec> forwardRecs, boolean isDraft, int layer) {
+        for (Rec rec : forwardRecs) {
+            if (isDraft && !rec.withDraft) {
+                continue;
+            }
+            Backup b = rec.b[rank.r];
+            for (int i = 0; i < b.ownedPageCount(); i++) {
+                int dp = b.ownedDevicePage(i);
+                int tag = (isDraft ? rank.devTagD : rank.devTagT)[layer][dp];
+                (isDraft ? rank.expD : rank.expT)[b.hostPage(i)][layer] = ((long) tag << 32) | dp;
+            }
+        }
+    }
+
+    private void engineAbort() {
+        List<Rec> live = new ArrayList<>();
+        for (Rec rec : recs.values()) {
+            if (!rec.b[0].state().terminal()) {
+                live.add(rec);
+            }
+        }
+        if (live.isEmpty()) {
+            return;
+        }
+        Rec rec = live.get(rnd.nextInt(live.size()));
+        AbortReason reason = ENGINE_REASONS[rnd.nextInt(ENGINE_REASONS.length)];
+        trace("abort seq " + rec.seq + " (" + rec.b[0].state() + ") " + reason);
+        count("abort");
+        for (Rank rank : ranks) {
+            rank.ctl.abort(rec.b[rank.r], reason);
+        }
+    }
+
+    private void engineMatch() {
+        int[] base = familyTokens[rnd.nextInt(familyTokens.length)];
+        int pages = 1 + rnd.nextInt(maxRequestPages);
+        int dev = -1;
+        int host = -1;
+        for (Rank rank : ranks) {
+            MatchResult m = rank.tree.match(base, 0, pages * pageSize, new MatchResult());
+            if (dev >= 0 && (m.devicePageCount() != dev || m.hostPageCount() != host)) {
+                fail("match on rank " + rank.r + " found " + m.devicePageCount() + "+" + m.hostPageCount()
+                    + " pages but rank 0 found " + dev + "+" + host);
+            }
+            dev = m.devicePageCount();
+            host = m.hostPageCount();
+        }
+        trace("match " + pages + " pages -> device " + dev + " host " + host);
+        count("match");
+    }
+
+    private void engineEvict(int pages) {
+        if (policy == WritePolicy.WRITE_BACK && forwardGroupsInFlight() >= MAX_FORWARD_GROUPS) {
+            return;
+        }
+        List<List<Integer>> freed = new ArrayList<>();
+        int evicted = -1;
+        for (Rank rank : ranks) {
+            List<Integer> got = new ArrayList<>();
+            freed.add(got);
+            int e = rank.ctl.evictDevice(pages, (arr, off, n) -> {
+                for (int i = 0; i < n; i++) {
+                    onDeviceFreed(rank, arr[off + i]);
+                    got.add(arr[off + i]);
+                }
+            });
+            if (evicted >= 0 && e != evicted) {
+                fail("evictDevice evicted " + e + " pages on rank " + rank.r + " but " + evicted + " on rank 0");
+            }
+            evicted = e;
+        }
+        for (int r = 1; r < cp; r++) {
+            if (!freed.get(r).equals(freed.get(0))) {
+                fail("rank " + r + " freed device pages " + freed.get(r) + " but rank 0 freed " + freed.get(0));
+            }
+        }
+        freeDevice.addAll(freed.get(0));
+        trace("evictDevice " + pages + " -> " + freed.get(0));
+        count("evict");
+        if (policy == WritePolicy.WRITE_BACK) {
+            registerWriteBacks();
+        }
+    }
+
+    /** Check (c) and the poison: a freed device page is overwritten at once, as an engine reusing it would. */
+    private void onDeviceFreed(Rank rank, int page) {
+        for (Rec rec : recs.values()) {
+            Backup b = rec.b[rank.r];
+            if (b.state().terminal()) {
+                continue;
+            }
+            for (int p : rec.allDev) {
+                if (p == page) {
+                    fail("device page " + page + " freed on rank " + rank.r + " while backup seq " + rec.seq
+                        + " holding it is " + b.state());
+                }
+            }
+        }
+        for (Request req : requests) {
+            for (int p : req.newPages) {
+                if (p == page) {
+                    fail("device page " + page + " freed on rank " + rank.r + " while its request still runs");
+                }
+            }
+        }
+        int tag = nextTag++;
+        for (int l = 0; l < layers; l++) {
+            rank.devTagT[l][page] = tag;
+            rank.writeDevice(false, l, page, tag);
+        }
+        for (int d = 0; d < draftLayers; d++) {
+            rank.devTagD[d][page] = tag;
+            rank.writeDevice(true, d, page, tag);
+        }
+    }
+
+    /** Write-back reservations made inside evictDevice: registered, expected bytes are the device's now. */
+    private void registerWriteBacks() {
+        List<List<Backup>> found = new ArrayList<>();
+        for (Rank rank : ranks) {
+            List<Backup> mine = new ArrayList<>();
+            RadixTestAccess.forEachNode(rank.tree, n -> {
+                PendingBackup pb = n.pending();
+                if (pb instanceof Backup b && !recs.containsKey(b.seq()) && !mine.contains(b)) {
+                    mine.add(b);
+                }
+            });
+            mine.sort((a, c) -> Long.compare(a.seq(), c.seq()));
+            found.add(mine);
+        }
+        int group = nextGroup++;
+        for (int i = 0; i < found.get(0).size(); i++) {
+            Backup[] bs = new Backup[cp];
+            for (int r = 0; r < cp; r++) {
+                if (found.get(r).size() != found.get(0).size()) {
+                    fail("rank " + r + " made " + found.get(r).size() + " write-backs but rank 0 made " + found.get(0).size());
+                }
+                bs[r] = found.get(r).get(i);
+            }
+            Rec rec = register(bs, group);
+            List<Rec> one = List.of(rec);
+            for (Rank rank : ranks) {
+                for (int l = 0; l < layers; l++) {
+                    expectLayer(rank, one, false, l);
+                }
+                for (int d = 0; d < draftLayers; d++) {
+                    expectLayer(rank, one, true, d);
+                }
+            }
+            count("writeBack");
+            trace("write-back seq " + rec.seq);
+        }
+    }
+
+    private void finishRequests() {
+        for (Iterator<Request> it = requests.iterator(); it.hasNext(); ) {
+            Request req = it.next();
+            boolean done = req.ended;
+            for (boolean b : req.computeDone) {
+                done &= b;
+            }
+            if (done) {
+                if (!req.last[0].isRoot()) {
+                    for (Rank rank : ranks) {
+                        rank.tree.unlock(req.last[rank.r]);
+                    }
+                }
+                it.remove();
+                trace("request finished");
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ checks
+
+    private final class Listener implements BackupListener {
+        private final Rank rank;
+
+        Listener(Rank rank) {
+            this.rank = rank;
+        }
+
+        @Override
+        public void onCommitted(Backup backup) {
+            rank.committedSeqs.add(backup.seq());
+            count("committed");
+            Rec rec = recs.get(backup.seq());
+            if (rec == null || rec.b[rank.r] != backup) {
+                violations.add("rank " + rank.r + " committed unknown backup " + backup);
+                return;
+            }
+            // (a) visible only after every layer, target and draft, on every rank, was acked
+            for (Rank other : ranks) {
+                Backup b = rec.b[other.r];
+                if (b.state() != BackupState.SEALED && b.state() != BackupState.COMMITTED) {
+                    violations.add("rank " + rank.r + " committed seq " + rec.seq + " while rank " + other.r
+                        + " has it " + b.state() + (b.abortReason() != null ? " " + b.abortReason() : ""));
+                }
+                checkBackupBytes(other, rec, b, "at commit on rank " + rank.r);
+            }
+        }
+
+        @Override
+        public void onAborted(Backup backup, AbortReason reason) {
+            count("aborted." + reason);
+        }
+    }
+
+    private void checkBackupBytes(Rank rank, Rec rec, Backup b, String when) {
+        for (int i = 0; i < b.ownedPageCount(); i++) {
+            int hp = b.hostPage(i);
+            for (int l = 0; l < layers; l++) {
+                String m = rank.hostMismatch(false, l, hp, rank.expT[hp][l]);
+                if (m != null) {
+                    violations.add("seq " + rec.seq + " " + when + ": " + m);
+                    return;
+                }
+            }
+            if (rec.withDraft) {
+                for (int d = 0; d < draftLayers; d++) {
+                    String m = rank.hostMismatch(true, d, hp, rank.expD[hp][d]);
+                    if (m != null) {
+                        violations.add("seq " + rec.seq + " " + when + ": " + m);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    private void fail(String message) {
+        violations.add(message);
+        throwViolations();
+    }
+
+    private void throwViolations() {
+        if (!violations.isEmpty()) {
+            String msg = String.join("\n", violations);
+            violations.clear();
+            throw new AssertionError(msg);
+        }
+    }
+
+    private int budgetOf(int start, int pages, int total) {
+        if (cp == 1) {
+            return pages;
+        }
+        int max = 0;
+        for (int r = 0; r < cp; r++) {
+            max = Math.max(max, lanes.ownedCount(r, start, pages, total, cp));
+        }
+        return max;
+    }
+
+    /** Checks every invariant on every rank; throws {@link AssertionError} on the first violations. */
+    void checkAll() {
+        for (Rank rank : ranks) {
+            checkRank(rank);
+        }
+        // (f) no backup committed on one rank and aborted on another
+        for (Iterator<Rec> it = recs.values().iterator(); it.hasNext(); ) {
+            Rec rec = it.next();
+            boolean committed = false;
+            boolean aborted = false;
+            boolean allTerminal = true;
+            for (Backup b : rec.b) {
+                committed |= b.state() == BackupState.COMMITTED;
+                aborted |= b.state() == BackupState.ABORTED;
+                allTerminal &= b.state().terminal();
+            }
+            if (committed && aborted) {
+                StringBuilder sb = new StringBuilder("seq " + rec.seq + " committed on some ranks, aborted on others:");
+                for (Backup b : rec.b) {
+                    sb.append(' ').append(b.state()).append(b.abortReason() != null ? "/" + b.abortReason() : "");
+                }
+                violations.add(sb.toString());
+            }
+            if (allTerminal) {
+                it.remove();
+            }
+        }
+        throwViolations();
+    }
+
+    private void checkRank(Rank rank) {
+        if (rank.ctl.isClosed()) {
+            return;
+        }
+        try {
+            rank.tree.checkInvariants();
+        } catch (IllegalStateException e) {
+            violations.add("rank " + rank.r + " tree: " + e.getMessage());
+        }
+        BitSet used = new BitSet(hostPages);
+        long[] budget = new long[1];
+        RadixTestAccess.forEachNode(rank.tree, n -> {
+            HostValue v = n.hostValue();
+            if (v != null) {
+                if (!(v instanceof HostPages hp)) {
+                    violations.add("rank " + rank.r + " node " + n + " has a foreign host value " + v);
+                    return;
+                }
+                // (d) lane metadata describes exactly this node's positions on this rank
+                LaneDescription l = hp.lanes();
+                int start = RadixTestAccess.startPage(n);
+                if (l.pageCount() != n.pageCount() || l.startPage() != start || l.cpSize() != cp || l.rank() != rank.r
+                    || l.strategy() != lanes || l.totalPages() < start + n.pageCount()
+                    || hp.ownedPageCount() != l.ownedCount()) {
+                    violations.add("rank " + rank.r + " node at page " + start + " with " + n.pageCount()
+                        + " pages carries lanes " + l + " for " + hp.ownedPageCount() + " host pages");
+                    return;
+                }
+                budget[0] += budgetOf(l.startPage(), l.pageCount(), l.totalPages());
+                for (int i = 0; i < hp.ownedPageCount(); i++) {
+                    int h = hp.hostPage(i);
+                    if (used.get(h)) {
+                        violations.add("rank " + rank.r + " host page " + h + " referenced twice");
+                    }
+                    used.set(h);
+                    // (a) committed bytes equal the device bytes when the layer's hook fired
+                    for (int layer = 0; layer < layers; layer++) {
+                        String m = rank.hostMismatch(false, layer, h, rank.expT[h][layer]);
+                        if (m != null) {
+                            violations.add("committed " + m);
+                            return;
+                        }
+                    }
+                    if (rank.hostDraft[h]) {
+                        for (int d = 0; d < draftLayers; d++) {
+                            String m = rank.hostMismatch(true, d, h, rank.expD[h][d]);
+                            if (m != null) {
+                                violations.add("committed " + m);
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            PendingBackup pb = n.pending();
+            if (pb != null) {
+                if (!(pb instanceof Backup b) || recs.get(b.seq()) == null || recs.get(b.seq()).b[rank.r] != b) {
+                    violations.add("rank " + rank.r + " node " + n + " is pending with an unknown backup " + pb);
+                } else if (b.state().terminal()) {
+                    violations.add("rank " + rank.r + " node " + n + " still pending with " + b);
+                }
+            }
+        });
+        // (b) allocated host pages == pages of committed values + pages of backups in flight
+        for (Rec rec : recs.values()) {
+            Backup b = rec.b[rank.r];
+            if (b.state().terminal()) {
+                continue;
+            }
+            budget[0] += budgetOf(rec.startPage, rec.pageCount, rec.startPage + rec.pageCount);
+            for (int i = 0; i < b.ownedPageCount(); i++) {
+                int h = b.hostPage(i);
+                if (used.get(h)) {
+                    violations.add("rank " + rank.r + " host page " + h + " of in-flight seq " + rec.seq
+                        + " is referenced elsewhere too");
+                }
+                used.set(h);
+            }
+        }
+        var alloc = rank.ctl.allocator();
+        if (alloc.allocatedPages() != used.cardinality()) {
+            violations.add("rank " + rank.r + " allocator holds " + alloc.allocatedPages() + " pages but the tree and "
+                + "backups in flight reference " + used.cardinality());
+        }
+        for (int h = used.nextSetBit(0); h >= 0; h = used.nextSetBit(h + 1)) {
+            if (!alloc.isAllocated(h)) {
+                violations.add("rank " + rank.r + " host page " + h + " is referenced but free in the allocator");
+            }
+        }
+        if (rank.ctl.stickyError() == null && !manualHostEviction && rank.ctl.hostBudgetUsedPages() != budget[0]) {
+            violations.add("rank " + rank.r + " host budget says " + rank.ctl.hostBudgetUsedPages()
+                + " pages used but committed values and backups in flight need " + budget[0]);
+        }
+    }
+
+    // ------------------------------------------------------------------ drain and final checks
+
+    private boolean quiescent() {
+        if (open != null || !requests.isEmpty()) {
+            return false;
+        }
+        for (Rec rec : recs.values()) {
+            for (Backup b : rec.b) {
+                if (!b.state().terminal()) {
+                    return false;
+                }
+            }
+        }
+        for (Rank rank : ranks) {
+            if (rank.ctl.backupsInFlight() > 0 || rank.ctl.completionAgent().inFlight() > 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Steps agents, polls and devices (in seeded order) until nothing is in flight, checking after every round. */
+    private void drain() {
+        for (int i = 0; i < 20_000; i++) {
+            if (open != null) {
+                forwardStep();
+            }
+            for (Rank rank : ranks) {
+                agentStep(rank, true);
+                agentStep(rank, false);
+            }
+            for (Rank rank : ranks) {
+                pollStep(rank);
+            }
+            if (consistent()) {
+                finishRequests();
+            }
+            checkAll();
+            if (quiescent()) {
+                return;
+            }
+            boolean any = false;
+            for (Rank rank : ranks) {
+                any |= rank.rt.advanceToNextEvent();
+            }
+            if (!any) {
+                for (Rank rank : ranks) {
+                    rank.rt.advanceTo(rank.rt.nowNs() + 1_000);
+                }
+            }
+        }
+        StringBuilder sb = new StringBuilder("did not drain:");
+        for (Rank rank : ranks) {
+            sb.append(" rank ").append(rank.r).append(" inFlight=").append(rank.ctl.backupsInFlight())
+                .append(" completionInFlight=").append(rank.ctl.completionAgent().inFlight());
+        }
+        for (Rec rec : recs.values()) {
+            sb.append(" seq ").append(rec.seq).append(':');
+            for (Backup b : rec.b) {
+                sb.append(' ').append(b.state());
+            }
+        }
+        throw new AssertionError(sb.toString());
+    }
+
+    private void finish() {
+        if (stickyInjected) {
+            finishAfterSticky();
+            return;
+        }
+        drain();
+        // (f) every rank published the same backups, in the same order
+        for (Rank rank : ranks) {
+            if (!rank.committedSeqs.equals(ranks[0].committedSeqs)) {
+                fail("rank " + rank.r + " committed " + rank.committedSeqs + " but rank 0 committed "
+                    + ranks[0].committedSeqs);
+            }
+        }
+        // evict every device page (write-back copies first) and every host value: all pages come back. A host
+        // value may sit below a node whose own backup was aborted, which keeps that node on device until the
+        // host value goes, so device and host eviction alternate.
+        manualHostEviction = true;
+        for (int round = 0; round < 64 && ranks[0].tree.nodeCount() > 0; round++) {
+            engineEvict(Integer.MAX_VALUE);
+            drain();
+            for (Rank rank : ranks) {
+                evictAllHost(rank);
+            }
+            checkAll();
+        }
+        if (policy == WritePolicy.WRITE_BACK && ranks[0].tree.nodeCount() != 0) {
+            // write-back cannot evict a leaf it cannot copy, and a host pool smaller than a path of device-resident
+            // backed-up nodes leaves no room: those pages stay (accounting was checked after every step)
+            count("writeBack.unevictableAtEnd");
+            close();
+            return;
+        }
+        for (Rank rank : ranks) {
+            if (rank.tree.nodeCount() != 0) {
+                StringBuilder nodes = new StringBuilder();
+                RadixTestAccess.forEachNode(rank.tree, n -> nodes.append("\n    ").append(n).append(" parentBackedUp=")
+                    .append(n.parent().isRoot() || n.parent().isBackedUp()));
+                fail("rank " + rank.r + " keeps " + rank.tree.nodeCount() + " nodes after evicting everything:" + nodes);
+            }
+            rank.tree.checkInvariants();
+            rank.ctl.allocator().checkAllFree();
+        }
+        if (freeDevice.size() != devicePages) {
+            fail("device pages lost: " + freeDevice.size() + " of " + devicePages + " back in the free list");
+        }
+        close();
+    }
+
+    /** Frees every host-only leaf's pages straight into the allocator (end of run; bypasses the host budget). */
+    private void evictAllHost(Rank rank) {
+        HostEvictionListener release = new HostEvictionListener() {
+            @Override
+            public boolean mayEvictHost(RadixNode node) {
+                return true;
+            }
+
+            @Override
+            public void onHostEvicted(RadixNode node, HostValue value) {
+                HostPages hp = (HostPages) value;
+                int[] pages = new int[hp.ownedPageCount()];
+                hp.copyHostPages(pages, 0);
+                rank.ctl.allocator().free(pages, 0, pages.length);
+            }
+        };
+        while (rank.tree.evictHost(Integer.MAX_VALUE, release) > 0) {
+            // repeat: removing a leaf may expose its parent
+        }
+    }
+
+    private void finishAfterSticky() {
+        for (int i = 0; i < 50; i++) {
+            for (Rank rank : ranks) {
+                agentStep(rank, true);
+                agentStep(rank, false);
+                pollStep(rank);
+                deviceStep(rank);
+            }
+            checkAll();
+        }
+        close();
+        for (Rec rec : recs.values()) {
+            for (Backup b : rec.b) {
+                if (!b.state().terminal()) {
+                    fail("after a sticky error and close, " + b + " is not terminal");
+                }
+            }
+        }
+    }
+
+    /** After a failure: releases everything without further checks. */
+    void abandon() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Rank rank : ranks) {
+            try {
+                rank.ctl.close();
+            } catch (RuntimeException ignored) {
+                // best effort after a failure
+            }
+            rank.rt.close();
+        }
+    }
+
+    /** Closes every controller, frees the device KV areas and checks (g): nothing leaks. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            for (Rank rank : ranks) {
+                rank.ctl.close();
+                rank.ctl.close();
+                if (rank.rt.stickyErrorCode() != 0) {
+                    continue; // a poisoned context frees nothing, as on a real device
+                }
+                rank.rt.deviceFree(rank.targetBase);
+                if (rank.draftBase != 0) {
+                    rank.rt.deviceFree(rank.draftBase);
+                }
+                SimulatedCudaRuntime.LeakReport leaks = rank.rt.leakReport();
+                if (!leaks.clean()) {
+                    violations.add("rank " + rank.r + " leaks after close: " + leaks);
+                }
+            }
+        } finally {
+            for (Rank rank : ranks) {
+                rank.rt.close();
+            }
+        }
+        throwViolations();
+    }
+
+    // ------------------------------------------------------------------ byte patterns
+
+    static long pattern(int tag, int rank, boolean isDraft, int layer, int buf, int page, long word) {
+        long h = tag * 0x9E3779B97F4A7C15L ^ (rank + 1) * 0xC2B2AE3D27D4EB4FL ^ (isDraft ? 0x165667B19E3779F9L : 0)
+            ^ (layer + 1L) * 0x27D4EB2F165667C5L ^ (buf + 1L) * 0x94D049BB133111EBL ^ (page + 1L) * 0xBF58476D1CE4E5B9L
+            ^ word * 0x85EBCA77C2B2AE63L;
+        return h ^ (h >>> 29);
+    }
+
+    // ------------------------------------------------------------------ records
+
+    /** One reservation, identical sequence number on every rank. */
+    static final class Rec {
+        final long seq;
+        final Backup[] b;
+        final int[] allDev;
+        final boolean withDraft;
+        final int startPage;
+        final int pageCount;
+        final int group;
+
+        Rec(long seq, Backup[] b, int[] allDev, boolean withDraft, int startPage, int pageCount, int group) {
+            this.seq = seq;
+            this.b = b;
+            this.allDev = allDev;
+            this.withDraft = withDraft;
+            this.startPage = startPage;
+            this.pageCount = pageCount;
+            this.group = group;
+        }
+    }
+
+    /** A request: its last node is locked on every rank until its forward's compute work ran everywhere. */
+    static final class Request {
+        final RadixNode[] last;
+        final boolean[] computeDone;
+        final int[] newPages;
+        boolean ended;
+
+        Request(RadixNode[] last, int cp, int[] newPages) {
+            this.last = last;
+            this.computeDone = new boolean[cp];
+            this.newPages = newPages;
+        }
+    }
+
+    /** A forward in progress: its hooks and writes, in plan order, identical on every rank. */
+    static final class Forward {
+        static final int TARGET = 1;
+        static final int TARGET_NO_HOOK = 2;
+        static final int DRAFT = 3;
+        static final int DRAFT_NO_HOOK = 4;
+        static final int END = 5;
+
+        final ForwardHandle[] h;
+        final List<Rec> recs;
+        final Request req;
+        final int[] plan;
+        int pos;
+
+        Forward(ForwardHandle[] h, List<Rec> recs, Request req, int[] plan) {
+            this.h = h;
+            this.recs = recs;
+            this.req = req;
+            this.plan = plan;
+        }
+    }
+}
