@@ -619,19 +619,15 @@ public final class HiCacheController implements AutoCloseable {
             if (b.state.terminal()) {
                 continue; // already released when an earlier ack of this poll stopped the controller (sticky error)
             } else if (b.state == BackupState.DRAINING) {
-                release(b, b.abortReason);
+                fail(b, b.abortReason);
             } else if (status != 0) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.CUDA_ERROR);
+                fail(b, AbortReason.CUDA_ERROR);
             } else if (slot.cancelled) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.LEASE_EXPIRED);
+                fail(b, AbortReason.LEASE_EXPIRED);
             } else if (slot.missingTarget) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.TARGET_LAYER_MISSING);
+                fail(b, AbortReason.TARGET_LAYER_MISSING);
             } else if (slot.missingDraft && b.withDraft) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.DRAFT_LAYER_MISSING);
+                fail(b, AbortReason.DRAFT_LAYER_MISSING);
             } else {
                 b.state = BackupState.SEALED;
                 b.local = Backup.Local.OK;
@@ -659,8 +655,7 @@ public final class HiCacheController implements AutoCloseable {
                 break;
             }
             if (b.state == BackupState.RESERVED) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.LEASE_EXPIRED);
+                fail(b, AbortReason.LEASE_EXPIRED);
             } else if (b.state == BackupState.COPYING && b.slot != null && !b.cancelSent) {
                 ForwardSlot slot = b.slot;
                 for (int j = 0; j < slot.backupCount; j++) {
@@ -676,47 +671,69 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs agreement rounds while their results are available at once (always for a group of one; with a blocking
+     * collective every round) and they retire something. Retiring depends only on agreed values, so every rank
+     * commits and releases the same backups in the same round: a backup aborted on a rank keeps its pending mark,
+     * device lock and host pages until then, and the ranks' trees never diverge.
+     */
     private void agree() {
-        if (!roundOpen) {
-            long prefix = nextSeq;
-            long firstFailed = Long.MAX_VALUE;
-            for (int i = 0; i < fifoSize; i++) {
-                Backup b = fifoAt(i);
-                if (b.local == Backup.Local.UNRESOLVED) {
-                    prefix = b.seq;
-                    break;
+        for (int rounds = 0; rounds < 64 && fifoSize > 0; rounds++) {
+            if (!roundOpen) {
+                long prefix = nextSeq;
+                long firstFailed = Long.MAX_VALUE;
+                for (int i = 0; i < fifoSize; i++) {
+                    Backup b = fifoAt(i);
+                    if (b.local == Backup.Local.UNRESOLVED) {
+                        prefix = b.seq;
+                        break;
+                    }
+                    if (b.local == Backup.Local.FAILED && firstFailed == Long.MAX_VALUE) {
+                        firstFailed = b.seq;
+                    }
                 }
-                if (b.local == Backup.Local.FAILED && firstFailed == Long.MAX_VALUE) {
-                    firstFailed = b.seq;
-                }
+                agreement.contribute(rank, round, prefix, firstFailed);
+                roundOpen = true;
             }
-            if (fifoSize == 0) {
+            if (!agreement.tryResult(rank, round, agreed)) {
                 return;
             }
-            agreement.contribute(rank, round, prefix, firstFailed);
-            roundOpen = true;
-        }
-        if (!agreement.tryResult(rank, round, agreed)) {
-            return;
-        }
-        roundOpen = false;
-        round++;
-        long g = agreed[0];
-        long f = agreed[1];
-        long limit = Math.min(g, f);
-        while (fifoSize > 0 && fifoAt(0).seq < limit) {
-            Backup b = fifoPop();
-            if (b.local == Backup.Local.OK) {
-                commit(b);
+            roundOpen = false;
+            round++;
+            long g = agreed[0];
+            long f = agreed[1];
+            long limit = Math.min(g, f);
+            int retired = 0;
+            while (fifoSize > 0 && fifoAt(0).seq < limit) {
+                Backup b = fifoPop();
+                retired++;
+                if (!b.state.terminal()) {
+                    // complete everywhere; an abort asked for after this rank reported it complete lost the race,
+                    // and the bytes are whole, so it commits like on every other rank
+                    commit(b);
+                }
+            }
+            if (f < g && fifoSize > 0 && fifoAt(0).seq == f) {
+                Backup b = fifoPop();
+                retired++;
+                if (!b.state.terminal()) {
+                    release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
+                        : AbortReason.RANK_FAILED);
+                }
+            }
+            if (retired == 0) {
+                return;
             }
         }
-        if (f < g && fifoSize > 0 && fifoAt(0).seq == f) {
-            Backup b = fifoPop();
-            if (b.local == Backup.Local.OK) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.RANK_FAILED);
-            }
+    }
+
+    /** Marks a backup failed on this rank; it is released when the group agrees (see {@link #agree()}). */
+    private void fail(Backup b, AbortReason reason) {
+        b.state = BackupState.DRAINING;
+        if (b.abortReason == null) {
+            b.abortReason = reason;
         }
+        b.local = Backup.Local.FAILED;
     }
 
     private void commit(Backup b) {
@@ -785,18 +802,14 @@ public final class HiCacheController implements AutoCloseable {
             case COMMITTED, ABORTED, DRAINING -> {
                 return false;
             }
-            case RESERVED -> {
-                backup.state = BackupState.DRAINING;
-                release(backup, reason);
-            }
+            case RESERVED -> fail(backup, reason);
             case COPYING -> {
                 backup.state = BackupState.DRAINING;
                 backup.abortReason = reason;
             }
             case SEALED -> {
                 if (backup.slot == null) {
-                    backup.state = BackupState.DRAINING;
-                    release(backup, reason);
+                    fail(backup, reason); // copies done: released when the group agrees
                 } else {
                     backup.state = BackupState.DRAINING;
                     backup.abortReason = reason;
@@ -966,8 +979,7 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     private void abortQuietly(Backup b) {
-        b.state = BackupState.DRAINING;
-        release(b, AbortReason.ENGINE);
+        fail(b, AbortReason.ENGINE);
     }
 
     private void onHostEvicted(RadixNode node, HostValue value) {
@@ -1032,9 +1044,7 @@ public final class HiCacheController implements AutoCloseable {
                 release(b, AbortReason.CUDA_ERROR);
             }
         }
-        while (fifoSize > 0) {
-            fifoPop();
-        }
+        // the entries stay, failed, so the other ranks learn of them through the agreement rounds
     }
 
     /**
