@@ -909,6 +909,7 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     private final class WriteBackEvictionListener implements DeviceEvictionListener {
+        RadixNode[] writeBackPath = new RadixNode[16];
         DevicePageSink sink;
         ForwardSlot writeBackSlot;
         int writeBacks;
@@ -918,28 +919,46 @@ public final class HiCacheController implements AutoCloseable {
             if (writePolicy != WritePolicy.WRITE_BACK || node.isBackedUp()) {
                 return true;
             }
-            if (node.pending() == null && tree.canBackUp(node)) {
-                Backup b = reserve(node, draftLayout != null);
-                if (b != null) {
-                    if (writeBackSlot == null) {
-                        if (freeSlotCount == 0) {
-                            reclaimSlots();
-                        }
-                        if (freeSlotCount == 0) {
-                            abortQuietly(b);
-                            return false;
-                        }
-                        writeBackSlot = takeSlot();
-                        writeBackSlot.allLayers = true;
-                        writeBackSlot.writeBack = true;
-                    }
-                    b.slot = writeBackSlot;
-                    b.state = BackupState.COPYING;
-                    writeBackSlot.add(b);
-                    writeBacks++;
+            // Contiguity: a leaf whose ancestors are not backed up yet is written back together with them,
+            // top-down (each reservation makes the next node's parent pending, i.e. backed up).
+            int depth = 0;
+            for (RadixNode p = node; p != null && !p.isRoot() && !p.isBackedUp(); p = p.parent()) {
+                if (depth == writeBackPath.length) {
+                    writeBackPath = java.util.Arrays.copyOf(writeBackPath, depth * 2);
                 }
+                writeBackPath[depth++] = p;
+            }
+            boolean ok = true;
+            for (int i = depth - 1; i >= 0; i--) {
+                RadixNode n = writeBackPath[i];
+                writeBackPath[i] = null;
+                ok = ok && n.pending() == null && tree.canBackUp(n) && writeBack(n);
             }
             return false;
+        }
+
+        private boolean writeBack(RadixNode node) {
+            Backup b = reserve(node, draftLayout != null);
+            if (b == null) {
+                return false;
+            }
+            if (writeBackSlot == null) {
+                if (freeSlotCount == 0) {
+                    reclaimSlots();
+                }
+                if (freeSlotCount == 0) {
+                    abortQuietly(b);
+                    return false;
+                }
+                writeBackSlot = takeSlot();
+                writeBackSlot.allLayers = true;
+                writeBackSlot.writeBack = true;
+            }
+            b.slot = writeBackSlot;
+            b.state = BackupState.COPYING;
+            writeBackSlot.add(b);
+            writeBacks++;
+            return true;
         }
 
         @Override
