@@ -918,6 +918,7 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     private final class WriteBackEvictionListener implements DeviceEvictionListener {
+        RadixNode[] writeBackPath = new RadixNode[16];
         DevicePageSink sink;
         ForwardSlot writeBackSlot;
         int writeBacks;
@@ -927,23 +928,20 @@ public final class HiCacheController implements AutoCloseable {
             if (writePolicy != WritePolicy.WRITE_BACK || node.isBackedUp()) {
                 return true;
             }
-            // Contiguity: a node is backed up only below a backed-up parent, so the leaf's ancestors that are not
-            // backed up are written back first, top-down, in the same all-layer copy. Without this, a leaf under
-            // such an ancestor could never be evicted under write-back (nor, being interior, the ancestor).
+            // Contiguity: a leaf whose ancestors are not backed up yet is written back together with them,
+            // top-down (each reservation makes the next node's parent pending, i.e. backed up).
             int depth = 0;
-            for (RadixNode p = node; !p.isRoot() && !p.isBackedUp(); p = p.parent()) {
-                if (depth == pathScratch.length) {
-                    pathScratch = java.util.Arrays.copyOf(pathScratch, depth * 2);
+            for (RadixNode p = node; p != null && !p.isRoot() && !p.isBackedUp(); p = p.parent()) {
+                if (depth == writeBackPath.length) {
+                    writeBackPath = java.util.Arrays.copyOf(writeBackPath, depth * 2);
                 }
-                pathScratch[depth++] = p;
+                writeBackPath[depth++] = p;
             }
+            boolean ok = true;
             for (int i = depth - 1; i >= 0; i--) {
-                RadixNode n = pathScratch[i];
-                pathScratch[i] = null;
-                if (!tree.canBackUp(n) || !writeBack(n)) {
-                    clearPath(i - 1);
-                    break;
-                }
+                RadixNode n = writeBackPath[i];
+                writeBackPath[i] = null;
+                ok = ok && n.pending() == null && tree.canBackUp(n) && writeBack(n);
             }
             return false;
         }

@@ -220,6 +220,26 @@ class ControllerScenariosTest {
     }
 
     @Test
+    void writeBackOfADeepLeafBacksUpItsAncestorsTopDown() {
+        try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64)
+            .controller(c -> c.writePolicy(WritePolicy.WRITE_BACK)).build()) {
+            RadixNode[] a = rig.insert(tokens(0, 16));
+            RadixNode[] b = rig.insert(tokens(0, 32));
+            assertThat(b[0].parent()).isSameAs(a[0]);
+            assertThat(rig.ctl[0].evictDevice(4, rig::freeDevicePages)).isZero();
+            assertThat(a[0].pending()).isNotNull();
+            assertThat(b[0].pending()).isNotNull();
+            rig.drain();
+            assertThat(a[0].isHostResident()).isTrue();
+            assertThat(b[0].isHostResident()).isTrue();
+            assertThat(rig.ctl[0].evictDevice(8, rig::freeDevicePages)).isEqualTo(8);
+            MatchResult m = rig.ctl[0].tree().match(tokens(0, 32), 0, 32, new MatchResult());
+            assertThat(m.hostPageCount()).isEqualTo(8);
+            rig.ctl[0].tree().checkInvariants();
+        }
+    }
+
+    @Test
     void cpRanksCommitTheSameBackupsAndARankFailureAbortsEverywhere() {
         try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.ROUND_ROBIN).layers(2, 0).pages(4, 64, 64).build()) {
             RadixNode[] a = rig.insert(tokens(0, 16));

@@ -1,8 +1,10 @@
 package io.hicache.sim;
 
+import io.hicache.sim.engine.ServingEngine;
+
 /**
- * The engines the command line uses: {@link CacheOnlyEngine} for {@code --cache-only}; the timed
- * engine that drives the real backup controller is plugged in here once it exists. Stateless,
+ * The engines the command line uses: {@link CacheOnlyEngine} for {@code --cache-only}, otherwise the timed
+ * {@link ServingEngine} that drives the real backup controller on simulated devices. Stateless,
  * thread-safe.
  */
 public final class DefaultEngineFactory implements EngineFactory {
@@ -12,7 +14,6 @@ public final class DefaultEngineFactory implements EngineFactory {
         if (config.cacheOnly()) {
             return new CacheOnlyEngine();
         }
-        throw new EngineUnavailableException("the timed engine (backup mode " + config.backupMode().cliName()
-                + ") is not available in this build yet; run with --cache-only for hit ratios");
+        return new ServingEngine();
     }
 }

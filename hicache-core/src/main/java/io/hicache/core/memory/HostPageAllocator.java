@@ -113,7 +113,9 @@ public final class HostPageAllocator {
             }
             batchStamp[page] = epoch;
         }
-        for (int i = 0; i < count; i++) {
+        // Pushed last to first so that a freed ascending run is handed out ascending again: copies of
+        // contiguous device and host pages coalesce into one range per run.
+        for (int i = count - 1; i >= 0; i--) {
             int page = pages[offset + i];
             state[page] = FREED;
             freeStack[freeTop++] = page;

@@ -163,10 +163,16 @@ class MainTest {
     }
 
     @Test
-    void aMissingTimedEngineIsARunFailure() {
-        int rc = run(new DefaultEngineFactory(), "replay", "--limit", "5");
-        assertThat(rc).isEqualTo(1);
-        assertThat(err()).contains("--cache-only");
+    void theTimedEngineRunsByDefault() throws IOException {
+        int rc = run(new DefaultEngineFactory(), "replay", "--limit", "20", "--json", "t.json", "--html", "t.html");
+        assertThat(rc).as(err()).isZero();
+        JsonNode n = new ObjectMapper().readTree(work.resolve("t.json").toFile());
+        assertThat(n.get("cache_only").asBoolean()).isFalse();
+        assertThat(n.get("requests").asInt()).isEqualTo(20);
+        assertThat(n.get("backups").get("committed").asLong()).isPositive();
+        assertThat(n.get("d2h_bytes").asLong()).isPositive();
+        assertThat(n.get("simulated_seconds").asDouble()).isPositive();
+        assertThat(Files.readString(work.resolve("t.html"))).contains("compute", "d2h backup");
     }
 
     @Test

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Simulator benchmark (not a test): replays the whole bundled trace (12,031 requests) with the 80-layer
+# llama3-70b model in layered backup mode through the timed engine (the real controller on the simulated
+# device) and prints wall seconds and simulated device events (operations completed) per second.
+# Usage: bench/sim-bench.sh [TRACE [LIMIT]]   e.g. bench/sim-bench.sh traces/conversation_trace.jsonl 2000
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/scripts/find-jdk25.sh"
+# The launcher (re)builds the shaded jar when a source is newer than it.
+"$ROOT/hicache-sim.sh" --version >/dev/null
+JAR="$ROOT/hicache-sim/target/hicache-sim-all.jar"
+exec java --enable-native-access=ALL-UNNAMED -Dhicache.repo.root="$ROOT" -cp "$JAR" \
+  io.hicache.sim.engine.SimBench "$@" 2> >(grep -v '^WARNING: ' >&2)
