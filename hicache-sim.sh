@@ -27,4 +27,4 @@ if needs_build; then
   }
 fi
 
-exec java --enable-native-access=ALL-UNNAMED -Dhicache.repo.root="$ROOT" -jar "$JAR" "$@"
+exec java --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dhicache.repo.root="$ROOT" -jar "$JAR" "$@"

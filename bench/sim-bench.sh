@@ -9,5 +9,5 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The launcher (re)builds the shaded jar when a source is newer than it.
 "$ROOT/hicache-sim.sh" --version >/dev/null
 JAR="$ROOT/hicache-sim/target/hicache-sim-all.jar"
-exec java --enable-native-access=ALL-UNNAMED -Dhicache.repo.root="$ROOT" -cp "$JAR" \
+exec java --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dhicache.repo.root="$ROOT" -cp "$JAR" \
   io.hicache.sim.engine.SimBench "$@" 2> >(grep -v '^WARNING: ' >&2)
