@@ -107,7 +107,7 @@ public final class HtmlReport {
                 .append("<li><b>block hit ratio</b>: leading trace blocks fully found in cache (device or host) / all blocks; ")
                 .append("<b>token hit ratio</b>: prompt tokens served from cache / prompt tokens.</li>\n")
                 .append("<li><b>exposed backup</b>: device-to-host copy time not hidden behind compute; ")
-                .append("<b>commit latency</b>: from reservation until the host copy is published.</li>\n")
+                .append("<b>commit latency</b>: from the end of the forward (device time) until the host copy is published and can be a hit.</li>\n")
                 .append("<li>Baselines (grey): <i>no backup</i> has no host tier writes; <i>unlimited cache</i> ")
                 .append("keeps everything and bounds every hit ratio from above.</li>\n")
                 .append("<li>Token counts other than prompt tokens are simulated tokens (after block expansion).</li>\n")
