@@ -4,7 +4,8 @@ package io.hicache.core.memory;
  * Hands out host page ids {@code 0 .. capacityPages-1} of a {@link HostKvPool} (and of its draft pool,
  * which shares the ids). A free-list stack: {@link #allocate} and {@link #free} cost O(1) per page and
  * allocate nothing. Each allocated page records its holder (e.g. a backup reservation id) so a leak check
- * can name it. A fresh allocator hands out ascending ids, so early allocations are contiguous.
+ * can name it. A fresh allocator hands out ascending ids, so early allocations are contiguous, and a batch
+ * freed together is handed out again in the order it was freed (a contiguous run stays contiguous).
  *
  * <p><b>Threads.</b> Owned by the scheduler thread; not thread-safe.
  *
@@ -113,8 +114,8 @@ public final class HostPageAllocator {
             }
             batchStamp[page] = epoch;
         }
-        // Pushed last to first so that a freed ascending run is handed out ascending again: copies of
-        // contiguous device and host pages coalesce into one range per run.
+        // Pushed last to first, so the next allocate pops the batch in its original order: a freed run of
+        // ascending pages comes back ascending and its copies still coalesce.
         for (int i = count - 1; i >= 0; i--) {
             int page = pages[offset + i];
             state[page] = FREED;

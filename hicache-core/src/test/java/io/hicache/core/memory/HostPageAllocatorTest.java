@@ -75,4 +75,16 @@ class HostPageAllocatorTest {
         }
         assertThat(threads.getCurrentThreadAllocatedBytes() - before).isLessThan(1024);
     }
+
+    @Test
+    void aFreedRunIsHandedOutAgainInItsOrderSoItStaysContiguous() {
+        HostPageAllocator allocator = new HostPageAllocator(16);
+        int[] run = new int[6];
+        allocator.allocate(6, run, 0, 1L);
+        assertThat(run).containsExactly(0, 1, 2, 3, 4, 5);
+        allocator.free(run, 0, 6);
+        int[] again = new int[6];
+        allocator.allocate(6, again, 0, 2L);
+        assertThat(again).containsExactly(0, 1, 2, 3, 4, 5);
+    }
 }
