@@ -411,7 +411,7 @@ public final class HiCacheController implements AutoCloseable {
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        HostPages value = new HostPages(hostPages, lane, withDraft);
+        HostPages value = new HostPages(hostPages, lane, withDraft, cpSize > 1 ? this : null);
         long now = clock.getAsLong();
         Backup b = new Backup(seq, node, startPage, devicePages, ownedIdx, owned, hostPages, budget, value, withDraft,
             now, leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);

@@ -17,8 +17,14 @@ public final class HostPages implements HostValue {
     private final int[] hostPages;
     private final LaneDescription lanes;
     private final boolean draft;
+    /** Told of every split so a CP group's budget charges the parts (they may cost more than the whole); or null. */
+    private final HiCacheController account;
 
     HostPages(int[] hostPages, LaneDescription lanes, boolean draft) {
+        this(hostPages, lanes, draft, null);
+    }
+
+    HostPages(int[] hostPages, LaneDescription lanes, boolean draft, HiCacheController account) {
         if (hostPages.length != lanes.ownedCount()) {
             throw new IllegalArgumentException(hostPages.length + " host pages for " + lanes.ownedCount()
                 + " owned positions of " + lanes);
@@ -26,6 +32,7 @@ public final class HostPages implements HostValue {
         this.hostPages = hostPages;
         this.lanes = lanes;
         this.draft = draft;
+        this.account = account;
     }
 
     /** True when the draft/MTP KV of these pages was backed up too (same host page ids, draft pool). */
@@ -62,15 +69,19 @@ public final class HostPages implements HostValue {
     public HostValue head(int pages) {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
-        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), lanes.slice(0, pages), draft);
+        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), lanes.slice(0, pages), draft, account);
     }
 
     @Override
     public HostValue tail(int pages) {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
-        return new HostPages(Arrays.copyOfRange(hostPages, owned, hostPages.length),
-            lanes.slice(pages, lanes.pageCount() - pages), draft);
+        LaneDescription tailLanes = lanes.slice(pages, lanes.pageCount() - pages);
+        if (account != null) {
+            // Every split (by the tree, or of a fragmented backup at commit) takes head(k) and tail(k) once each.
+            account.onHostValueSplit(lanes, lanes.slice(0, pages), tailLanes);
+        }
+        return new HostPages(Arrays.copyOfRange(hostPages, owned, hostPages.length), tailLanes, draft, account);
     }
 
     private void checkCut(int pages) {
