@@ -99,7 +99,8 @@ class ShutdownUnderLoadTest {
         HiCacheController c = rig.ctl[0];
         RadixNode[] a = rig.insert(tokens(0, 16));
         rig.forward(rig.reserveByPolicy(a, rig.draftLayers > 0), 1_000, true);
-        for (int i = 0; i < 1_000_000 && !a[0].isHostResident(); i++) {
+        long deadlineNs = System.nanoTime() + 30_000_000_000L; // agent threads may be slow to get a core
+        while (!a[0].isHostResident() && System.nanoTime() < deadlineNs) {
             if (mode == ThreadingMode.INVOKER) {
                 c.doAgentWork();
             } else {
