@@ -611,6 +611,9 @@ public final class HiCacheController implements AutoCloseable {
             Backup b = slot.backups[i];
             b.forwardEndNs = slot.endNs;
             b.slot = null;
+            if (b.state.terminal()) {
+                continue; // already released when a sticky error stopped the controller
+            }
             if (b.state == BackupState.DRAINING) {
                 release(b, b.abortReason);
             } else if (status != 0) {
