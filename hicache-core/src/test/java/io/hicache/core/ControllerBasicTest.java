@@ -9,6 +9,7 @@ import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+@org.junit.jupiter.api.extension.ExtendWith(LeakCheckExtension.class)
 class ControllerBasicTest {
 
     static int[] tokens(int start, int n) {

@@ -16,6 +16,7 @@ import static io.hicache.core.ControllerBasicTest.tokens;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+@org.junit.jupiter.api.extension.ExtendWith(LeakCheckExtension.class)
 class ControllerScenariosTest {
 
     @Test

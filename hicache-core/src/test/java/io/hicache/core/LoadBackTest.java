@@ -14,6 +14,7 @@ import static io.hicache.core.ControllerBasicTest.tokens;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+@org.junit.jupiter.api.extension.ExtendWith(LeakCheckExtension.class)
 class LoadBackTest {
 
     /** The rig's device page free list as the engine's allocator. */

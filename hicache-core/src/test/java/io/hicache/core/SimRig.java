@@ -113,6 +113,7 @@ final class SimRig implements AutoCloseable {
             SimulatedCudaConfig.Builder cb = SimulatedCudaConfig.builder().seed(b.seed * 31 + r);
             b.device.accept(cb);
             rt[r] = new SimulatedCudaRuntime(cb.build());
+            LeakCheckExtension.track(rt[r]);
             DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(layers)
                 .pageSizeTokens(pageSize).bytesPerTokenPerBuffer(bytesPerToken).pageCount(devicePages);
             targetBase[r] = rt[r].deviceMalloc(tb.packedBytes());

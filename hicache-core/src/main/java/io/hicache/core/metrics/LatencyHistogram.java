@@ -5,8 +5,10 @@ import java.lang.invoke.VarHandle;
 
 /**
  * A log-linear histogram of non-negative nanosecond values: 8 sub-buckets per power of two, so a
- * percentile is within 12.5% of the recorded value. One writing thread ({@link #record} uses release
- * stores of plain increments); any thread reads with acquire loads. No allocation after construction.
+ * percentile is within 12.5% of the recorded value. One writing thread; any thread reads. A record
+ * updates a bucket, the maximum and the total, so it is bracketed by a sequence lock ({@link #version} odd
+ * while a record is being written): readers retry until they read an even, unchanged version, so a reader
+ * never sees the maximum of a record but not its count. No allocation after construction.
  */
 public final class LatencyHistogram {
     private static final int SUB_BITS = 3;
@@ -15,6 +17,7 @@ public final class LatencyHistogram {
     private static final VarHandle ARRAY = MethodHandles.arrayElementVarHandle(long[].class);
 
     private final long[] counts = new long[BUCKETS];
+    private volatile long version;
     private volatile long total;
     private volatile long max;
 
@@ -22,21 +25,41 @@ public final class LatencyHistogram {
     public void record(long valueNs) {
         long v = Math.max(0, valueNs);
         int idx = index(v);
+        long ver = version;
+        version = ver + 1;
+        VarHandle.storeStoreFence();
         ARRAY.setRelease(counts, idx, (long) ARRAY.getOpaque(counts, idx) + 1);
         if (v > max) {
             max = v;
         }
         total = total + 1;
+        version = ver + 2;
     }
 
     /** Number of values recorded. */
     public long count() {
-        return total;
+        while (true) {
+            long ver = version;
+            long n = total;
+            VarHandle.loadLoadFence();
+            if ((ver & 1) == 0 && ver == version) {
+                return n;
+            }
+            Thread.onSpinWait();
+        }
     }
 
     /** Largest value recorded, 0 if none. */
     public long max() {
-        return max;
+        while (true) {
+            long ver = version;
+            long m = max;
+            VarHandle.loadLoadFence();
+            if ((ver & 1) == 0 && ver == version) {
+                return m;
+            }
+            Thread.onSpinWait();
+        }
     }
 
     /**
@@ -44,6 +67,18 @@ public final class LatencyHistogram {
      * {@link #max()}; 0 when empty.
      */
     public long quantile(double q) {
+        while (true) {
+            long ver = version;
+            long value = quantileUnchecked(q);
+            VarHandle.loadLoadFence();
+            if ((ver & 1) == 0 && ver == version) {
+                return value;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    private long quantileUnchecked(double q) {
         long n = total;
         if (n == 0) {
             return 0;

@@ -1,0 +1,452 @@
+package io.hicache.stress;
+
+import io.hicache.core.AbortReason;
+import io.hicache.core.Backup;
+import io.hicache.core.BackupState;
+import io.hicache.core.ForwardHandle;
+import io.hicache.core.HiCacheController;
+import io.hicache.core.ThreadingMode;
+import io.hicache.core.WritePolicy;
+import io.hicache.core.cp.InProcessRankAgreement;
+import io.hicache.core.cp.OwnerLanes;
+import io.hicache.core.memory.AttentionKind;
+import io.hicache.core.memory.DeviceKvLayout;
+import io.hicache.core.memory.HostKvPool;
+import io.hicache.core.metrics.Metric;
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.SimulatedCudaConfig;
+import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.radix.RadixNode;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Real-thread stress of the controller: agents on {@code AgentRunner}s ({@link ThreadingMode#DEDICATED}), a
+ * forward thread per rank firing target and draft hooks at full speed (sometimes skipping one), the scheduler
+ * thread reserving, beginning forwards, polling, aborting and evicting, a device thread per rank running the
+ * simulated device, and injected copy faults and delayed completions. Two parts, each for
+ * {@code hicache.stress.seconds} / 2 (default 20 s in all):
+ * <ul>
+ *   <li>one rank, free-running: aborts at any moment, device eviction and host-pool pressure; after every few
+ *       operations the tree's invariants hold and the allocator holds exactly the host pages of committed nodes
+ *       plus pending backups;</li>
+ *   <li>a CP group of two ranks, each on its own threads with the in-process agreement, run in epochs (the same
+ *       seeded decisions on every rank, each epoch drained before the next): every backup ends in the same state
+ *       on both ranks, so a fault on one rank aborts the backup on the other.</li>
+ * </ul>
+ * At the end everything drains, every page is accounted for, and after {@code close()} the simulated devices
+ * hold nothing and no host pool is open. Prints operations done and faults survived.
+ */
+class ControllerStressTest {
+    static final int LAYERS = 4;
+    static final int DRAFT_LAYERS = 2;
+    static final int PAGE = 4;
+    static final int DEVICE_PAGES = 256;
+
+    static long seconds() {
+        return Long.getLong("hicache.stress.seconds", 20L);
+    }
+
+    static long seed() {
+        return Long.getLong("hicache.stress.seed", System.nanoTime());
+    }
+
+    @Test
+    void singleRankUnderFaultsAbortsAndEviction() throws Exception {
+        long seed = seed();
+        long openBefore = HostKvPool.openPoolBytes();
+        long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.max(1, seconds() / 2));
+        Rank r = new Rank(seed, 0, 1, null, 48, 0.002, false);
+        SplittableRandom rnd = new SplittableRandom(seed);
+        long ops = 0;
+        List<Backup> live = new ArrayList<>();
+        try {
+            r.start();
+            while (System.nanoTime() < deadlineNs) {
+                r.failIfBroken();
+                ops += r.randomStep(rnd, live, true);
+                if ((ops & 31) == 0) {
+                    r.checkInvariants();
+                }
+            }
+            r.finish(live);
+            r.checkInvariants();
+            assertThat(r.ctl.tree().hostPagesPending()).isZero();
+            for (Backup b : live) {
+                assertThat(b.state()).isIn(BackupState.COMMITTED, BackupState.ABORTED);
+            }
+        } finally {
+            r.close();
+        }
+        assertThat(r.leaks()).as("simulated device after close").isEqualTo("clean");
+        assertThat(HostKvPool.openPoolBytes()).isEqualTo(openBefore);
+        System.out.printf("stress single-rank seed=%d seconds=%d ops=%d %s%n", seed, seconds() / 2, ops, r.figures());
+        assertThat(r.ctl.metrics().get(Metric.BACKUPS_COMMITTED)).isPositive();
+    }
+
+    @Test
+    void cpGroupOfTwoRanksAgreesUnderFaults() throws Exception {
+        long seed = seed();
+        long openBefore = HostKvPool.openPoolBytes();
+        long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.max(1, seconds() / 2));
+        InProcessRankAgreement agreement = new InProcessRankAgreement(2);
+        Rank[] ranks = {new Rank(seed, 0, 2, agreement, 96, 0.003, true), new Rank(seed, 1, 2, agreement, 96, 0.0, true)};
+        CyclicBarrier epochEnd = new CyclicBarrier(2);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        long[] ops = new long[2];
+        List<List<Backup>> all = List.of(new ArrayList<>(), new ArrayList<>());
+        Thread[] schedulers = new Thread[2];
+        try {
+            for (Rank r : ranks) {
+                r.start();
+            }
+            for (int i = 0; i < 2; i++) {
+                Rank r = ranks[i];
+                int rank = i;
+                schedulers[i] = new Thread(() -> {
+                    try {
+                        SplittableRandom rnd = new SplittableRandom(seed); // the same decisions on every rank
+                        List<Backup> mine = all.get(rank);
+                        while (true) {
+                            epochEnd.await(60, TimeUnit.SECONDS);
+                            boolean stop = System.nanoTime() >= deadlineNs;
+                            epochEnd.await(60, TimeUnit.SECONDS);
+                            if (stop) {
+                                break;
+                            }
+                            ops[rank] += r.epoch(rnd, mine);
+                        }
+                        r.finish(mine);
+                    } catch (Throwable t) {
+                        failure.compareAndSet(null, t);
+                        epochEnd.reset();
+                    }
+                }, "scheduler-" + i);
+                schedulers[i].start();
+            }
+            for (Thread t : schedulers) {
+                t.join();
+            }
+            if (failure.get() != null) {
+                throw new AssertionError("CP stress failed (seed " + seed + ")", failure.get());
+            }
+            assertThat(all.get(0)).hasSameSizeAs(all.get(1));
+            int agreedAborts = 0;
+            for (int i = 0; i < all.get(0).size(); i++) {
+                Backup a = all.get(0).get(i);
+                Backup b = all.get(1).get(i);
+                assertThat(a.seq()).isEqualTo(b.seq());
+                assertThat(a.state()).as("backup %d on rank 0 and rank 1", a.seq()).isEqualTo(b.state());
+                assertThat(a.state()).isIn(BackupState.COMMITTED, BackupState.ABORTED);
+                if (a.abortReason() == AbortReason.RANK_FAILED || b.abortReason() == AbortReason.RANK_FAILED) {
+                    agreedAborts++;
+                }
+            }
+            System.out.printf("stress cp=2 seed=%d seconds=%d ops=%d rank0{%s} rank1{%s} abortsAgreedAcrossRanks=%d%n",
+                seed, seconds() / 2, ops[0] + ops[1], ranks[0].figures(), ranks[1].figures(), agreedAborts);
+            assertThat(ranks[0].ctl.metrics().get(Metric.BACKUPS_COMMITTED)).isPositive();
+        } finally {
+            for (Rank r : ranks) {
+                r.close();
+            }
+        }
+        for (Rank r : ranks) {
+            assertThat(r.leaks()).as("simulated device after close").isEqualTo("clean");
+        }
+        assertThat(HostKvPool.openPoolBytes()).isEqualTo(openBefore);
+    }
+
+    /** One rank: its simulated device and device thread, its controller, its forward thread, its device pages. */
+    static final class Rank {
+        final int rank;
+        final int cp;
+        final SimulatedCudaRuntime rt;
+        final DeviceKvLayout target;
+        final DeviceKvLayout draft;
+        final long targetBase;
+        final long draftBase;
+        final HiCacheController ctl;
+        final ArrayDeque<Integer> freePages = new ArrayDeque<>();
+        final BlockingQueue<ForwardHandle> forwards = new ArrayBlockingQueue<>(64);
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+        final SplittableRandom forwardRnd;
+        final Thread device;
+        final Thread forward;
+        volatile boolean running = true;
+        volatile long forwardsDone;
+        long aborted;
+        long evictedPages;
+
+        Rank(long seed, int rank, int cp, InProcessRankAgreement agreement, int hostPages, double faultProbability,
+             boolean epochs) {
+            this.rank = rank;
+            this.cp = cp;
+            this.forwardRnd = new SplittableRandom(seed * 7 + rank);
+            SimulatedCudaConfig.Builder cb = SimulatedCudaConfig.builder().seed(seed * 31 + rank)
+                .delayedCompletions(0.05, 20_000);
+            if (faultProbability > 0) {
+                cb.copyFailureProbability(faultProbability, CudaError.LAUNCH_OUT_OF_RESOURCES);
+            }
+            rt = new SimulatedCudaRuntime(cb.build());
+            DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS)
+                .pageSizeTokens(PAGE).bytesPerTokenPerBuffer(16).pageCount(DEVICE_PAGES);
+            targetBase = rt.deviceMalloc(tb.packedBytes());
+            target = tb.packedFrom(targetBase).build();
+            DeviceKvLayout.Builder db = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(DRAFT_LAYERS)
+                .pageSizeTokens(PAGE).bytesPerTokenPerBuffer(16).pageCount(DEVICE_PAGES);
+            draftBase = rt.deviceMalloc(db.packedBytes());
+            draft = db.packedFrom(draftBase).build();
+            HiCacheController.Builder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+                .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.DEDICATED)
+                .writePolicy(WritePolicy.WRITE_THROUGH).clock(rt::nowNs).leaseNs(epochs ? 0 : 2_000_000L)
+                .checkThread(false).maxForwardsInFlight(8);
+            if (cp > 1) {
+                hb.cpGroup(cp, rank, OwnerLanes.ROUND_ROBIN, agreement);
+            }
+            ctl = hb.build();
+            for (int p = 0; p < DEVICE_PAGES; p++) {
+                freePages.add(p);
+            }
+            device = new Thread(this::runDevice, "device-" + rank);
+            forward = new Thread(this::runForwards, "forward-" + rank);
+        }
+
+        void start() {
+            device.start();
+            forward.start();
+        }
+
+        void runDevice() {
+            while (running) {
+                try {
+                    if (!rt.advanceToNextEvent()) {
+                        Thread.onSpinWait();
+                    }
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                    return;
+                }
+            }
+        }
+
+        /** The engine's forward thread: per layer a kernel, then the hook; sometimes a layer is never stored. */
+        void runForwards() {
+            try {
+                while (running || !forwards.isEmpty()) {
+                    ForwardHandle h = forwards.poll(10, TimeUnit.MILLISECONDS);
+                    if (h == null) {
+                        continue;
+                    }
+                    int skipTarget = forwardRnd.nextInt(100) == 0 ? forwardRnd.nextInt(LAYERS) : -1;
+                    int skipDraft = forwardRnd.nextInt(100) == 0 ? forwardRnd.nextInt(DRAFT_LAYERS) : -1;
+                    for (int l = 0; l < LAYERS; l++) {
+                        rt.simulateKernel(ctl.computeStream(), 2_000);
+                        if (l != skipTarget) {
+                            h.targetLayerStored(l);
+                        }
+                    }
+                    for (int d = 0; d < DRAFT_LAYERS; d++) {
+                        if (d != skipDraft) {
+                            h.draftLayerStored(d);
+                        }
+                    }
+                    h.endForward();
+                    forwardsDone++;
+                }
+            } catch (Throwable t) {
+                failure.compareAndSet(null, t);
+            }
+        }
+
+        void failIfBroken() {
+            if (failure.get() != null) {
+                throw new AssertionError("rank " + rank + " thread failed", failure.get());
+            }
+        }
+
+        /** One free-running scheduler step (single rank). Returns operations done. */
+        int randomStep(SplittableRandom rnd, List<Backup> live, boolean allowAbort) throws InterruptedException {
+            int ops = 0;
+            ctl.poll();
+            ops++;
+            int what = rnd.nextInt(10);
+            if (what < 5) {
+                RadixNode last = insert(rnd);
+                if (last != null) {
+                    List<Backup> list = new ArrayList<>();
+                    ctl.reserveByPolicy(last, rnd.nextBoolean(), list);
+                    ops += 2;
+                    if (!list.isEmpty()) {
+                        begin(list, live);
+                        ops++;
+                    }
+                }
+            } else if (what < 7 && allowAbort && !live.isEmpty()) {
+                Backup b = live.get(rnd.nextInt(live.size()));
+                if (ctl.abort(b, rnd.nextBoolean() ? AbortReason.ENGINE : AbortReason.PREEMPTED)) {
+                    aborted++;
+                }
+                ops++;
+            } else if (what < 8) {
+                evictedPages += ctl.evictDevice(1 + rnd.nextInt(16), this::free);
+                ops++;
+            }
+            if (live.size() > 4096) {
+                live.removeIf(b -> b.state() == BackupState.COMMITTED || b.state() == BackupState.ABORTED);
+            }
+            return ops;
+        }
+
+        void begin(List<Backup> list, List<Backup> live) throws InterruptedException {
+            ForwardHandle h;
+            while (true) {
+                try {
+                    h = ctl.beginForward(list);
+                    break;
+                } catch (IllegalStateException e) {
+                    if (!e.getMessage().contains("forwards with backups in flight")) {
+                        throw e;
+                    }
+                    failIfBroken();
+                    ctl.poll(); // the engine waits for a slot
+                    Thread.onSpinWait();
+                }
+            }
+            live.addAll(list);
+            forwards.put(h);
+        }
+
+        /**
+         * One CP epoch: the same seeded inserts and reservations on every rank (reserved before any forward
+         * begins, so host room is decided on identical state), then the forwards, then a full drain.
+         */
+        int epoch(SplittableRandom rnd, List<Backup> mine) throws InterruptedException {
+            int ops = 0;
+            List<List<Backup>> batches = new ArrayList<>();
+            int n = 1 + rnd.nextInt(6);
+            for (int i = 0; i < n; i++) {
+                RadixNode last = insert(rnd);
+                ops++;
+                if (last == null) {
+                    continue;
+                }
+                List<Backup> list = new ArrayList<>();
+                ctl.reserveByPolicy(last, rnd.nextBoolean(), list);
+                ops++;
+                if (!list.isEmpty()) {
+                    batches.add(list);
+                }
+            }
+            for (List<Backup> list : batches) {
+                begin(list, mine);
+                ops++;
+            }
+            drain();
+            if (rnd.nextInt(3) == 0) {
+                evictedPages += ctl.evictDevice(1 + rnd.nextInt(32), this::free);
+                ops++;
+            }
+            return ops;
+        }
+
+        RadixNode insert(SplittableRandom rnd) {
+            int pages = 1 + rnd.nextInt(8);
+            int prefix = rnd.nextInt(6);
+            if (freePages.size() < pages) {
+                evictedPages += ctl.evictDevice(pages - freePages.size(), this::free);
+                if (freePages.size() < pages) {
+                    return null;
+                }
+            }
+            int[] tokens = new int[pages * PAGE];
+            for (int i = 0; i < tokens.length; i++) {
+                tokens[i] = i < 2 * PAGE ? prefix * 100_000 + i : rnd.nextInt(4) * 1000 + i;
+            }
+            int[] dev = new int[pages];
+            for (int i = 0; i < pages; i++) {
+                dev[i] = freePages.poll();
+            }
+            int dupTokens = ctl.tree().insert(tokens, 0, tokens.length, dev, 0);
+            free(dev, 0, dupTokens / PAGE);
+            return ctl.tree().lastInsertNode();
+        }
+
+        void free(int[] pages, int offset, int count) {
+            for (int i = 0; i < count; i++) {
+                freePages.add(pages[offset + i]);
+            }
+        }
+
+        /** Polls until nothing is in flight (bounded by wall time: a stuck controller fails the test). */
+        void drain() {
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (ctl.backupsInFlight() > 0 || ctl.loadsInFlight() > 0 || !forwards.isEmpty()) {
+                failIfBroken();
+                ctl.poll();
+                if (System.nanoTime() > until) {
+                    throw new AssertionError("rank " + rank + " did not drain: " + ctl.backupsInFlight()
+                        + " backups in flight, " + forwards.size() + " forwards queued");
+                }
+                Thread.onSpinWait();
+            }
+        }
+
+        void finish(List<Backup> live) {
+            drain();
+            failIfBroken();
+        }
+
+        void checkInvariants() {
+            ctl.tree().checkInvariants();
+            if (cp == 1) {
+                assertThat((long) ctl.allocator().allocatedPages()).as("allocator == committed + pending pages")
+                    .isEqualTo(ctl.tree().hostPagesCommitted() + ctl.tree().hostPagesPending());
+            }
+            assertThat(ctl.hostBudgetUsedPages()).isLessThanOrEqualTo(ctl.hostBudgetCapacityPages());
+        }
+
+        String figures() {
+            var m = ctl.metrics();
+            return String.format("reserved=%d committed=%d aborted=%d(engine=%d preempted=%d cuda=%d lease=%d "
+                    + "targetMissing=%d draftMissing=%d rankFailed=%d) noRoom=%d forwards=%d cudaErrorsSurvived=%d "
+                    + "deviceOpsFailed=%d hostPagesEvicted=%d devicePagesEvicted=%d d2hBytes=%d commitP99Ns=%d",
+                m.get(Metric.BACKUPS_RESERVED), m.get(Metric.BACKUPS_COMMITTED), m.get(Metric.BACKUPS_ABORTED),
+                m.abortedBy(AbortReason.ENGINE), m.abortedBy(AbortReason.PREEMPTED), m.abortedBy(AbortReason.CUDA_ERROR),
+                m.abortedBy(AbortReason.LEASE_EXPIRED), m.abortedBy(AbortReason.TARGET_LAYER_MISSING),
+                m.abortedBy(AbortReason.DRAFT_LAYER_MISSING), m.abortedBy(AbortReason.RANK_FAILED),
+                m.get(Metric.RESERVE_NO_ROOM), forwardsDone, m.get(Metric.CUDA_ERRORS), rt.opsFailed(),
+                m.get(Metric.HOST_PAGES_EVICTED), evictedPages,
+                m.get(Metric.D2H_TARGET_BYTES) + m.get(Metric.D2H_DRAFT_BYTES), m.commitLatencyNs().quantile(0.99));
+        }
+
+        void close() throws InterruptedException {
+            running = false;
+            forward.join(10_000);
+            try {
+                ctl.close();
+            } finally {
+                device.join(10_000);
+                if (rt.stickyErrorCode() == 0) {
+                    rt.deviceFree(targetBase);
+                    rt.deviceFree(draftBase);
+                }
+            }
+        }
+
+        String leaks() {
+            SimulatedCudaRuntime.LeakReport r = rt.leakReport();
+            return r.clean() ? "clean" : r.toString();
+        }
+    }
+}
