@@ -93,7 +93,11 @@ public final class CompletionAgent implements Agent {
             }
             while (head != tail) {
                 Tracked item = items[(int) (head & mask)];
-                int status = item.submitError != 0 ? item.submitError : runtime.queryEventStatus(item.finalEvent);
+                int status = item.finalRecorded || item.submitError == 0
+                    ? runtime.queryEventStatus(item.finalEvent) : item.submitError;
+                if (status == 0 && item.submitError != 0) {
+                    status = item.submitError; // queued copies drained; now report the submission failure
+                }
                 if (status == CudaError.NOT_READY.code()) {
                     break;
                 }

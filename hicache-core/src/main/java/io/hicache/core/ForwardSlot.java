@@ -101,6 +101,7 @@ final class ForwardSlot extends Tracked {
         endSeen = false;
         submitError = 0;
         submitErrorCall = null;
+        finalRecorded = false;
         acked = false;
         writeBack = false;
         status = 0;

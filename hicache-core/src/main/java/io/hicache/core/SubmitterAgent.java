@@ -176,10 +176,13 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
     }
 
     private void seal(ForwardSlot slot) {
-        if (slot.submitError == 0) {
-            try {
-                runtime.recordEvent(slot.finalEvent, backupStream);
-            } catch (CudaException e) {
+        // Recorded even after a failed submission, so the completion agent waits for the copies already queued
+        // before the backups' pages can be released; only a dead context (the record fails too) skips the wait.
+        try {
+            runtime.recordEvent(slot.finalEvent, backupStream);
+            slot.finalRecorded = true;
+        } catch (CudaException e) {
+            if (slot.submitError == 0) {
                 fail(slot, e);
             }
         }

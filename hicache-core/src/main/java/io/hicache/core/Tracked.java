@@ -4,14 +4,16 @@ import io.hicache.cuda.CudaEvent;
 
 /**
  * Work whose completion the completion agent watches: a sealed forward's backups or an issued load. The final
- * event is recorded last on its stream; {@link #submitError} (set by the issuing thread before hand-off) short-cuts
- * the query when issuing already failed. {@link #status} and {@link #completedNs} are written by the completion
+ * event is recorded last on its stream; {@link #submitError} (set by the issuing thread before hand-off) is reported
+ * once the final event completed, or at once when it could not be recorded (the context is dead). {@link #status} and {@link #completedNs} are written by the completion
  * agent before it posts the item to its ack queue.
  */
 abstract class Tracked {
     final CudaEvent finalEvent;
     int submitError;
     String submitErrorCall;
+    /** True when the final event was recorded after everything queued (then it is waited for even after an error). */
+    boolean finalRecorded;
     volatile int status;
     long completedNs;
 

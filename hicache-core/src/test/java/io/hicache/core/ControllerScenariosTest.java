@@ -294,4 +294,36 @@ class ControllerScenariosTest {
         assertThat(latency[1]).isGreaterThanOrEqualTo(8 * layerDataNs);
         assertThat(exposed[0]).isPositive().isLessThan(exposed[1]);
     }
+
+    @Test
+    void aRefusedCopySubmissionReleasesPagesOnlyAfterTheCopiesAlreadyQueuedDrained() {
+        long[] d2hBytesAtAbort = {-1};
+        SimRig[] holder = new SimRig[1];
+        try (SimRig rig = SimRig.builder().layers(4, 0).pages(4, 64, 64).bytesPerToken(1024)
+            .device(d -> d.deviceToHostBytesPerSecond(1_000_000_000L))
+            .controller(c -> c.runtime(new FailingSubmissionRuntime(c.runtime, 3))
+                .listener(new BackupListener() {
+                    @Override
+                    public void onAborted(Backup backup, AbortReason reason) {
+                        d2hBytesAtAbort[0] = holder[0].rt[0].bytesCopied(CopyKind.DEVICE_TO_HOST);
+                    }
+                })).build()) {
+            holder[0] = rig;
+            RadixNode[] a = rig.insert(tokens(0, 16));
+            List<List<Backup>> b = rig.reserveByPolicy(a, false);
+            ForwardHandle h = rig.ctl[0].beginForward(b.get(0));
+            for (int l = 0; l < 4; l++) {
+                h.targetLayerStored(l);
+                rig.ctl[0].doAgentWork(); // layers 0 and 1 are queued; layer 2's submission is refused
+            }
+            h.endForward();
+            rig.drain();
+            Backup backup = b.get(0).get(0);
+            assertThat(backup.abortReason()).isEqualTo(AbortReason.CUDA_ERROR);
+            // two layers x 4 pages x 4 tokens x 1 KiB x 2 buffers were queued before the refusal, and all of them
+            // had landed before the pages were handed back
+            assertThat(d2hBytesAtAbort[0]).isEqualTo(2L * 4 * 4 * 1024 * 2);
+            assertThat(rig.ctl[0].allocator().allocatedPages()).isZero();
+        }
+    }
 }
