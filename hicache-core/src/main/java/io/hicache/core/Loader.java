@@ -205,6 +205,7 @@ final class Loader {
         for (int q = 0; q < queuedCount; q++) {
             LoadOp op = queued[q];
             queued[q] = null;
+            refreshChain(op);
             op.set = set;
             op.state = LoadOp.State.ISSUED;
             op.issuedNs = set.issuedNs;
@@ -339,7 +340,36 @@ final class Loader {
         return changes;
     }
 
+    /**
+     * Re-reads the chain from its last node up to the anchor. A match or insert may have split a chain node since
+     * loadBack: the split keeps the node as the tail and puts a new node, with the head's host pages, above it, so
+     * the walk up from the (unchanged) last node still covers exactly the loaded pages, now in more nodes.
+     */
+    private void refreshChain(LoadOp op) {
+        RadixNode last = op.nodes[op.nodes.length - 1];
+        int count = 0;
+        for (RadixNode n = last; n != op.anchor; n = n.parent()) {
+            count++;
+        }
+        if (count == op.nodes.length) {
+            return; // splits only add nodes
+        }
+        RadixNode[] nodes = new RadixNode[count];
+        int[] starts = new int[count];
+        int start = op.pageCount;
+        int i = count;
+        for (RadixNode n = last; n != op.anchor; n = n.parent()) {
+            nodes[--i] = n;
+            start -= n.pageCount();
+            starts[i] = start;
+            loading.put(n, op);
+        }
+        op.nodes = nodes;
+        op.nodePageStart = starts;
+    }
+
     private void attach(LoadOp op) {
+        refreshChain(op);
         for (int k = 0; k < op.nodes.length; k++) {
             loading.remove(op.nodes[k]);
             tree.attachDevice(op.nodes[k], op.devicePages, op.nodePageStart[k]);
@@ -354,6 +384,7 @@ final class Loader {
     }
 
     private void rollBack(LoadOp op) {
+        refreshChain(op);
         for (int k = 0; k < op.nodes.length; k++) {
             loading.remove(op.nodes[k]);
         }
