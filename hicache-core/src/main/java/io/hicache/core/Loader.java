@@ -371,8 +371,15 @@ final class Loader {
     private void attach(LoadOp op) {
         refreshChain(op);
         for (int k = 0; k < op.nodes.length; k++) {
-            loading.remove(op.nodes[k]);
-            tree.attachDevice(op.nodes[k], op.devicePages, op.nodePageStart[k]);
+            RadixNode n = op.nodes[k];
+            loading.remove(n);
+            if (n.hasDeviceValue()) {
+                // an insert adopted the node while the load ran (or another load of a split piece attached it):
+                // the tree keeps its pages, this load's are duplicates
+                freeDuplicates(op, n, op.nodePageStart[k]);
+            } else {
+                tree.attachDevice(n, op.devicePages, op.nodePageStart[k]);
+            }
         }
         tree.releaseHost(op.nodes[op.nodes.length - 1]);
         tree.unlock(op.anchor);
@@ -386,15 +393,29 @@ final class Loader {
     private void rollBack(LoadOp op) {
         refreshChain(op);
         for (int k = 0; k < op.nodes.length; k++) {
-            loading.remove(op.nodes[k]);
+            RadixNode n = op.nodes[k];
+            loading.remove(n);
+            if (n.hasDeviceValue()) {
+                freeDuplicates(op, n, op.nodePageStart[k]);
+            } else {
+                op.allocator.free(op.devicePages, op.nodePageStart[k], n.pageCount());
+            }
         }
         tree.releaseHost(op.nodes[op.nodes.length - 1]);
         tree.unlock(op.anchor);
         op.state = LoadOp.State.FAILED;
         metrics.increment(Metric.LOADS_FAILED);
-        op.allocator.free(op.devicePages, 0, op.pageCount);
         if (listener != null) {
             listener.onLoadFailed(op);
+        }
+    }
+
+    /** Returns the load's pages for {@code n} that the tree does not hold (an engine may have inserted them). */
+    private static void freeDuplicates(LoadOp op, RadixNode n, int start) {
+        for (int i = 0; i < n.pageCount(); i++) {
+            if (n.devicePage(i) != op.devicePages[start + i]) {
+                op.allocator.free(op.devicePages, start + i, 1);
+            }
         }
     }
 

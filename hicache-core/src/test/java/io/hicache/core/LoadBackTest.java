@@ -151,6 +151,27 @@ class LoadBackTest {
     }
 
     @Test
+    void anInsertAdoptingTheChainWhileItLoadsKeepsItsPagesAndTheLoadsDuplicatesGoBack() {
+        try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64).build()) {
+            backUpAndEvict(rig, 16, 1);
+            HiCacheController c = rig.ctl[0];
+            MatchResult m = c.tree().match(tokens(0, 16), 0, 16, new MatchResult());
+            LoadOp op = c.loadBack(m, 1, 1 << 20, allocator(rig));
+            c.startLoading();
+            // another request computed the same tokens meanwhile: the host-only node adopts its pages
+            int[] computed = rig.takeDevicePages(4);
+            int freeAfterInsert = rig.freeDevicePageCount();
+            assertThat(c.tree().insert(tokens(0, 16), 0, 16, computed, 0)).isZero();
+            finishLoads(rig);
+            assertThat(op.state()).isEqualTo(LoadOp.State.LOADED);
+            MatchResult after = c.tree().match(tokens(0, 16), 0, 16, new MatchResult());
+            assertThat(after.devicePages()).startsWith(computed);
+            assertThat(rig.freeDevicePageCount()).isEqualTo(freeAfterInsert + 4);
+            c.tree().checkInvariants();
+        }
+    }
+
+    @Test
     void forwardWaitingOnLayerNeverRunsBeforeThatLayersCopy() {
         try (SimRig rig = SimRig.builder().layers(4, 0).pages(16, 64, 64).bytesPerToken(4096)
             .device(d -> d.hostToDeviceBytesPerSecond(10_000_000_000L)).build()) {
