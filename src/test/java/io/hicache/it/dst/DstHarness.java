@@ -144,6 +144,7 @@ final class DstHarness implements AutoCloseable {
     /** Rank 0's allocation decisions during one loadBack, replayed by the other ranks' allocators. */
     private final List<int[]> allocScript = new ArrayList<>();
     private boolean refuseNextAllocation;
+    private long hostPagesEvictedSeen;
     private final String[] trace = new String[Boolean.getBoolean("hicache.dst.trace") ? 2_000 : 40];
     private long traceCount;
     final Map<String, Integer> stats = new HashMap<>();
@@ -1731,6 +1732,11 @@ final class DstHarness implements AutoCloseable {
                 checkDevicePages(rank);
             }
         }
+        long hostEvicted = ranks[0].ctl.metrics().get(io.hicache.core.metrics.Metric.HOST_PAGES_EVICTED);
+        if (hostEvicted != hostPagesEvictedSeen && !loadRecs.isEmpty()) {
+            count("load.hostEvictionWhileLoading"); // (l5) is checked under pressure
+        }
+        hostPagesEvictedSeen = hostEvicted;
         for (LoadRec rec : loadRecs) {
             // (l3) loads are agreed: loaded on every rank or failed on every rank
             boolean loaded = false;

@@ -35,7 +35,8 @@ class LoadBackDstTest {
         if (one == null && count >= 200) {
             // the schedules reach every path the suite is meant to cover
             assertThat(totals).containsKeys("load.loaded", "load.failed", "load.forward", "load.ringReuseRefused",
-                "load.allocationRefusedOnce", "load.faultInjected", "load.duplicatePageFreed", "committed");
+                "load.allocationRefusedOnce", "load.faultInjected", "load.duplicatePageFreed",
+                "load.hostEvictionWhileLoading", "committed");
         }
     }
 
