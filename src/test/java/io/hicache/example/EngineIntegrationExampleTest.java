@@ -132,7 +132,9 @@ class EngineIntegrationExampleTest {
         long token = cache.startLoading();
         toForward.put(new ForwardJob(cache.beginForward(List.of()), token, true));
         assertThat(forwardDone.poll(30, TimeUnit.SECONDS)).isTrue();
-        for (int i = 0; i < 10_000 && load.state() != LoadOp.State.LOADED; i++) {
+        // the completion agent runs on its own thread: bound the wait by time, not by a spin count
+        long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (load.state() != LoadOp.State.LOADED && System.nanoTime() < deadlineNs) {
             gpu.advanceToNextEvent();
             cache.poll();
             Thread.onSpinWait();
@@ -151,7 +153,8 @@ class EngineIntegrationExampleTest {
 
     /** The scheduler's duty cycle while the GPU makes progress: poll() commits what the group agreed on. */
     private static void runUntilCommitted(HiCacheController cache, SimulatedCudaRuntime gpu, List<Backup> backups) {
-        for (int i = 0; i < 100_000; i++) {
+        long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadlineNs) {
             cache.poll();
             if (backups.stream().allMatch(b -> b.state().terminal())) {
                 return;

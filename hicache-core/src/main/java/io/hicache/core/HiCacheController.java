@@ -833,7 +833,8 @@ public final class HiCacheController implements AutoCloseable {
      * device pages are allocated now (all or nothing), the host pages are protected from host eviction and the
      * device prefix is locked, and the load is issued by the next {@link #startLoading()}. The chain's nodes
      * stay host-only until the load is acknowledged on every rank; a chain node another load is bringing back
-     * ends the chain.
+     * ends the chain. A chain node that an {@code insert} adopts meanwhile (the engine computed those tokens)
+     * keeps the inserted pages: the load's pages for it are returned to {@code allocator} when the load ends.
      *
      * @param requestId the engine's id of the request, reported back through the {@link LoadListener}
      * @return the load, or null when nothing is loaded

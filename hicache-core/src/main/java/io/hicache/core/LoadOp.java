@@ -17,8 +17,9 @@ public final class LoadOp {
     final long seq;
     final long requestId;
     final RadixNode anchor;
-    final RadixNode[] nodes;
-    final int[] nodePageStart;
+    /** The chain, top first; re-read by the loader when a match or insert split one of its nodes. */
+    RadixNode[] nodes;
+    int[] nodePageStart;
     final int pageCount;
     final int[] devicePages;
     State state = State.QUEUED;

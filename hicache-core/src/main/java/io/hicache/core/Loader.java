@@ -205,6 +205,7 @@ final class Loader {
         for (int q = 0; q < queuedCount; q++) {
             LoadOp op = queued[q];
             queued[q] = null;
+            refreshChain(op);
             op.set = set;
             op.state = LoadOp.State.ISSUED;
             op.issuedNs = set.issuedNs;
@@ -339,10 +340,46 @@ final class Loader {
         return changes;
     }
 
+    /**
+     * Re-reads the chain from its last node up to the anchor. A match or insert may have split a chain node since
+     * loadBack: the split keeps the node as the tail and puts a new node, with the head's host pages, above it, so
+     * the walk up from the (unchanged) last node still covers exactly the loaded pages, now in more nodes.
+     */
+    private void refreshChain(LoadOp op) {
+        RadixNode last = op.nodes[op.nodes.length - 1];
+        int count = 0;
+        for (RadixNode n = last; n != op.anchor; n = n.parent()) {
+            count++;
+        }
+        if (count == op.nodes.length) {
+            return; // splits only add nodes
+        }
+        RadixNode[] nodes = new RadixNode[count];
+        int[] starts = new int[count];
+        int start = op.pageCount;
+        int i = count;
+        for (RadixNode n = last; n != op.anchor; n = n.parent()) {
+            nodes[--i] = n;
+            start -= n.pageCount();
+            starts[i] = start;
+            loading.put(n, op);
+        }
+        op.nodes = nodes;
+        op.nodePageStart = starts;
+    }
+
     private void attach(LoadOp op) {
+        refreshChain(op);
         for (int k = 0; k < op.nodes.length; k++) {
-            loading.remove(op.nodes[k]);
-            tree.attachDevice(op.nodes[k], op.devicePages, op.nodePageStart[k]);
+            RadixNode n = op.nodes[k];
+            loading.remove(n);
+            if (n.hasDeviceValue()) {
+                // an insert adopted the node while the load ran (or another load of a split piece attached it):
+                // the tree keeps its pages, this load's are duplicates
+                freeDuplicates(op, n, op.nodePageStart[k]);
+            } else {
+                tree.attachDevice(n, op.devicePages, op.nodePageStart[k]);
+            }
         }
         tree.releaseHost(op.nodes[op.nodes.length - 1]);
         tree.unlock(op.anchor);
@@ -354,16 +391,31 @@ final class Loader {
     }
 
     private void rollBack(LoadOp op) {
+        refreshChain(op);
         for (int k = 0; k < op.nodes.length; k++) {
-            loading.remove(op.nodes[k]);
+            RadixNode n = op.nodes[k];
+            loading.remove(n);
+            if (n.hasDeviceValue()) {
+                freeDuplicates(op, n, op.nodePageStart[k]);
+            } else {
+                op.allocator.free(op.devicePages, op.nodePageStart[k], n.pageCount());
+            }
         }
         tree.releaseHost(op.nodes[op.nodes.length - 1]);
         tree.unlock(op.anchor);
         op.state = LoadOp.State.FAILED;
         metrics.increment(Metric.LOADS_FAILED);
-        op.allocator.free(op.devicePages, 0, op.pageCount);
         if (listener != null) {
             listener.onLoadFailed(op);
+        }
+    }
+
+    /** Returns the load's pages for {@code n} that the tree does not hold (an engine may have inserted them). */
+    private static void freeDuplicates(LoadOp op, RadixNode n, int start) {
+        for (int i = 0; i < n.pageCount(); i++) {
+            if (n.devicePage(i) != op.devicePages[start + i]) {
+                op.allocator.free(op.devicePages, start + i, 1);
+            }
         }
     }
 

@@ -109,6 +109,69 @@ class LoadBackTest {
         }
     }
 
+    /** Steps the rig until no load is in flight on rank 0. */
+    private static void finishLoads(SimRig rig) {
+        rig.drain();
+        for (int i = 0; i < 1000 && rig.ctl[0].loadsInFlight() > 0; i++) {
+            rig.advance();
+            rig.stepAll();
+        }
+    }
+
+    @Test
+    void matchesSplittingAChainNodeBeforeAndWhileItLoadsStillLoadAndAttachEveryPage() {
+        try (SimRig rig = SimRig.builder().layers(2, 1).pages(4, 64, 64).build()) {
+            backUpAndEvict(rig, 32, 5);
+            HiCacheController c = rig.ctl[0];
+            MatchResult m = c.tree().match(tokens(0, 32), 0, 32, new MatchResult());
+            LoadOp op = c.loadBack(m, 1, 1 << 20, allocator(rig));
+            assertThat(op.nodeCount()).isEqualTo(1);
+            // other requests' matches end inside the chain: its node is split before and after the copies are issued
+            c.tree().match(tokens(0, 12), 0, 12, new MatchResult());
+            c.startLoading();
+            c.tree().match(tokens(0, 20), 0, 20, new MatchResult());
+            finishLoads(rig);
+            assertThat(op.state()).isEqualTo(LoadOp.State.LOADED);
+            assertThat(op.nodeCount()).isEqualTo(3);
+            MatchResult after = c.tree().match(tokens(0, 32), 0, 32, new MatchResult());
+            assertThat(after.devicePageCount()).isEqualTo(8);
+            int start = 0;
+            for (int k = 0; k < op.nodeCount(); k++) {
+                HostPages hp = (HostPages) op.node(k).hostValue();
+                for (int i = 0; i < op.node(k).pageCount(); i++) {
+                    assertThat(after.devicePage(start + i)).isEqualTo(op.devicePage(start + i));
+                    for (int l = 0; l < 2; l++) {
+                        assertThat(rig.hostMatchesDevice(0, false, l, op.devicePage(start + i), hp.hostPage(i))).isTrue();
+                    }
+                    assertThat(rig.hostMatchesDevice(0, true, 0, op.devicePage(start + i), hp.hostPage(i))).isTrue();
+                }
+                start += op.node(k).pageCount();
+            }
+            c.tree().checkInvariants();
+        }
+    }
+
+    @Test
+    void anInsertAdoptingTheChainWhileItLoadsKeepsItsPagesAndTheLoadsDuplicatesGoBack() {
+        try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64).build()) {
+            backUpAndEvict(rig, 16, 1);
+            HiCacheController c = rig.ctl[0];
+            MatchResult m = c.tree().match(tokens(0, 16), 0, 16, new MatchResult());
+            LoadOp op = c.loadBack(m, 1, 1 << 20, allocator(rig));
+            c.startLoading();
+            // another request computed the same tokens meanwhile: the host-only node adopts its pages
+            int[] computed = rig.takeDevicePages(4);
+            int freeAfterInsert = rig.freeDevicePageCount();
+            assertThat(c.tree().insert(tokens(0, 16), 0, 16, computed, 0)).isZero();
+            finishLoads(rig);
+            assertThat(op.state()).isEqualTo(LoadOp.State.LOADED);
+            MatchResult after = c.tree().match(tokens(0, 16), 0, 16, new MatchResult());
+            assertThat(after.devicePages()).startsWith(computed);
+            assertThat(rig.freeDevicePageCount()).isEqualTo(freeAfterInsert + 4);
+            c.tree().checkInvariants();
+        }
+    }
+
     @Test
     void forwardWaitingOnLayerNeverRunsBeforeThatLayersCopy() {
         try (SimRig rig = SimRig.builder().layers(4, 0).pages(16, 64, 64).bytesPerToken(4096)

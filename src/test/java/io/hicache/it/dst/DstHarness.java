@@ -7,7 +7,10 @@ import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
 import io.hicache.core.ForwardHandle;
 import io.hicache.core.HiCacheController;
+import io.hicache.core.DevicePageAllocator;
 import io.hicache.core.HostPages;
+import io.hicache.core.LoadListener;
+import io.hicache.core.LoadOp;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.InProcessRankAgreement;
@@ -17,6 +20,7 @@ import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostKvPool;
 import io.hicache.core.memory.HostLayout;
+import io.hicache.cuda.CopyKind;
 import io.hicache.cuda.CudaError;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.SimulatedCudaConfig;
@@ -37,6 +41,7 @@ import java.util.Arrays;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -61,6 +66,19 @@ import java.util.SplittableRandom;
  * the forward's backups for layer {@code l} is what the compute stream will have written to the device page at
  * that point. Device pages the tree gives back (eviction) are overwritten at once with a new pattern, so a copy
  * that still reads them, or that reads a layer before its hook, leaves bytes that differ from the model.
+ *
+ * <p>With loads ({@link LoadBackDstTest}) the engine also loads host hits back: it matches prefixes that end in
+ * host-only nodes (evicting device pages first when there are none), calls {@code loadBack} on every rank with
+ * random quotas (the threshold is part of the configuration), sometimes through a device allocator that refuses
+ * once (the evict-and-retry path), issues batches with {@code startLoading} at random points and in bursts (a
+ * reuse of an event set that is certainly still in use must throw and change nothing), runs forwards that wait per
+ * layer and observe the loaded bytes and times from a host function on the compute stream, and injects H2D copy
+ * faults on one rank. Load checks: (l1) the pages of a load not yet agreed are never in the tree; (l2) after
+ * LOADED every attached page holds the host bytes of every layer, target and draft; (l3) loads are agreed across
+ * ranks and a failed one returns every page; (l4) no device page is owned twice (tree, load, free list) and none
+ * is lost; (l5) the host-only chain of a load in flight stays protected; (l6) a forward's layer compute never
+ * starts before the layer's load event and the copies before it completed, and never reads other bytes than the
+ * host copy of an agreed load.
  *
  * <p>After every step {@link #checkAll()} verifies the invariants of the design; a violation throws
  * {@link AssertionError} with the recent steps. Single-threaded; not reusable after {@link #close()}.
@@ -92,6 +110,11 @@ final class DstHarness implements AutoCloseable {
     final int maxRequestPages;
     final AttentionKind attention;
     final HostLayout hostLayout;
+    /** Load-back steps are part of the schedule (the load-back suite); false keeps the backup suite's schedules. */
+    final boolean loads;
+    final int loadThresholdTokens;
+    final double h2dFaultProbability;
+    final double refuseAllocationProbability;
 
     final Rank[] ranks;
     private final ArrayDeque<Integer> freeDevice = new ArrayDeque<>();
@@ -107,12 +130,32 @@ final class DstHarness implements AutoCloseable {
     private boolean stickyInjected;
     private boolean closed;
     private boolean manualHostEviction;
+    /** Set while controllers close: device pages they return are only accounted, not checked or overwritten. */
+    private boolean closing;
+    // ---- load-back model
+    private static final int[] REFUSED = new int[0];
+    private final List<LoadRec> loadRecs = new ArrayList<>();
+    private final List<LoadRec> queuedLoads = new ArrayList<>();
+    private final Map<LoadOp, LoadRec> recOfOp = new IdentityHashMap<>();
+    /** The ring of load event sets as the harness expects it: the batch that last used each set. */
+    private final Batch[] ring = new Batch[3];
+    private int ringNext;
+    private int nextLoadId;
+    /** Rank 0's allocation decisions during one loadBack, replayed by the other ranks' allocators. */
+    private final List<int[]> allocScript = new ArrayList<>();
+    private boolean refuseNextAllocation;
+    private long hostPagesEvictedSeen;
     private final String[] trace = new String[Boolean.getBoolean("hicache.dst.trace") ? 2_000 : 40];
     private long traceCount;
     final Map<String, Integer> stats = new HashMap<>();
 
     DstHarness(long seed) {
+        this(seed, false);
+    }
+
+    DstHarness(long seed, boolean loads) {
         this.seed = seed;
+        this.loads = loads;
         this.rnd = new SplittableRandom(seed);
         this.cp = 1 + rnd.nextInt(4);
         OwnerLanes l = OwnerLanes.values()[rnd.nextInt(OwnerLanes.values().length)];
@@ -121,7 +164,7 @@ final class DstHarness implements AutoCloseable {
         this.draftLayers = rnd.nextInt(3);
         this.pageSize = 1 << rnd.nextInt(3);
         this.devicePages = 24 + rnd.nextInt(24);
-        this.hostPages = 4 + rnd.nextInt(20);
+        int hostPagesDrawn = 4 + rnd.nextInt(20);
         int p = rnd.nextInt(100);
         this.policy = p < 60 ? WritePolicy.WRITE_THROUGH : p < 85 ? WritePolicy.WRITE_THROUGH_SELECTIVE
             : WritePolicy.WRITE_BACK;
@@ -130,13 +173,28 @@ final class DstHarness implements AutoCloseable {
         this.copyFailureProbability = rnd.nextInt(10) < 3 ? rnd.nextDouble() * 0.01 : 0;
         this.delayProbability = rnd.nextInt(10) < 3 ? 0.3 : 0;
         this.stickyRun = cp == 1 && rnd.nextInt(10) == 0;
-        this.steps = 150 + rnd.nextInt(150);
+        int stepsDrawn = 150 + rnd.nextInt(150);
         this.maxRequestPages = 2 + rnd.nextInt(6);
         this.attention = rnd.nextBoolean() ? AttentionKind.MHA : AttentionKind.MLA;
         this.hostLayout = HostLayout.values()[rnd.nextInt(HostLayout.values().length)];
         boolean coalesce = rnd.nextBoolean();
         boolean batched = rnd.nextBoolean();
         boolean batchedSupported = rnd.nextBoolean();
+        if (loads) {
+            // load-back needs host-only chains that survive a while: usually a host pool larger than the device's
+            this.hostPages = rnd.nextInt(4) == 0 ? hostPagesDrawn : devicePages + rnd.nextInt(2 * devicePages);
+            this.steps = 3 * stepsDrawn;
+            int t = rnd.nextInt(4);
+            this.loadThresholdTokens = t == 0 ? 0 : t == 1 ? 1 : t == 2 ? 2 * pageSize : 10;
+            this.h2dFaultProbability = rnd.nextInt(3) == 0 ? 0.25 : 0.03;
+            this.refuseAllocationProbability = rnd.nextInt(3) == 0 ? 0.5 : 0.1;
+        } else {
+            this.hostPages = hostPagesDrawn;
+            this.steps = stepsDrawn;
+            this.loadThresholdTokens = 10;
+            this.h2dFaultProbability = 0;
+            this.refuseAllocationProbability = 0;
+        }
 
         int families = 2 + rnd.nextInt(4);
         familyTokens = new int[families][];
@@ -164,6 +222,9 @@ final class DstHarness implements AutoCloseable {
         for (int pg = 0; pg < devicePages; pg++) {
             freeDevice.add(pg);
         }
+        for (Rank rank : ranks) {
+            rank.freeModel.set(0, devicePages);
+        }
     }
 
     /** One CP rank: its device, KV layouts, controller and the byte models. */
@@ -186,6 +247,13 @@ final class DstHarness implements AutoCloseable {
         final long[][] expD;
         final boolean[] hostDraft;
         final List<Long> committedSeqs = new ArrayList<>();
+        /** Device pages this rank's engine holds free (rank 0's also sit, in order, in {@code freeDevice}). */
+        final BitSet freeModel = new BitSet();
+        final HarnessAllocator allocator = new HarnessAllocator(this);
+        /** Load batches whose load-stream operations the op listener times. */
+        final List<Batch> timedBatches = new ArrayList<>();
+        final long loadStream;
+        long polls;
 
         Rank(int r, InProcessRankAgreement agreement, boolean coalesce, boolean batched, boolean batchedSupported) {
             this.r = r;
@@ -198,9 +266,15 @@ final class DstHarness implements AutoCloseable {
                 cb.delayedCompletions(delayProbability, 20_000);
             }
             rt = new SimulatedCudaRuntime(cb.build());
-            if (Boolean.getBoolean("hicache.dst.trace")) {
-                rt.setOpListener((op, type, stream, startNs, endNs, err) -> trace("  rank " + r + " device op " + op
-                    + " type " + type + " stream " + stream + " " + startNs + ".." + endNs + (err != 0 ? " ERROR " + err : "")));
+            boolean traceOps = Boolean.getBoolean("hicache.dst.trace");
+            if (traceOps || loads) {
+                rt.setOpListener((op, type, stream, startNs, endNs, err) -> {
+                    if (traceOps) {
+                        trace("  rank " + r + " device op " + op + " type " + type + " stream " + stream + " " + startNs
+                            + ".." + endNs + (err != 0 ? " ERROR " + err : ""));
+                    }
+                    onDeviceOp(this, op, type, stream, endNs);
+                });
             }
             DeviceKvLayout.Builder tb = DeviceKvLayout.builder(attention).layerCount(layers).pageSizeTokens(pageSize)
                 .bytesPerTokenPerBuffer(BYTES_PER_TOKEN).pageCount(devicePages);
@@ -227,12 +301,16 @@ final class DstHarness implements AutoCloseable {
             if (cp > 1) {
                 hb.cpGroup(cp, r, lanes, agreement);
             }
+            if (loads) {
+                hb.loadThresholdTokens(loadThresholdTokens).loadListener(new Loads(this));
+            }
             try {
                 ctl = hb.build();
             } catch (RuntimeException e) {
                 rt.close();
                 throw e;
             }
+            loadStream = ctl.loadStream().handle();
             tree = ctl.tree();
             devTagT = new int[layers][devicePages];
             devTagD = new int[Math.max(draftLayers, 0)][devicePages];
@@ -304,6 +382,31 @@ final class DstHarness implements AutoCloseable {
             return null;
         }
 
+        /** True when layer {@code layer} of device page {@code devPage} holds the bytes of host page {@code hostPage}. */
+        boolean deviceEqualsHost(boolean isDraft, int layer, int devPage, int hostPage) {
+            DeviceKvLayout l = isDraft ? draft : target;
+            MemorySegment dev = isDraft ? draftDev : targetDev;
+            long devBase = isDraft ? draftBase : targetBase;
+            HostKvPool pool = isDraft ? ctl.draftHostPool() : ctl.hostPool();
+            MemorySegment host = pool.segment();
+            long hostBase = pool.baseAddress();
+            long pitch = pool.tokenPitchBytes();
+            long words = l.pageBytes() / 8;
+            for (int buf = 0; buf < l.bufferCount(); buf++) {
+                long devOff = l.pageAddress(layer, buf, devPage) - devBase;
+                long hostOff = pool.pageAddress(layer, buf, hostPage) - hostBase;
+                for (long w = 0; w < words; w++) {
+                    long byteInPage = w * 8;
+                    long at = hostOff + (byteInPage / BYTES_PER_TOKEN) * pitch + byteInPage % BYTES_PER_TOKEN;
+                    if (dev.get(ValueLayout.JAVA_LONG_UNALIGNED, devOff + byteInPage)
+                        != host.get(ValueLayout.JAVA_LONG_UNALIGNED, at)) {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        }
+
         void closeQuietly() {
             try {
                 ctl.close();
@@ -349,13 +452,17 @@ final class DstHarness implements AutoCloseable {
             + " devicePages=" + devicePages + " hostPages=" + hostPages + " policy=" + policy + " mode=" + mode
             + " leaseNs=" + leaseNs + " copyFailureP=" + String.format("%.3f", copyFailureProbability) + " delayP="
             + delayProbability + " sticky=" + stickyRun + " steps=" + steps + " attention=" + attention
-            + " hostLayout=" + hostLayout;
+            + " hostLayout=" + hostLayout + (loads ? " loadThreshold=" + loadThresholdTokens + " h2dFaultP="
+            + h2dFaultProbability + " refuseP=" + refuseAllocationProbability : "");
     }
 
     private void step() {
         int k = rnd.nextInt(100);
         if (stickyRun && !stickyInjected && rnd.nextInt(steps) == 0) {
             injectSticky();
+            return;
+        }
+        if (loads && !stickyInjected && rnd.nextInt(100) < 16 && loadStep()) {
             return;
         }
         if (k < 12) {
@@ -435,6 +542,10 @@ final class DstHarness implements AutoCloseable {
     private void pollStep(Rank rank) {
         trace("poll rank " + rank.r);
         rank.ctl.poll();
+        rank.polls++;
+        if (loads) {
+            onLoadsPolled(rank);
+        }
         throwViolations();
     }
 
@@ -456,8 +567,28 @@ final class DstHarness implements AutoCloseable {
         };
     }
 
-    /** True when every rank shows every backup in the same tree-visible state (pending, committed or aborted). */
+    /** Loads in flight (queued or issued), loaded, failed. */
+    private static int loadClass(LoadOp.State s) {
+        return switch (s) {
+            case LOADED -> 1;
+            case FAILED -> 2;
+            default -> 0;
+        };
+    }
+
+    /**
+     * True when every rank shows every backup in the same tree-visible state (pending, committed or aborted) and
+     * every load in the same state (in flight, loaded or failed).
+     */
     private boolean consistent() {
+        for (LoadRec rec : loadRecs) {
+            int c = loadClass(rec.op[0].state());
+            for (int r = 1; r < cp; r++) {
+                if (loadClass(rec.op[r].state()) != c) {
+                    return false;
+                }
+            }
+        }
         for (Rec rec : recs.values()) {
             int c = stateClass(rec.b[0].state());
             for (int r = 1; r < cp; r++) {
@@ -511,6 +642,9 @@ final class DstHarness implements AutoCloseable {
         int[] dev = new int[pages];
         for (int i = 0; i < pages; i++) {
             dev[i] = freeDevice.poll();
+            for (Rank rank : ranks) {
+                takeDevice(rank, dev[i]);
+            }
         }
         int dup = -1;
         RadixNode[] last = new RadixNode[cp];
@@ -525,6 +659,9 @@ final class DstHarness implements AutoCloseable {
         int dupPages = dup / pageSize;
         for (int i = 0; i < dupPages; i++) {
             freeDevice.add(dev[i]);
+            for (Rank rank : ranks) {
+                rank.freeModel.set(dev[i]);
+            }
         }
         int[] newPages = Arrays.copyOfRange(dev, dupPages, pages);
         trace("request " + pages + " pages (" + dupPages + " present) new device pages " + Arrays.toString(newPages));
@@ -790,7 +927,7 @@ final class DstHarness implements AutoCloseable {
             freed.add(got);
             int e = rank.ctl.evictDevice(pages, (arr, off, n) -> {
                 for (int i = 0; i < n; i++) {
-                    onDeviceFreed(rank, arr[off + i]);
+                    releaseDevice(rank, arr[off + i]);
                     got.add(arr[off + i]);
                 }
             });
@@ -804,7 +941,6 @@ final class DstHarness implements AutoCloseable {
                 fail("rank " + r + " freed device pages " + freed.get(r) + " but rank 0 freed " + freed.get(0));
             }
         }
-        freeDevice.addAll(freed.get(0));
         trace("evictDevice " + pages + " -> " + freed.get(0));
         count("evict");
         if (policy == WritePolicy.WRITE_BACK) {
@@ -901,6 +1037,612 @@ final class DstHarness implements AutoCloseable {
         }
     }
 
+    // ------------------------------------------------------------------ device page accounting
+
+    /** The engine takes free page {@code page} on {@code rank}. */
+    private void takeDevice(Rank rank, int page) {
+        if (!rank.freeModel.get(page)) {
+            fail("rank " + rank.r + " engine takes device page " + page + " that is not free");
+        }
+        rank.freeModel.clear(page);
+    }
+
+    /** A page comes back to the engine on {@code rank} (eviction, failed or duplicate load): checked, overwritten. */
+    private void releaseDevice(Rank rank, int page) {
+        if (page < 0 || page >= devicePages || rank.freeModel.get(page)) {
+            violations.add("rank " + rank.r + " device page " + page + " returned to the engine but it is already free "
+                + "(double free) or out of range");
+            if (!closing) {
+                throwViolations();
+            }
+            return;
+        }
+        rank.freeModel.set(page);
+        if (!closing && !stickyInjected) {
+            onDeviceFreed(rank, page);
+        }
+        if (rank.r == 0) {
+            freeDevice.add(page);
+        }
+    }
+
+    /**
+     * The engine's device pool on one rank, given to loadBack. Rank 0 decides (refusing the first call when the
+     * schedule says so, then granting from the free list if it can); the other ranks replay its decisions, as
+     * identical scheduling would, and check they are asked for the same.
+     */
+    private final class HarnessAllocator implements DevicePageAllocator {
+        private final Rank rank;
+        private int scriptPos;
+
+        HarnessAllocator(Rank rank) {
+            this.rank = rank;
+        }
+
+        void beginCall() {
+            scriptPos = 0;
+        }
+
+        boolean scriptDone() {
+            return rank.r == 0 || scriptPos == allocScript.size();
+        }
+
+        @Override
+        public boolean allocate(int count, int[] out, int offset) {
+            if (closing) {
+                return false;
+            }
+            int[] got;
+            if (rank.r == 0) {
+                if (refuseNextAllocation) {
+                    refuseNextAllocation = false;
+                    count("load.allocationRefusedOnce");
+                    got = REFUSED;
+                } else if (freeDevice.size() < count) {
+                    got = REFUSED;
+                } else {
+                    got = new int[count];
+                    for (int i = 0; i < count; i++) {
+                        got[i] = freeDevice.poll();
+                        takeDevice(rank, got[i]);
+                    }
+                }
+                allocScript.add(got);
+            } else {
+                if (scriptPos >= allocScript.size()) {
+                    fail("rank " + rank.r + " asks its device allocator for " + count + " pages more often than rank 0");
+                }
+                got = allocScript.get(scriptPos++);
+                if (got != REFUSED && got.length != count) {
+                    fail("rank " + rank.r + " asks its device allocator for " + count + " pages, rank 0 for " + got.length);
+                }
+                if (got != REFUSED) {
+                    for (int p : got) {
+                        takeDevice(rank, p);
+                    }
+                }
+            }
+            if (got == REFUSED) {
+                return false;
+            }
+            System.arraycopy(got, 0, out, offset, count);
+            return true;
+        }
+
+        @Override
+        public void free(int[] pages, int offset, int count) {
+            for (int i = 0; i < count; i++) {
+                releaseDevice(rank, pages[offset + i]);
+            }
+        }
+    }
+
+    /** Told of loads that end; only checks that they are known. */
+    private final class Loads implements LoadListener {
+        private final Rank rank;
+
+        Loads(Rank rank) {
+            this.rank = rank;
+        }
+
+        @Override
+        public void onLoaded(LoadOp op) {
+            known(op, "loaded");
+        }
+
+        @Override
+        public void onLoadFailed(LoadOp op) {
+            known(op, "failed");
+        }
+
+        private void known(LoadOp op, String what) {
+            LoadRec rec = recOfOp.get(op);
+            if (rec == null || rec.op[rank.r] != op) {
+                violations.add("rank " + rank.r + " listener told of an unknown load " + op + " " + what);
+            }
+            count("load.listener." + what);
+        }
+    }
+
+    // ------------------------------------------------------------------ load-back (identical on every rank)
+
+    /** One engine load step; false when nothing was done. */
+    private boolean loadStep() {
+        if (!consistent()) {
+            return false;
+        }
+        int k = rnd.nextInt(10);
+        if (k < 4) {
+            engineLoad();
+            return true;
+        }
+        if (k < 6) {
+            return engineStartLoading(rnd.nextInt(5) != 0);
+        }
+        if (k < 8) {
+            // a burst: several batches without a poll in between, so the ring runs out of free sets
+            for (int i = 0; i < 4; i++) {
+                engineLoad();
+                engineStartLoading(rnd.nextBoolean());
+            }
+            return true;
+        }
+        finishLoads();
+        return true;
+    }
+
+    /** Rank 0's host-only nodes with no ancestor (or self) in the chain of a load in flight. */
+    private List<RadixNode> hostOnlyNotLoading() {
+        Set<RadixNode> loading = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        for (LoadRec rec : loadRecs) {
+            LoadOp op = rec.op[0];
+            if (loadClass(op.state()) == 0 && op.node(op.nodeCount() - 1).isAttached()) {
+                for (RadixNode n = op.node(op.nodeCount() - 1); n.isDeviceEvicted(); n = n.parent()) {
+                    loading.add(n);
+                }
+            }
+        }
+        List<RadixNode> out = new ArrayList<>();
+        RadixTestAccess.forEachNode(ranks[0].tree, n -> {
+            if (!n.isDeviceEvicted()) {
+                return;
+            }
+            for (RadixNode a = n; !a.isRoot(); a = a.parent()) {
+                if (loading.contains(a)) {
+                    return;
+                }
+            }
+            out.add(n);
+        });
+        return out;
+    }
+
+    /** Matches a prefix of a family on every rank and, when it has a host-only extension, loads it back. */
+    private void engineLoad() {
+        List<RadixNode> hostOnly = hostOnlyNotLoading();
+        if (hostOnly.isEmpty() && rnd.nextInt(4) != 0) {
+            engineEvict(1 + rnd.nextInt(Math.max(1, devicePages / 3))); // make host-only chains to load
+            hostOnly = hostOnlyNotLoading();
+        }
+        int[] base;
+        int pages;
+        if (!hostOnly.isEmpty() && rnd.nextInt(4) != 0) {
+            // a request whose prefix ends in (or runs past) a host-only node
+            RadixNode target = hostOnly.get(rnd.nextInt(hostOnly.size()));
+            int tokens = 0;
+            for (RadixNode n = target; !n.isRoot(); n = n.parent()) {
+                tokens += n.tokenCount();
+            }
+            int extra = rnd.nextInt(3) == 0 ? pageSize * (1 + rnd.nextInt(2)) : 0;
+            base = new int[tokens + extra];
+            int at = tokens;
+            for (RadixNode n = target; !n.isRoot(); n = n.parent()) {
+                at -= n.tokenCount();
+                n.copyTokens(base, at);
+            }
+            for (int i = tokens; i < base.length; i++) {
+                base[i] = uniqueToken++;
+            }
+            pages = rnd.nextInt(4) == 0 ? 1 + rnd.nextInt(base.length / pageSize) : base.length / pageSize;
+        } else {
+            base = familyTokens[rnd.nextInt(familyTokens.length)];
+            pages = 1 + rnd.nextInt(maxRequestPages);
+        }
+        MatchResult[] m = new MatchResult[cp];
+        for (Rank rank : ranks) {
+            m[rank.r] = rank.tree.match(base, 0, pages * pageSize, new MatchResult());
+            if (rank.r > 0 && (m[rank.r].devicePageCount() != m[0].devicePageCount()
+                || m[rank.r].hostPageCount() != m[0].hostPageCount())) {
+                fail("match on rank " + rank.r + " found " + m[rank.r].devicePageCount() + "+"
+                    + m[rank.r].hostPageCount() + " pages but rank 0 found " + m[0].devicePageCount() + "+"
+                    + m[0].hostPageCount());
+            }
+        }
+        int hostTokens = m[0].hostTokenCount();
+        if (hostTokens == 0) {
+            count("load.noHostHit");
+            return;
+        }
+        int quota = rnd.nextInt(4) == 0 ? rnd.nextInt(hostTokens + 2 * pageSize + 1) : Integer.MAX_VALUE;
+        refuseNextAllocation = rnd.nextDouble() < refuseAllocationProbability;
+        allocScript.clear();
+        int id = nextLoadId++;
+        LoadOp[] ops = new LoadOp[cp];
+        for (Rank rank : ranks) {
+            rank.allocator.beginCall();
+            ops[rank.r] = rank.ctl.loadBack(m[rank.r], id, quota, rank.allocator);
+            if (!rank.allocator.scriptDone()) {
+                fail("rank " + rank.r + " asked its device allocator less often than rank 0");
+            }
+            if ((ops[rank.r] == null) != (ops[0] == null)
+                || ops[rank.r] != null && (ops[rank.r].pageCount() != ops[0].pageCount()
+                || ops[rank.r].nodeCount() != ops[0].nodeCount())) {
+                fail("loadBack on rank " + rank.r + " returned " + ops[rank.r] + " but on rank 0 " + ops[0]);
+            }
+        }
+        refuseNextAllocation = false;
+        if (policy == WritePolicy.WRITE_BACK) {
+            registerWriteBacks(); // loadBack may have evicted device pages to make room
+        }
+        if (ops[0] == null) {
+            trace("loadBack " + hostTokens + " host tokens (quota " + quota + ") -> none");
+            count("load.none");
+            return;
+        }
+        LoadRec rec = new LoadRec(id, ops, cp);
+        for (Rank rank : ranks) {
+            LoadOp op = ops[rank.r];
+            if (op.state() != LoadOp.State.QUEUED) {
+                fail("rank " + rank.r + " new load is " + op.state());
+            }
+            int[] hostOf = rec.hostOf[rank.r];
+            boolean[] draftOf = rec.draftOf[rank.r];
+            int pos = 0;
+            for (int k = 0; k < op.nodeCount(); k++) {
+                RadixNode n = op.node(k);
+                HostPages hp = (HostPages) n.hostValue();
+                int[] offsets = new int[n.pageCount()];
+                int owned = hp.lanes().ownedOffsets(offsets);
+                for (int j = 0; j < owned; j++) {
+                    hostOf[pos + offsets[j]] = hp.hostPage(j);
+                    draftOf[pos + offsets[j]] = hp.hasDraft() && draftLayers > 0;
+                }
+                pos += n.pageCount();
+            }
+            if (pos != op.pageCount()) {
+                fail("rank " + rank.r + " load " + id + " covers " + op.pageCount() + " pages but its nodes " + pos);
+            }
+            recOfOp.put(op, rec);
+        }
+        loadRecs.add(rec);
+        queuedLoads.add(rec);
+        int[] devPages = new int[ops[0].pageCount()];
+        for (int i = 0; i < devPages.length; i++) {
+            devPages[i] = ops[0].devicePage(i);
+        }
+        trace("loadBack " + hostTokens + " host tokens (quota " + quota + ") -> load " + id + " of "
+            + ops[0].pageCount() + " pages into " + Arrays.toString(devPages));
+        count("load.queued");
+    }
+
+    /**
+     * Issues the queued loads on every rank when the next event set is free on every rank; provokes a reuse when
+     * it is certainly still in use on every rank (no poll since it was issued), which must throw and change
+     * nothing; does nothing when it cannot tell.
+     */
+    private boolean engineStartLoading(boolean forward) {
+        if (queuedLoads.isEmpty()) {
+            return false;
+        }
+        Batch cur = ring[ringNext];
+        boolean freeAll = true;
+        boolean busyAll = true;
+        for (Rank rank : ranks) {
+            boolean free = cur == null || cur.terminalOn(rank.r);
+            freeAll &= free;
+            busyAll &= !free && rank.polls == cur.pollsAtIssue[rank.r];
+        }
+        if (busyAll) {
+            provokeRingReuse();
+            return true;
+        }
+        if (!freeAll) {
+            return false;
+        }
+        int faultRank = -1;
+        int faultLayer = -1;
+        if (rnd.nextDouble() < h2dFaultProbability) {
+            faultRank = rnd.nextInt(cp);
+            faultLayer = rnd.nextBoolean() ? -1 : rnd.nextInt(layers);
+        }
+        Batch b = new Batch(new ArrayList<>(queuedLoads), cp, layers + draftLayers + 1);
+        for (Rank rank : ranks) {
+            if (rank.r == faultRank) {
+                installH2dFault(rank, b, faultLayer);
+            }
+            long before = rank.rt.opsIssued();
+            long token = rank.ctl.startLoading();
+            long after = rank.rt.opsIssued();
+            if (rank.r == faultRank) {
+                rank.rt.failCopiesMatching(null, null);
+            }
+            if (token < 0 || (token & 3) != ringNext) {
+                fail("rank " + rank.r + " startLoading returned token " + token + " but event set " + ringNext
+                    + " was expected");
+            }
+            b.token[rank.r] = token;
+            b.seqFrom[rank.r] = before;
+            b.seqTo[rank.r] = after;
+            b.pollsAtIssue[rank.r] = rank.polls;
+            rank.timedBatches.add(b);
+        }
+        for (LoadRec rec : b.recs) {
+            rec.batch = b;
+            for (LoadOp op : rec.op) {
+                if (op.state() != LoadOp.State.ISSUED) {
+                    fail("load " + rec.id + " is " + op.state() + " after startLoading");
+                }
+            }
+        }
+        queuedLoads.clear();
+        ring[ringNext] = b;
+        ringNext = (ringNext + 1) % ring.length;
+        trace("startLoading set " + (b.token[0] & 3) + " loads " + b.ids() + (faultRank >= 0 ? " with H2D fault on rank "
+            + faultRank + (faultLayer >= 0 ? " layer " + faultLayer : " all layers") : "")
+            + (forward ? " + forward waiting per layer" : ""));
+        count("load.batch");
+        if (faultRank >= 0) {
+            count("load.faultInjected");
+        }
+        if (forward) {
+            loadForward(b);
+        }
+        return true;
+    }
+
+    /** Fails the H2D copies of this batch on {@code rank}: all, or those writing target layer {@code layer}. */
+    private void installH2dFault(Rank rank, Batch b, int layer) {
+        List<long[]> ranges = new ArrayList<>();
+        if (layer >= 0) {
+            for (LoadRec rec : b.recs) {
+                LoadOp op = rec.op[rank.r];
+                for (int i = 0; i < op.pageCount(); i++) {
+                    for (int buf = 0; buf < rank.target.bufferCount(); buf++) {
+                        long a = rank.target.pageAddress(layer, buf, op.devicePage(i));
+                        ranges.add(new long[] {a, a + rank.target.pageBytes()});
+                    }
+                }
+            }
+        }
+        rank.rt.failCopiesMatching((dst, src, bytes, kind) -> {
+            if (kind != CopyKind.HOST_TO_DEVICE) {
+                return false;
+            }
+            if (layer < 0) {
+                return true;
+            }
+            for (long[] r : ranges) {
+                if (dst < r[1] && r[0] < dst + bytes) {
+                    return true;
+                }
+            }
+            return false;
+        }, CudaError.UNKNOWN);
+    }
+
+    private void provokeRingReuse() {
+        for (Rank rank : ranks) {
+            int inFlight = rank.ctl.loadsInFlight();
+            long ops = rank.rt.opsIssued();
+            try {
+                long token = rank.ctl.startLoading();
+                fail("rank " + rank.r + " startLoading reused event set " + ringNext + " still in use (no poll since it "
+                    + "was issued) and returned token " + token);
+            } catch (IllegalStateException e) {
+                if (e.getMessage() == null || !e.getMessage().contains("still in use")) {
+                    fail("rank " + rank.r + " ring reuse threw " + e + " without saying the set is still in use");
+                }
+            }
+            if (rank.ctl.loadsInFlight() != inFlight || rank.rt.opsIssued() != ops) {
+                fail("rank " + rank.r + " a refused startLoading changed state: loads in flight " + inFlight + " -> "
+                    + rank.ctl.loadsInFlight() + ", device ops " + ops + " -> " + rank.rt.opsIssued());
+            }
+        }
+        for (LoadRec rec : queuedLoads) {
+            for (LoadOp op : rec.op) {
+                if (op.state() != LoadOp.State.QUEUED) {
+                    fail("load " + rec.id + " is " + op.state() + " after a refused startLoading");
+                }
+            }
+        }
+        trace("startLoading refused: event set " + ringNext + " still in use");
+        count("load.ringReuseRefused");
+    }
+
+    /** Record index on the load stream of (layer, draft): per layer the target event, then the draft event. */
+    private int recordIndex(int layer, boolean isDraft) {
+        int idx = 0;
+        for (int l = 0; l < layer; l++) {
+            idx += (l < layers ? 1 : 0) + (l < draftLayers ? 1 : 0);
+        }
+        return idx + (isDraft && layer < layers ? 1 : 0);
+    }
+
+    /**
+     * The batch's forward on every rank: per layer a wait on the load, then a host function on the compute stream
+     * that observes the loaded layer (its time and bytes), then the layer's compute.
+     */
+    private void loadForward(Batch b) {
+        for (LoadRec rec : b.recs) {
+            rec.forward = true;
+        }
+        int maxLayers = Math.max(layers, draftLayers);
+        for (Rank rank : ranks) {
+            for (int l = 0; l < maxLayers; l++) {
+                for (int d = 0; d < 2; d++) {
+                    boolean isDraft = d == 1;
+                    if (l >= (isDraft ? draftLayers : layers)) {
+                        continue;
+                    }
+                    if (isDraft) {
+                        rank.ctl.waitDraftLayer(b.token[rank.r], l);
+                    } else {
+                        rank.ctl.waitLayer(b.token[rank.r], l);
+                    }
+                    int layer = l;
+                    int idx = recordIndex(l, isDraft);
+                    rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> observeLayer(rank, b, isDraft, layer, idx));
+                    rank.rt.simulateKernel(rank.ctl.computeStream(), 500 + rnd.nextInt(10_000));
+                }
+            }
+            int r = rank.r;
+            rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> {
+                for (LoadRec rec : b.recs) {
+                    rec.computeDone[r] = true;
+                }
+            });
+        }
+        count("load.forward");
+    }
+
+    /**
+     * (l6) Runs on the compute stream just before the layer's compute: the layer's load event and every copy before
+     * it on the load stream have completed by now; pages whose bytes differ from the host copy are remembered (the
+     * load must then fail).
+     */
+    private void observeLayer(Rank rank, Batch b, boolean isDraft, int layer, int idx) {
+        long now = rank.rt.nowNs();
+        int r = rank.r;
+        long eventNs = b.recordEndNs[r][idx];
+        if (eventNs < 0 || eventNs > now || b.copiesDoneNs[r][idx] > now) {
+            violations.add("rank " + r + " compute of " + (isDraft ? "draft" : "target") + " layer " + layer
+                + " waiting on loads " + b.ids() + " started at " + now + " ns but the layer's load event completed at "
+                + (eventNs < 0 ? "(not yet)" : eventNs + " ns") + " and its copies at " + b.copiesDoneNs[r][idx] + " ns");
+        }
+        for (LoadRec rec : b.recs) {
+            LoadOp op = rec.op[r];
+            for (int i = 0; i < op.pageCount(); i++) {
+                int h = rec.hostOf[r][i];
+                if (h < 0 || isDraft && !rec.draftOf[r][i]) {
+                    continue;
+                }
+                if (!rank.deviceEqualsHost(isDraft, layer, op.devicePage(i), h)) {
+                    rec.badRead[r].set(i);
+                }
+            }
+        }
+    }
+
+    /** Op listener: times the load-stream copies and events of each batch in flight. */
+    private void onDeviceOp(Rank rank, long seq, int type, long stream, long endNs) {
+        if (stream != rank.loadStream || rank.timedBatches.isEmpty()) {
+            return;
+        }
+        int r = rank.r;
+        for (Batch b : rank.timedBatches) {
+            if (seq <= b.seqFrom[r] || seq > b.seqTo[r]) {
+                continue;
+            }
+            if (type == SimulatedCudaRuntime.OP_COPY) {
+                b.maxCopyEndNs[r] = Math.max(b.maxCopyEndNs[r], endNs);
+            } else if (type == SimulatedCudaRuntime.OP_RECORD && b.nextRecord[r] < b.recordEndNs[r].length) {
+                int k = b.nextRecord[r]++;
+                b.recordEndNs[r][k] = endNs;
+                b.copiesDoneNs[r][k] = b.maxCopyEndNs[r];
+            }
+        }
+    }
+
+    /**
+     * After a poll on {@code rank}: (l2) a load that became LOADED has, on every page attached to the tree, the
+     * committed host bytes of every layer, target and draft; the engine locks its last node while its forward
+     * runs. (l3) one that FAILED returned every device page and left no page of it in the tree.
+     */
+    private void onLoadsPolled(Rank rank) {
+        int r = rank.r;
+        for (LoadRec rec : loadRecs) {
+            LoadOp op = rec.op[r];
+            if (rec.terminalSeen[r] || loadClass(op.state()) == 0) {
+                continue;
+            }
+            rec.terminalSeen[r] = true;
+            if (op.state() == LoadOp.State.LOADED) {
+                count("load.loaded");
+                for (int i = 0; i < op.pageCount(); i++) {
+                    int dp = op.devicePage(i);
+                    if (rank.freeModel.get(dp)) {
+                        count("load.duplicatePageFreed"); // an insert adopted the node meanwhile
+                        continue;
+                    }
+                    rec.attached[r].set(i);
+                    int h = rec.hostOf[r][i];
+                    if (h < 0) {
+                        continue;
+                    }
+                    for (int l = 0; l < layers; l++) {
+                        if (!rank.deviceEqualsHost(false, l, dp, h)) {
+                            violations.add("rank " + r + " load " + rec.id + " is LOADED but device page " + dp
+                                + " (chain page " + i + ") target layer " + l + " differs from host page " + h);
+                        }
+                    }
+                    for (int d = 0; d < draftLayers && rec.draftOf[r][i]; d++) {
+                        if (!rank.deviceEqualsHost(true, d, dp, h)) {
+                            violations.add("rank " + r + " load " + rec.id + " is LOADED but device page " + dp
+                                + " (chain page " + i + ") draft layer " + d + " differs from host page " + h);
+                        }
+                    }
+                }
+                RadixNode last = op.node(op.nodeCount() - 1);
+                rank.tree.lock(last);
+                rec.locked[r] = last;
+            } else {
+                count("load.failed");
+                for (int i = 0; i < op.pageCount(); i++) {
+                    if (!rank.freeModel.get(op.devicePage(i))) {
+                        violations.add("rank " + r + " load " + rec.id + " FAILED but its device page "
+                            + op.devicePage(i) + " did not come back to the engine");
+                    }
+                }
+            }
+        }
+    }
+
+    /** Ends loads that are terminal on every rank and whose forward ran everywhere: unlocks, final checks. */
+    private void finishLoads() {
+        for (Iterator<LoadRec> it = loadRecs.iterator(); it.hasNext(); ) {
+            LoadRec rec = it.next();
+            boolean done = true;
+            for (int r = 0; r < cp; r++) {
+                done &= rec.terminalSeen[r] && (!rec.forward || rec.computeDone[r]);
+            }
+            if (!done) {
+                continue;
+            }
+            for (Rank rank : ranks) {
+                int r = rank.r;
+                if (rec.op[r].state() == LoadOp.State.LOADED && rec.badRead[r].intersects(rec.attached[r])) {
+                    BitSet bad = (BitSet) rec.badRead[r].clone();
+                    bad.and(rec.attached[r]);
+                    violations.add("rank " + r + " load " + rec.id + " was agreed LOADED but the forward waiting on it "
+                        + "read other bytes than the host copy on chain pages " + bad);
+                }
+                if (rec.locked[r] != null) {
+                    rank.tree.unlock(rec.locked[r]);
+                    rec.locked[r] = null;
+                }
+                recOfOp.remove(rec.op[r]);
+            }
+            it.remove();
+            trace("load " + rec.id + " finished " + rec.op[0].state());
+            if (rec.batch != null && rec.batch.finished()) {
+                for (Rank rank : ranks) {
+                    rank.timedBatches.remove(rec.batch);
+                }
+            }
+        }
+        throwViolations();
+    }
+
     // ------------------------------------------------------------------ checks
 
     private final class Listener implements BackupListener {
@@ -986,6 +1728,30 @@ final class DstHarness implements AutoCloseable {
     void checkAll() {
         for (Rank rank : ranks) {
             checkRank(rank);
+            if (!stickyInjected && !rank.ctl.isClosed()) {
+                checkDevicePages(rank);
+            }
+        }
+        long hostEvicted = ranks[0].ctl.metrics().get(io.hicache.core.metrics.Metric.HOST_PAGES_EVICTED);
+        if (hostEvicted != hostPagesEvictedSeen && !loadRecs.isEmpty()) {
+            count("load.hostEvictionWhileLoading"); // (l5) is checked under pressure
+        }
+        hostPagesEvictedSeen = hostEvicted;
+        for (LoadRec rec : loadRecs) {
+            // (l3) loads are agreed: loaded on every rank or failed on every rank
+            boolean loaded = false;
+            boolean failed = false;
+            for (LoadOp op : rec.op) {
+                loaded |= op.state() == LoadOp.State.LOADED;
+                failed |= op.state() == LoadOp.State.FAILED;
+            }
+            if (loaded && failed) {
+                StringBuilder sb = new StringBuilder("load " + rec.id + " loaded on some ranks, failed on others:");
+                for (LoadOp op : rec.op) {
+                    sb.append(' ').append(op.state());
+                }
+                violations.add(sb.toString());
+            }
         }
         // (f) no backup committed on one rank and aborted on another
         for (Iterator<Rec> it = recs.values().iterator(); it.hasNext(); ) {
@@ -1010,6 +1776,74 @@ final class DstHarness implements AutoCloseable {
             }
         }
         throwViolations();
+    }
+
+    /**
+     * (l1) the pages of a load not yet agreed are not in the tree (no partially loaded node is a device hit);
+     * (l4) no device page is owned twice: every page is in exactly one of the tree, a load in flight or the
+     * engine's free list; (l5) the host-only part of a chain being loaded is still attached and protected.
+     */
+    private void checkDevicePages(Rank rank) {
+        BitSet inTree = new BitSet(devicePages);
+        RadixTestAccess.forEachNode(rank.tree, n -> {
+            if (n.hasDeviceValue()) {
+                for (int i = 0; i < n.pageCount(); i++) {
+                    int p = n.devicePage(i);
+                    if (inTree.get(p)) {
+                        violations.add("rank " + rank.r + " device page " + p + " is held by two tree nodes");
+                    }
+                    inTree.set(p);
+                }
+            }
+        });
+        BitSet inLoads = new BitSet(devicePages);
+        for (LoadRec rec : loadRecs) {
+            LoadOp op = rec.op[rank.r];
+            if (loadClass(op.state()) != 0) {
+                continue;
+            }
+            for (int i = 0; i < op.pageCount(); i++) {
+                int p = op.devicePage(i);
+                if (inTree.get(p)) {
+                    violations.add("rank " + rank.r + " device page " + p + " of load " + rec.id + " (" + op.state()
+                        + ") is in the tree before the load was agreed");
+                }
+                if (inLoads.get(p)) {
+                    violations.add("rank " + rank.r + " device page " + p + " belongs to two loads in flight");
+                }
+                inLoads.set(p);
+            }
+            RadixNode last = op.node(op.nodeCount() - 1);
+            if (!last.isAttached()) {
+                violations.add("rank " + rank.r + " load " + rec.id + " (" + op.state() + "): its last node " + last
+                    + " was removed from the tree (host-evicted?) while the load is in flight");
+            } else {
+                for (RadixNode n = last; n.isDeviceEvicted(); n = n.parent()) {
+                    if (n.hostRef() <= 0) {
+                        violations.add("rank " + rank.r + " load " + rec.id + ": host-only chain node " + n
+                            + " is not protected from host eviction while the load is in flight");
+                    }
+                }
+            }
+        }
+        BitSet owned = (BitSet) inTree.clone();
+        owned.or(inLoads);
+        if (rank.freeModel.intersects(owned)) {
+            BitSet both = (BitSet) rank.freeModel.clone();
+            both.and(owned);
+            violations.add("rank " + rank.r + " device pages " + both + " are free in the engine's pool and owned by the "
+                + "tree or a load");
+        }
+        owned.or(rank.freeModel);
+        if (owned.cardinality() != devicePages || owned.length() > devicePages) {
+            BitSet lost = new BitSet(devicePages);
+            lost.set(0, devicePages);
+            lost.andNot(owned);
+            violations.add("rank " + rank.r + " device pages " + lost + " are neither free, in the tree nor in a load");
+        }
+        if (rank.r == 0 && freeDevice.size() != rank.freeModel.cardinality()) {
+            violations.add("free list holds " + freeDevice.size() + " pages, the model " + rank.freeModel.cardinality());
+        }
     }
 
     private void checkRank(Rank rank) {
@@ -1110,7 +1944,7 @@ final class DstHarness implements AutoCloseable {
     // ------------------------------------------------------------------ drain and final checks
 
     private boolean quiescent() {
-        if (open != null || !requests.isEmpty()) {
+        if (open != null || !requests.isEmpty() || !loadRecs.isEmpty()) {
             return false;
         }
         for (Rec rec : recs.values()) {
@@ -1121,7 +1955,8 @@ final class DstHarness implements AutoCloseable {
             }
         }
         for (Rank rank : ranks) {
-            if (rank.ctl.backupsInFlight() > 0 || rank.ctl.completionAgent().inFlight() > 0) {
+            if (rank.ctl.backupsInFlight() > 0 || rank.ctl.completionAgent().inFlight() > 0
+                || rank.ctl.loadsInFlight() > 0) {
                 return false;
             }
         }
@@ -1143,6 +1978,12 @@ final class DstHarness implements AutoCloseable {
             }
             if (consistent()) {
                 finishRequests();
+                if (loads) {
+                    if (!queuedLoads.isEmpty()) {
+                        engineStartLoading(rnd.nextBoolean());
+                    }
+                    finishLoads();
+                }
             }
             checkAll();
             if (quiescent()) {
@@ -1161,7 +2002,14 @@ final class DstHarness implements AutoCloseable {
         StringBuilder sb = new StringBuilder("did not drain:");
         for (Rank rank : ranks) {
             sb.append(" rank ").append(rank.r).append(" inFlight=").append(rank.ctl.backupsInFlight())
-                .append(" completionInFlight=").append(rank.ctl.completionAgent().inFlight());
+                .append(" completionInFlight=").append(rank.ctl.completionAgent().inFlight())
+                .append(" loadsInFlight=").append(rank.ctl.loadsInFlight());
+        }
+        for (LoadRec rec : loadRecs) {
+            sb.append(" load ").append(rec.id).append(':');
+            for (LoadOp op : rec.op) {
+                sb.append(' ').append(op.state());
+            }
         }
         for (Rec rec : recs.values()) {
             sb.append(" seq ").append(rec.seq).append(':');
@@ -1267,6 +2115,7 @@ final class DstHarness implements AutoCloseable {
             return;
         }
         closed = true;
+        closing = true;
         for (Rank rank : ranks) {
             try {
                 rank.ctl.close();
@@ -1284,6 +2133,7 @@ final class DstHarness implements AutoCloseable {
             return;
         }
         closed = true;
+        closing = true;
         try {
             for (Rank rank : ranks) {
                 rank.ctl.close();
@@ -1373,6 +2223,99 @@ final class DstHarness implements AutoCloseable {
             this.recs = recs;
             this.req = req;
             this.plan = plan;
+        }
+    }
+
+    /** One load, identical id on every rank. */
+    final class LoadRec {
+        final int id;
+        final LoadOp[] op;
+        /** Per rank, per chain page: the host page it is loaded from, or -1 where another rank owns the page. */
+        final int[][] hostOf;
+        final boolean[][] draftOf;
+        final boolean[] terminalSeen;
+        final RadixNode[] locked;
+        /** Per rank: chain pages attached to the tree when the load was agreed. */
+        final BitSet[] attached;
+        /** Per rank: chain pages whose bytes a forward waiting on the load saw differ from the host copy. */
+        final BitSet[] badRead;
+        final boolean[] computeDone;
+        Batch batch;
+        boolean forward;
+
+        LoadRec(int id, LoadOp[] op, int cp) {
+            this.id = id;
+            this.op = op;
+            int pages = op[0].pageCount();
+            this.hostOf = new int[cp][pages];
+            for (int[] row : hostOf) {
+                Arrays.fill(row, -1);
+            }
+            this.draftOf = new boolean[cp][pages];
+            this.terminalSeen = new boolean[cp];
+            this.locked = new RadixNode[cp];
+            this.attached = new BitSet[cp];
+            this.badRead = new BitSet[cp];
+            for (int r = 0; r < cp; r++) {
+                attached[r] = new BitSet();
+                badRead[r] = new BitSet();
+            }
+            this.computeDone = new boolean[cp];
+        }
+    }
+
+    /** The loads one startLoading issued, with per rank its token and the timing of its load-stream operations. */
+    final class Batch {
+        final List<LoadRec> recs;
+        final long[] token;
+        final long[] pollsAtIssue;
+        final long[] seqFrom;
+        final long[] seqTo;
+        final long[][] recordEndNs;
+        final long[][] copiesDoneNs;
+        final int[] nextRecord;
+        final long[] maxCopyEndNs;
+
+        Batch(List<LoadRec> recs, int cp, int records) {
+            this.recs = recs;
+            this.token = new long[cp];
+            this.pollsAtIssue = new long[cp];
+            this.seqFrom = new long[cp];
+            this.seqTo = new long[cp];
+            this.recordEndNs = new long[cp][records];
+            this.copiesDoneNs = new long[cp][records];
+            for (long[] row : recordEndNs) {
+                Arrays.fill(row, -1);
+            }
+            this.nextRecord = new int[cp];
+            this.maxCopyEndNs = new long[cp];
+        }
+
+        /** True when every load of the batch is loaded or failed on rank {@code r} (its event set is free there). */
+        boolean terminalOn(int r) {
+            for (LoadRec rec : recs) {
+                if (loadClass(rec.op[r].state()) == 0) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        boolean finished() {
+            for (LoadRec rec : recs) {
+                if (loadRecs.contains(rec)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        String ids() {
+            StringBuilder sb = new StringBuilder("[");
+            for (LoadRec rec : recs) {
+                sb.append(sb.length() > 1 ? "," : "").append(rec.id);
+            }
+            return sb.append(']').toString();
         }
     }
 }
