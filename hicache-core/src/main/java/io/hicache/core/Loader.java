@@ -197,6 +197,7 @@ final class Loader {
         set.opCount = 0;
         set.submitError = 0;
         set.submitErrorCall = null;
+        set.finalRecorded = false;
         set.status = 0;
         set.generation = ++generation;
         set.issuedNs = clock.getAsLong();
@@ -249,9 +250,17 @@ final class Loader {
                 }
             }
             runtime.recordEvent(set.finalEvent, loadStream);
+            set.finalRecorded = true;
         } catch (CudaException e) {
             set.submitError = e.code();
             set.submitErrorCall = e.call();
+            // wait for the copies already queued before the load's pages go back to the engine
+            try {
+                runtime.recordEvent(set.finalEvent, loadStream);
+                set.finalRecorded = true;
+            } catch (CudaException dead) {
+                // the context is dead: nothing queued will run
+            }
         }
         if (!issued.offer(set)) {
             throw new IllegalStateException("load queue full");
