@@ -35,12 +35,8 @@ final class ForwardSlot extends Tracked {
     long generation;
     Backup[] backups = new Backup[8];
     int backupCount;
-    int[] targetDevice = new int[64];
-    int[] targetHost = new int[64];
-    int targetPairs;
-    int[] draftDevice = new int[64];
-    int[] draftHost = new int[64];
-    int draftPairs;
+    final PagePairs target = new PagePairs(64);
+    final PagePairs draft = new PagePairs(64);
     boolean allLayers;
     boolean hasDraft;
     int command;
@@ -83,8 +79,8 @@ final class ForwardSlot extends Tracked {
         this.generation = generation;
         java.util.Arrays.fill(backups, 0, backupCount, null);
         backupCount = 0;
-        targetPairs = 0;
-        draftPairs = 0;
+        target.count = 0;
+        draft.count = 0;
         allLayers = false;
         hasDraft = false;
         command = CMD_NONE;
@@ -115,36 +111,14 @@ final class ForwardSlot extends Tracked {
         }
         backups[backupCount++] = b;
         int n = b.ownedCount;
-        ensureTarget(targetPairs + n);
+        target.ensure(target.count + n);
+        int from = target.count;
         for (int i = 0; i < n; i++) {
-            targetDevice[targetPairs + i] = b.devicePages[b.ownedIndex[i]];
-            targetHost[targetPairs + i] = b.hostPages[i];
+            target.add(b.devicePages[b.ownedIndex[i]], b.hostPages[i]);
         }
-        targetPairs += n;
         if (b.withDraft) {
             hasDraft = true;
-            ensureDraft(draftPairs + n);
-            for (int i = 0; i < n; i++) {
-                draftDevice[draftPairs + i] = b.devicePages[b.ownedIndex[i]];
-                draftHost[draftPairs + i] = b.hostPages[i];
-            }
-            draftPairs += n;
-        }
-    }
-
-    private void ensureTarget(int n) {
-        if (n > targetDevice.length) {
-            int cap = Math.max(n, targetDevice.length * 2);
-            targetDevice = java.util.Arrays.copyOf(targetDevice, cap);
-            targetHost = java.util.Arrays.copyOf(targetHost, cap);
-        }
-    }
-
-    private void ensureDraft(int n) {
-        if (n > draftDevice.length) {
-            int cap = Math.max(n, draftDevice.length * 2);
-            draftDevice = java.util.Arrays.copyOf(draftDevice, cap);
-            draftHost = java.util.Arrays.copyOf(draftHost, cap);
+            draft.addFrom(target, from, n);
         }
     }
 

@@ -100,9 +100,7 @@ public final class HiCacheController implements AutoCloseable {
     private Thread owner;
     private long nextSeq;
     private long generation;
-    private Backup[] fifo = new Backup[64];
-    private int fifoHead;
-    private int fifoSize;
+    private final SeqRing<Backup> fifo = new SeqRing<>(64);
     private long budgetUsedPages;
     private final long budgetCapacityPages;
     private long round;
@@ -315,7 +313,7 @@ public final class HiCacheController implements AutoCloseable {
 
     /** Backups not yet agreed and retired (reserved, copying, sealed, or aborted awaiting agreement). */
     public int backupsInFlight() {
-        return fifoSize;
+        return fifo.size();
     }
 
     /** The sticky CUDA error that stopped the controller, or null. */
@@ -424,7 +422,7 @@ public final class HiCacheController implements AutoCloseable {
         tree.lock(node);
         nextSeq++;
         budgetUsedPages += budget;
-        fifoAdd(b);
+        fifo.add(b);
         metrics.increment(Metric.BACKUPS_RESERVED);
         return b;
     }
@@ -645,12 +643,12 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     private void expireLeases() {
-        if (leaseNs <= 0 || fifoSize == 0) {
+        if (leaseNs <= 0 || fifo.size() == 0) {
             return;
         }
         long now = clock.getAsLong();
-        for (int i = 0; i < fifoSize; i++) {
-            Backup b = fifoAt(i);
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup b = fifo.at(i);
             if (b.leaseDeadlineNs > now) {
                 break;
             }
@@ -678,12 +676,12 @@ public final class HiCacheController implements AutoCloseable {
      * device lock and host pages until then, and the ranks' trees never diverge.
      */
     private void agree() {
-        for (int rounds = 0; rounds < 64 && fifoSize > 0; rounds++) {
+        for (int rounds = 0; rounds < 64 && fifo.size() > 0; rounds++) {
             if (!roundOpen) {
                 long prefix = nextSeq;
                 long firstFailed = Long.MAX_VALUE;
-                for (int i = 0; i < fifoSize; i++) {
-                    Backup b = fifoAt(i);
+                for (int i = 0; i < fifo.size(); i++) {
+                    Backup b = fifo.at(i);
                     if (b.local == Backup.Local.UNRESOLVED) {
                         prefix = b.seq;
                         break;
@@ -704,8 +702,8 @@ public final class HiCacheController implements AutoCloseable {
             long f = agreed[1];
             long limit = Math.min(g, f);
             int retired = 0;
-            while (fifoSize > 0 && fifoAt(0).seq < limit) {
-                Backup b = fifoPop();
+            while (fifo.size() > 0 && fifo.at(0).seq < limit) {
+                Backup b = fifo.pop();
                 retired++;
                 if (!b.state.terminal()) {
                     // complete everywhere; an abort asked for after this rank reported it complete lost the race,
@@ -713,8 +711,8 @@ public final class HiCacheController implements AutoCloseable {
                     commit(b);
                 }
             }
-            if (f < g && fifoSize > 0 && fifoAt(0).seq == f) {
-                Backup b = fifoPop();
+            if (f < g && fifo.size() > 0 && fifo.at(0).seq == f) {
+                Backup b = fifo.pop();
                 retired++;
                 if (!b.state.terminal()) {
                     release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
@@ -1035,9 +1033,9 @@ public final class HiCacheController implements AutoCloseable {
 
     private void stopAfterStickyError() {
         LOG.error("HiCache stops: sticky CUDA error {} poisoned the context; aborting {} backups in flight",
-            stickyError.errorName(), fifoSize);
-        for (int i = 0; i < fifoSize; i++) {
-            Backup b = fifoAt(i);
+            stickyError.errorName(), fifo.size());
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup b = fifo.at(i);
             if (!b.state.terminal()) {
                 b.state = BackupState.DRAINING;
                 release(b, AbortReason.CUDA_ERROR);
@@ -1067,15 +1065,15 @@ public final class HiCacheController implements AutoCloseable {
         quietly(() -> runtime.synchronizeStream(backupStream));
         quietly(() -> runtime.synchronizeStream(loader.loadStream()));
         loader.abandonAll();
-        for (int i = 0; i < fifoSize; i++) {
-            Backup b = fifoAt(i);
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup b = fifo.at(i);
             if (!b.state.terminal()) {
                 b.state = BackupState.DRAINING;
                 release(b, AbortReason.SHUTDOWN);
             }
         }
-        while (fifoSize > 0) {
-            fifoPop();
+        while (fifo.size() > 0) {
+            fifo.pop();
         }
         for (ForwardSlot s : slots) {
             for (CudaEvent e : s.targetEvents) {
@@ -1142,32 +1140,6 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
-    // ------------------------------------------------------------------ FIFO of backups in seq order
-
-    private void fifoAdd(Backup b) {
-        if (fifoSize == fifo.length) {
-            Backup[] bigger = new Backup[fifo.length * 2];
-            for (int i = 0; i < fifoSize; i++) {
-                bigger[i] = fifoAt(i);
-            }
-            fifo = bigger;
-            fifoHead = 0;
-        }
-        fifo[(fifoHead + fifoSize) & (fifo.length - 1)] = b;
-        fifoSize++;
-    }
-
-    private Backup fifoAt(int i) {
-        return fifo[(fifoHead + i) & (fifo.length - 1)];
-    }
-
-    private Backup fifoPop() {
-        Backup b = fifo[fifoHead];
-        fifo[fifoHead] = null;
-        fifoHead = (fifoHead + 1) & (fifo.length - 1);
-        fifoSize--;
-        return b;
-    }
 
     // ------------------------------------------------------------------ builder
 

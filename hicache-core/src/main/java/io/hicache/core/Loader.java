@@ -51,18 +51,14 @@ final class Loader {
 
     private LoadOp[] queued = new LoadOp[8];
     private int queuedCount;
-    private LoadOp[] fifo = new LoadOp[16];
-    private int fifoHead;
-    private int fifoSize;
+    private final SeqRing<LoadOp> fifo = new SeqRing<>(64);
     private long nextSeq;
     private long round;
     private boolean roundOpen;
     private final long[] agreed = new long[2];
     private final java.util.IdentityHashMap<RadixNode, LoadOp> loading = new java.util.IdentityHashMap<>();
-    private int[] pairDevice = new int[64];
-    private int[] pairHost = new int[64];
-    private int[] draftDevice = new int[64];
-    private int[] draftHost = new int[64];
+    private final PagePairs pairs = new PagePairs(64);
+    private final PagePairs drafts = new PagePairs(64);
     private int[] scratchOffsets = new int[64];
 
     Loader(CudaRuntime runtime, CudaStream computeStream, RadixTree tree, CopyPlanner targetPlanner,
@@ -114,7 +110,7 @@ final class Loader {
     }
 
     int inFlight() {
-        return fifoSize + queuedCount;
+        return fifo.size() + queuedCount;
     }
 
     /** See {@link HiCacheController#loadBack}. */
@@ -178,7 +174,7 @@ final class Loader {
             queued = java.util.Arrays.copyOf(queued, queuedCount * 2);
         }
         queued[queuedCount++] = op;
-        fifoAdd(op);
+        fifo.add(op);
         return op;
     }
 
@@ -201,8 +197,8 @@ final class Loader {
         set.status = 0;
         set.generation = ++generation;
         set.issuedNs = clock.getAsLong();
-        int pairs = 0;
-        int drafts = 0;
+        pairs.count = 0;
+        drafts.count = 0;
         for (int q = 0; q < queuedCount; q++) {
             LoadOp op = queued[q];
             queued[q] = null;
@@ -214,17 +210,12 @@ final class Loader {
             for (int k = 0; k < op.nodes.length; k++) {
                 HostPages hp = (HostPages) op.nodes[k].hostValue();
                 int owned = hp.lanes().ownedOffsets(scratch(op.nodes[k].pageCount()));
-                ensurePairs(pairs + owned);
+                pairs.ensure(pairs.count + owned);
                 for (int j = 0; j < owned; j++) {
-                    pairDevice[pairs + j] = op.devicePages[op.nodePageStart[k] + scratchOffsets[j]];
-                    pairHost[pairs + j] = hp.hostPage(j);
+                    pairs.add(op.devicePages[op.nodePageStart[k] + scratchOffsets[j]], hp.hostPage(j));
                 }
-                pairs += owned;
                 if (draftPlanner != null && hp.hasDraft()) {
-                    ensureDraft(drafts + owned);
-                    System.arraycopy(pairDevice, pairs - owned, draftDevice, drafts, owned);
-                    System.arraycopy(pairHost, pairs - owned, draftHost, drafts, owned);
-                    drafts += owned;
+                    drafts.addFrom(pairs, pairs.count - owned, owned);
                 }
             }
             metrics.add(Metric.LOAD_TOKENS, (long) op.pageCount * pageSize);
@@ -239,12 +230,12 @@ final class Loader {
             int maxLayers = Math.max(layers, draftLayers);
             for (int l = 0; l < maxLayers; l++) {
                 if (l < layers) {
-                    issue(targetPlanner, l, pairDevice, pairHost, pairs);
+                    issue(targetPlanner, l, pairs);
                     runtime.recordEvent(set.targetEvents[l], loadStream);
                 }
                 if (l < draftLayers) {
-                    if (drafts > 0) {
-                        issue(draftPlanner, l, draftDevice, draftHost, drafts);
+                    if (drafts.count > 0) {
+                        issue(draftPlanner, l, drafts);
                     }
                     runtime.recordEvent(set.draftEvents[l], loadStream);
                 }
@@ -268,11 +259,11 @@ final class Loader {
         return (set.generation << 2) | set.index;
     }
 
-    private void issue(CopyPlanner planner, int layer, int[] dev, int[] host, int n) {
-        if (n == 0) {
+    private void issue(CopyPlanner planner, int layer, PagePairs p) {
+        if (p.count == 0) {
             return;
         }
-        planner.plan(layer, dev, host, 0, n, CopyDirection.HOST_TO_DEVICE, plan);
+        planner.plan(layer, p.device, p.host, 0, p.count, CopyDirection.HOST_TO_DEVICE, plan);
         plan.issue(runtime, loadStream, batched);
         metrics.add(Metric.H2D_BYTES, plan.totalBytes());
         metrics.add(Metric.H2D_COPIES, batched && runtime.supportsBatchedCopy() ? 1 : plan.runCount());
@@ -311,14 +302,14 @@ final class Loader {
             s.opCount = 0;
             s.inUse = false;
         }
-        if (fifoSize == 0) {
+        if (fifo.size() == 0) {
             return 0;
         }
         if (!roundOpen) {
             long prefix = nextSeq;
             long firstFailed = Long.MAX_VALUE;
-            for (int i = 0; i < fifoSize; i++) {
-                LoadOp op = fifoAt(i);
+            for (int i = 0; i < fifo.size(); i++) {
+                LoadOp op = fifo.at(i);
                 if (op.local == LoadOp.Local.UNRESOLVED) {
                     prefix = op.seq;
                     break;
@@ -338,12 +329,12 @@ final class Loader {
         long g = agreed[0];
         long f = agreed[1];
         long limit = Math.min(g, f);
-        while (fifoSize > 0 && fifoAt(0).seq < limit) {
-            attach(fifoPop());
+        while (fifo.size() > 0 && fifo.at(0).seq < limit) {
+            attach(fifo.pop());
             changes++;
         }
-        if (f < g && fifoSize > 0 && fifoAt(0).seq == f) {
-            rollBack(fifoPop());
+        if (f < g && fifo.size() > 0 && fifo.at(0).seq == f) {
+            rollBack(fifo.pop());
             changes++;
         }
         return changes;
@@ -434,8 +425,8 @@ final class Loader {
             queued[q] = null;
         }
         queuedCount = 0;
-        while (fifoSize > 0) {
-            rollBack(fifoPop());
+        while (fifo.size() > 0) {
+            rollBack(fifo.pop());
         }
     }
 
@@ -444,47 +435,6 @@ final class Loader {
             scratchOffsets = new int[Math.max(n, scratchOffsets.length * 2)];
         }
         return scratchOffsets;
-    }
-
-    private void ensurePairs(int n) {
-        if (n > pairDevice.length) {
-            int cap = Math.max(n, pairDevice.length * 2);
-            pairDevice = java.util.Arrays.copyOf(pairDevice, cap);
-            pairHost = java.util.Arrays.copyOf(pairHost, cap);
-        }
-    }
-
-    private void ensureDraft(int n) {
-        if (n > draftDevice.length) {
-            int cap = Math.max(n, draftDevice.length * 2);
-            draftDevice = java.util.Arrays.copyOf(draftDevice, cap);
-            draftHost = java.util.Arrays.copyOf(draftHost, cap);
-        }
-    }
-
-    private void fifoAdd(LoadOp op) {
-        if (fifoSize == fifo.length) {
-            LoadOp[] bigger = new LoadOp[fifo.length * 2];
-            for (int i = 0; i < fifoSize; i++) {
-                bigger[i] = fifoAt(i);
-            }
-            fifo = bigger;
-            fifoHead = 0;
-        }
-        fifo[(fifoHead + fifoSize) & (fifo.length - 1)] = op;
-        fifoSize++;
-    }
-
-    private LoadOp fifoAt(int i) {
-        return fifo[(fifoHead + i) & (fifo.length - 1)];
-    }
-
-    private LoadOp fifoPop() {
-        LoadOp op = fifo[fifoHead];
-        fifo[fifoHead] = null;
-        fifoHead = (fifoHead + 1) & (fifo.length - 1);
-        fifoSize--;
-        return op;
     }
 
     void destroy() {

@@ -158,10 +158,10 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
                 runtime.streamWaitEvent(backupStream, draft ? slot.draftEvents[layer] : slot.targetEvents[layer]);
             }
             if (draft) {
-                draftPlanner.plan(layer, slot.draftDevice, slot.draftHost, 0, slot.draftPairs,
+                draftPlanner.plan(layer, slot.draft.device, slot.draft.host, 0, slot.draft.count,
                     CopyDirection.DEVICE_TO_HOST, plan);
             } else {
-                targetPlanner.plan(layer, slot.targetDevice, slot.targetHost, 0, slot.targetPairs,
+                targetPlanner.plan(layer, slot.target.device, slot.target.host, 0, slot.target.count,
                     CopyDirection.DEVICE_TO_HOST, plan);
             }
             plan.issue(runtime, backupStream, batched);
