@@ -49,6 +49,13 @@ import java.util.function.LongSupplier;
  * on this rank and every rank of the CP group agreed; reserved or partly copied host pages are never a host
  * hit and never host-evictable.
  *
+ * <p><b>CP groups.</b> Every rank runs its own controller with identical scheduling: the same scheduler calls in
+ * the same order on every rank. Backups and loads retire only through agreed rounds, so the ranks' trees stay
+ * identical as long as each rank applies a round's result at the same engine step — which a blocking collective
+ * inside {@link RankAgreement#contribute} guarantees. With the non-blocking {@link
+ * io.hicache.core.cp.InProcessRankAgreement} stepped from one thread, poll every rank until all of them have
+ * applied the round before the next engine step (the simulator does this).
+ *
  * <p><b>Failures.</b> Bad arguments throw {@link IllegalArgumentException}, calls in the wrong state
  * {@link IllegalStateException}; neither changes anything. A CUDA error on a copy or event aborts the
  * affected backups (counted, reported to the {@link BackupListener}); a sticky (context-poisoning) error
