@@ -56,6 +56,8 @@ final class Replay {
     private final int layers;
     private final int draftLayers;
     private final int cp;
+    /** Idle passes that end settling: 1 for a single rank; a group needs rounds to propagate (see settle). */
+    private final int idlePasses;
     private final double promptTokensPerSimToken;
     private final double trueBytesPerSimByte;
     private final boolean backupsEnabled;
@@ -112,6 +114,7 @@ final class Replay {
         this.layers = config.model().layers();
         this.draftLayers = config.draftLayers();
         this.cp = config.cp();
+        this.idlePasses = cp == 1 ? 1 : 4;
         int blockSize = trace.format().blockSize();
         this.promptTokensPerSimToken = (double) blockSize / config.blockTokens();
         this.trueBytesPerSimByte = config.model().kvBytesPerTokenPerLayer() * (double) pageSize * promptTokensPerSimToken;
@@ -273,7 +276,11 @@ final class Replay {
 
     /** Steps every rank's agents and scheduler until nothing moves; then marks new seals for waking. */
     private void settle() {
-        for (int i = 0; i < 10_000; i++) {
+        // A pass that retires nothing can still leave a round open whose values some rank contributed before its
+        // latest acks (the in-process agreement never blocks); the group needs up to three more passes to
+        // contribute fresh values and read them back, so settling stops only after that many idle passes.
+        int idle = 0;
+        for (int i = 0; i < 10_000 && idle < idlePasses; i++) {
             int work = 0;
             for (int r = 0; r < cp; r++) {
                 work += ctl[r].doAgentWork();
@@ -281,9 +288,7 @@ final class Replay {
             for (int r = 0; r < cp; r++) {
                 work += ctl[r].poll();
             }
-            if (work == 0) {
-                break;
-            }
+            idle = work == 0 ? idle + 1 : 0;
         }
         for (int r = 0; r < cp; r++) {
             long sealed = ctl[r].metrics().get(Metric.FORWARDS_SEALED);

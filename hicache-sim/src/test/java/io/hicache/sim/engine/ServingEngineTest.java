@@ -97,6 +97,15 @@ class ServingEngineTest {
     }
 
     @Test
+    void aGroupOfThreeRanksCommitsAsPromptlyAsOneRank() {
+        // the group's agreement rounds propagate within the same settling, not at the next unrelated event
+        SimResult one = run(pressured(ModelPreset.LLAMA3_8B, BackupMode.LAYERED, WritePolicy.WRITE_THROUGH, 1, 0), 300);
+        SimResult three = run(pressured(ModelPreset.LLAMA3_8B, BackupMode.LAYERED, WritePolicy.WRITE_THROUGH, 3, 0), 300);
+        assertThat(three.commitLatencyNs().p99()).isPositive()
+            .isLessThanOrEqualTo(Math.max(4 * one.commitLatencyNs().p99(), 10_000_000L));
+    }
+
+    @Test
     void cpGroupAndDraftLayersRunThroughTheRealPathsWithTheSameHits() {
         SimResult one = run(pressured(ModelPreset.DEEPSEEK_V3, BackupMode.LAYERED, WritePolicy.WRITE_THROUGH, 1, 1), 200);
         SimResult two = run(pressured(ModelPreset.DEEPSEEK_V3, BackupMode.LAYERED, WritePolicy.WRITE_THROUGH, 2, 1), 200);
