@@ -2,9 +2,6 @@ package io.hicache.it.dst;
 
 import org.junit.jupiter.api.Test;
 
-import java.util.Map;
-import java.util.TreeMap;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -19,36 +16,7 @@ class BackupDstTest {
 
     @Test
     void seededSchedulesKeepEveryInvariant() {
-        String one = System.getProperty("hicache.dst.seed");
-        long first = one != null ? Long.parseLong(one) : Long.getLong("hicache.dst.firstSeed", 1L);
-        long count = one != null ? 1 : Long.getLong("hicache.dst.seeds", 2_000L);
-        Map<String, Integer> totals = new TreeMap<>();
-        long startNs = System.nanoTime();
-        for (long seed = first; seed < first + count; seed++) {
-            runSeed(seed, totals, one != null);
-        }
-        long ms = (System.nanoTime() - startNs) / 1_000_000;
-        System.out.printf("DST: %d seeds from %d in %d ms; %s%n", count, first, ms, totals);
-        assertThat(totals.getOrDefault("reserved", 0)).isPositive();
-    }
-
-    private static void runSeed(long seed, Map<String, Integer> totals, boolean verbose) {
-        DstHarness h = null;
-        try {
-            h = new DstHarness(seed);
-            if (verbose) {
-                System.out.println("DST seed " + seed + ": " + h.describe());
-            }
-            h.run();
-            h.stats.forEach((k, v) -> totals.merge(k, v, Integer::sum));
-        } catch (Throwable t) {
-            String config = h == null ? "(construction failed)" : h.describe();
-            String steps = h == null ? "" : "\nlast steps:" + h.recentSteps();
-            if (h != null) {
-                h.abandon();
-            }
-            throw new AssertionError("DST seed " + seed + " failed: " + t + "\nconfig: " + config + steps
-                + "\nreplay: " + String.format(REPLAY, seed), t);
-        }
+        DstSeeds.Totals totals = DstSeeds.run("DST", false, "hicache.dst.seeds", 2_000L, REPLAY);
+        assertThat(totals.counts().getOrDefault("reserved", 0)).isPositive();
     }
 }

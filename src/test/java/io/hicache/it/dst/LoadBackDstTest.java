@@ -2,9 +2,6 @@ package io.hicache.it.dst;
 
 import org.junit.jupiter.api.Test;
 
-import java.util.Map;
-import java.util.TreeMap;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -22,41 +19,12 @@ class LoadBackDstTest {
 
     @Test
     void seededSchedulesWithLoadBackKeepEveryInvariant() {
-        String one = System.getProperty("hicache.dst.seed");
-        long first = one != null ? Long.parseLong(one) : Long.getLong("hicache.dst.firstSeed", 1L);
-        long count = one != null ? 1 : Long.getLong("hicache.dst.loadSeeds", 1_000L);
-        Map<String, Integer> totals = new TreeMap<>();
-        long startNs = System.nanoTime();
-        for (long seed = first; seed < first + count; seed++) {
-            runSeed(seed, totals, one != null);
-        }
-        long ms = (System.nanoTime() - startNs) / 1_000_000;
-        System.out.printf("DST with load-back: %d seeds from %d in %d ms; %s%n", count, first, ms, totals);
-        if (one == null && count >= 200) {
+        DstSeeds.Totals totals = DstSeeds.run("DST (load-back)", true, "hicache.dst.loadSeeds", 1_000L, REPLAY);
+        if (!totals.single() && totals.seeds() >= 200) {
             // the schedules reach every path the suite is meant to cover
-            assertThat(totals).containsKeys("load.loaded", "load.failed", "load.forward", "load.ringReuseRefused",
-                "load.allocationRefusedOnce", "load.faultInjected", "load.duplicatePageFreed",
+            assertThat(totals.counts()).containsKeys("load.loaded", "load.failed", "load.forward",
+                "load.ringReuseRefused", "load.allocationRefusedOnce", "load.faultInjected", "load.duplicatePageFreed",
                 "load.hostEvictionWhileLoading", "committed");
-        }
-    }
-
-    private static void runSeed(long seed, Map<String, Integer> totals, boolean verbose) {
-        DstHarness h = null;
-        try {
-            h = new DstHarness(seed, true);
-            if (verbose) {
-                System.out.println("DST seed " + seed + ": " + h.describe());
-            }
-            h.run();
-            h.stats.forEach((k, v) -> totals.merge(k, v, Integer::sum));
-        } catch (Throwable t) {
-            String config = h == null ? "(construction failed)" : h.describe();
-            String steps = h == null ? "" : "\nlast steps:" + h.recentSteps();
-            if (h != null) {
-                h.abandon();
-            }
-            throw new AssertionError("DST (load-back) seed " + seed + " failed: " + t + "\nconfig: " + config + steps
-                + "\nreplay: " + String.format(REPLAY, seed), t);
         }
     }
 }
