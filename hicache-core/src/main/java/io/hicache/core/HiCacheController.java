@@ -786,10 +786,13 @@ public final class HiCacheController implements AutoCloseable {
     // ------------------------------------------------------------------ abort
 
     /**
-     * Aborts a backup from any non-terminal state; it is never published. If copies are in flight its pages
-     * and device lock are held until they drain (a later {@link #poll()} releases them).
+     * Aborts a backup from any non-terminal state; it is never published. Its pages and device lock are held
+     * until its copies have drained and the group agreed on the abort (a later {@link #poll()} releases them).
+     * In a CP group there is one race: if this rank already reported the backup complete in an agreement round
+     * that is still open, that round may commit it on every rank (its bytes are whole); the listener then sees
+     * {@code onCommitted}. A single rank never has a round open between polls, so there an abort always wins.
      *
-     * @return true if the backup was aborted by this call; false if it had already committed or aborted
+     * @return true if the abort was recorded by this call; false if the backup had already committed or aborted
      * @throws IllegalArgumentException if the backup or reason is null, or the backup is not this controller's
      */
     public boolean abort(Backup backup, AbortReason reason) {
