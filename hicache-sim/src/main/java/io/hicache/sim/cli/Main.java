@@ -210,59 +210,46 @@ public final class Main implements Callable<Integer> {
         Path htmlFile;
     }
 
-    @Command(name = "replay", mixinStandardHelpOptions = true, description = "Replay the trace under one configuration.")
-    static final class Replay implements Callable<Integer> {
+    /** A subcommand: the shared options, run as one {@link Kind} of run. */
+    abstract static class SimCommand implements Callable<Integer> {
         private final Main main;
+        private final Kind kind;
         @Spec
         CommandSpec spec;
         @Mixin
         SimOptions options;
 
-        Replay(Main main) {
+        SimCommand(Main main, Kind kind) {
             this.main = main;
+            this.kind = kind;
         }
 
         @Override
         public Integer call() {
-            return main.execute(spec, options, Kind.REPLAY);
+            return main.execute(spec, options, kind);
+        }
+    }
+
+    @Command(name = "replay", mixinStandardHelpOptions = true, description = "Replay the trace under one configuration.")
+    static final class Replay extends SimCommand {
+        Replay(Main main) {
+            super(main, Kind.REPLAY);
         }
     }
 
     @Command(name = "compare", mixinStandardHelpOptions = true,
             description = "Replay with backup modes layered, all-layers and none side by side.")
-    static final class Compare implements Callable<Integer> {
-        private final Main main;
-        @Spec
-        CommandSpec spec;
-        @Mixin
-        SimOptions options;
-
+    static final class Compare extends SimCommand {
         Compare(Main main) {
-            this.main = main;
-        }
-
-        @Override
-        public Integer call() {
-            return main.execute(spec, options, Kind.COMPARE);
+            super(main, Kind.COMPARE);
         }
     }
 
     @Command(name = "sweep", mixinStandardHelpOptions = true,
             description = "Replay once per host capacity (--host-capacity-tokens a,b,...) for a hit-ratio curve.")
-    static final class Sweep implements Callable<Integer> {
-        private final Main main;
-        @Spec
-        CommandSpec spec;
-        @Mixin
-        SimOptions options;
-
+    static final class Sweep extends SimCommand {
         Sweep(Main main) {
-            this.main = main;
-        }
-
-        @Override
-        public Integer call() {
-            return main.execute(spec, options, Kind.SWEEP);
+            super(main, Kind.SWEEP);
         }
     }
 
