@@ -25,6 +25,7 @@ import io.hicache.cuda.CudaError;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.SimulatedCudaConfig;
 import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.core.memory.HostPageAllocator;
 import io.hicache.radix.HostEvictionListener;
 import io.hicache.radix.HostValue;
 import io.hicache.radix.MatchResult;
@@ -2070,6 +2071,14 @@ final class DstHarness implements AutoCloseable {
 
     /** Frees every host-only leaf's pages straight into the allocator (end of run; bypasses the host budget). */
     private void evictAllHost(Rank rank) {
+        evictAllHost(rank.tree, rank.ctl.allocator());
+    }
+
+    /**
+     * Removes every host-only leaf of {@code tree} and frees its pages straight into {@code allocator} (end of a run;
+     * bypasses the controller's host budget). Shared by the suites of this package.
+     */
+    static void evictAllHost(RadixTree tree, HostPageAllocator allocator) {
         HostEvictionListener release = new HostEvictionListener() {
             @Override
             public boolean mayEvictHost(RadixNode node) {
@@ -2081,10 +2090,10 @@ final class DstHarness implements AutoCloseable {
                 HostPages hp = (HostPages) value;
                 int[] pages = new int[hp.ownedPageCount()];
                 hp.copyHostPages(pages, 0);
-                rank.ctl.allocator().free(pages, 0, pages.length);
+                allocator.free(pages, 0, pages.length);
             }
         };
-        while (rank.tree.evictHost(Integer.MAX_VALUE, release) > 0) {
+        while (tree.evictHost(Integer.MAX_VALUE, release) > 0) {
             // repeat: removing a leaf may expose its parent
         }
     }

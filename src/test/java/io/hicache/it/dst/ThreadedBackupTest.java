@@ -18,7 +18,6 @@ import io.hicache.core.memory.HostKvPool;
 import io.hicache.cuda.CudaError;
 import io.hicache.cuda.SimulatedCudaConfig;
 import io.hicache.cuda.SimulatedCudaRuntime;
-import io.hicache.radix.HostEvictionListener;
 import io.hicache.radix.HostValue;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
@@ -688,25 +687,9 @@ class ThreadedBackupTest {
             }
             throwViolations();
             // everything comes back: device pages through eviction, host pages through host eviction
-            HostEvictionListener release = new HostEvictionListener() {
-                @Override
-                public boolean mayEvictHost(RadixNode node) {
-                    return true;
-                }
-
-                @Override
-                public void onHostEvicted(RadixNode node, HostValue value) {
-                    HostPages hp = (HostPages) value;
-                    int[] p = new int[hp.ownedPageCount()];
-                    hp.copyHostPages(p, 0);
-                    ctl.allocator().free(p, 0, p.length);
-                }
-            };
             for (int round = 0; round < 64 && tree.nodeCount() > 0; round++) {
                 evict(Integer.MAX_VALUE);
-                while (tree.evictHost(Integer.MAX_VALUE, release) > 0) {
-                    // removing a leaf may expose its parent
-                }
+                DstHarness.evictAllHost(tree, ctl.allocator());
             }
             throwViolations();
             assertThat(tree.nodeCount()).as("rank %d nodes left", r).isZero();
