@@ -112,7 +112,7 @@ public final class HiCacheController implements AutoCloseable {
     private final long budgetCapacityPages;
     private long round;
     private boolean roundOpen;
-    private final long[] agreed = new long[2];
+    private final long[] agreed = new long[3];
     private int changes;
     private int[] scratchPages = new int[64];
     private int[] scratchOffsets = new int[64];
@@ -705,6 +705,12 @@ public final class HiCacheController implements AutoCloseable {
             }
             roundOpen = false;
             round++;
+            if (agreed[2] != 0) {
+                if (abortForRankFailure() == 0) {
+                    return;
+                }
+                continue;
+            }
             long g = agreed[0];
             long f = agreed[1];
             long limit = Math.min(g, f);
@@ -730,6 +736,34 @@ public final class HiCacheController implements AutoCloseable {
                 return;
             }
         }
+    }
+
+    /**
+     * A degraded round (a rank of the group was declared failed, see {@link RankAgreement#tryResult}): no backup in
+     * flight can be whole on every rank, so each aborts with {@link AbortReason#RANK_FAILED} and is released once its
+     * own copies have drained. Every later round is degraded too, so nothing commits until the group restarts.
+     */
+    private int abortForRankFailure() {
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup b = fifo.at(i);
+            if (b.state == BackupState.RESERVED || b.state == BackupState.SEALED && b.slot == null) {
+                fail(b, AbortReason.RANK_FAILED);
+            } else if (b.state == BackupState.COPYING || b.state == BackupState.SEALED) {
+                b.state = BackupState.DRAINING; // released when its forward is acknowledged
+                if (b.abortReason == null) {
+                    b.abortReason = AbortReason.RANK_FAILED;
+                }
+            }
+        }
+        int retired = 0;
+        while (fifo.size() > 0 && fifo.at(0).local != Backup.Local.UNRESOLVED) {
+            Backup b = fifo.pop();
+            retired++;
+            if (!b.state.terminal()) {
+                release(b, b.abortReason != null ? b.abortReason : AbortReason.RANK_FAILED);
+            }
+        }
+        return retired;
     }
 
     /** Marks a backup failed on this rank; it is released when the group agrees (see {@link #agree()}). */

@@ -55,7 +55,7 @@ final class Loader {
     private long nextSeq;
     private long round;
     private boolean roundOpen;
-    private final long[] agreed = new long[2];
+    private final long[] agreed = new long[3];
     private final java.util.IdentityHashMap<RadixNode, LoadOp> loading = new java.util.IdentityHashMap<>();
     private final PagePairs pairs = new PagePairs(64);
     private final PagePairs drafts = new PagePairs(64);
@@ -326,6 +326,14 @@ final class Loader {
         }
         roundOpen = false;
         round++;
+        if (agreed[2] != 0) {
+            // a rank of the group failed: no load completes everywhere; roll back each once its copies are done
+            while (fifo.size() > 0 && fifo.at(0).local != LoadOp.Local.UNRESOLVED) {
+                rollBack(fifo.pop());
+                changes++;
+            }
+            return changes;
+        }
         long g = agreed[0];
         long f = agreed[1];
         long limit = Math.min(g, f);

@@ -71,6 +71,9 @@ public final class InProcessRankAgreement implements RankAgreement {
         }
         out[0] = slotMinCompleted[slot];
         out[1] = slotMinFailed[slot];
+        if (out.length > 2) {
+            out[2] = 0;
+        }
         return true;
     }
 

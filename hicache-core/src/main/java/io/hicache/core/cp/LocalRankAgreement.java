@@ -45,6 +45,9 @@ public final class LocalRankAgreement implements RankAgreement {
         }
         out[0] = completedPrefix;
         out[1] = firstFailedSeq;
+        if (out.length > 2) {
+            out[2] = 0;
+        }
         return true;
     }
 }

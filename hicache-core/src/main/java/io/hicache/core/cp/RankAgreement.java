@@ -33,6 +33,12 @@ public interface RankAgreement {
      * Fills {@code out[0]} with the group minimum of {@code completedPrefix} and {@code out[1]} with the group
      * minimum of {@code firstFailedSeq} for {@code round} and returns true once every rank has contributed it;
      * returns false (and leaves {@code out} untouched) before that. Allocation-free.
+     *
+     * <p>When {@code out} has a third slot, {@code out[2]} receives 0 for a normal round. An agreement that detects
+     * failed ranks (one over processes, with timeouts) may instead decide a <em>degraded</em> round: {@code out[2]}
+     * then holds the non-zero bitmask of the failed ranks, {@code out[0..1]} carry no minima, and the caller aborts
+     * everything in flight with {@code RANK_FAILED}. Once a round is degraded every later round is too. Callers pass
+     * three slots; the in-process agreements never degrade.
      */
     boolean tryResult(int rank, long round, long[] out);
 

@@ -1,0 +1,100 @@
+package io.hicache.aeron;
+
+import io.hicache.aeron.cluster.RankWorkload;
+import io.hicache.core.AbortReason;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Real controllers (one per rank, each on its own simulated device) agreeing through the protocol, stepped in one
+ * thread: without faults every rank commits the same backups; when a rank dies mid-run the survivors abort what is
+ * in flight with RANK_FAILED, commit nothing afterwards, free every page and keep stepping.
+ */
+class ControllersOverProtocolTest {
+    private static final long TIMEOUT_NS = 50_000_000;
+    private static final long TICK_NS = 1_000_000;
+
+    private static RankWorkload[] ranks(InMemoryGroup g) {
+        RankWorkload[] w = new RankWorkload[g.n];
+        for (int r = 0; r < g.n; r++) {
+            w[r] = new RankWorkload(g.n, r, g.agreement(r), g.agreement(r).loadChannel(), 99);
+        }
+        return w;
+    }
+
+    private static InMemoryGroup group(int n) {
+        InMemoryGroup loads = new InMemoryGroup(n, 1, TIMEOUT_NS, TICK_NS);
+        return new InMemoryGroup(n, 0, TIMEOUT_NS, TICK_NS).withLoads(loads);
+    }
+
+    /** Runs {@code steps} lockstep steps; rank {@code victim} dies before step {@code killAt}. */
+    private static void run(InMemoryGroup g, RankWorkload[] w, int steps, int victim, int killAt) {
+        for (int s = 0; s < steps; s++) {
+            if (s == killAt) {
+                g.dead[victim] = true;
+            }
+            for (int r = 0; r < g.n; r++) {
+                if (!g.dead[r]) {
+                    w[r].begin();
+                }
+            }
+            long deadline = g.nowNs + 20 * TIMEOUT_NS;
+            boolean all;
+            do {
+                g.nowNs += TICK_NS;
+                all = true;
+                for (int r = 0; r < g.n; r++) {
+                    if (!g.dead[r] && !w[r].poll()) {
+                        all = false;
+                    }
+                }
+            } while (!all && g.nowNs < deadline);
+            assertThat(all).as("step %d retires within the timeout", s).isTrue();
+        }
+    }
+
+    @Test
+    void everyRankCommitsTheSameBackups() {
+        InMemoryGroup g = group(3);
+        RankWorkload[] w = ranks(g);
+        run(g, w, 60, -1, -1);
+        for (RankWorkload r : w) {
+            assertThat(r.committed()).isPositive();
+            assertThat(r.commitDigest()).isEqualTo(w[0].commitDigest());
+            assertThat(r.abortedRankFailed()).isZero();
+            assertThat(r.controller().backupsInFlight()).isZero();
+            r.close();
+        }
+    }
+
+    @Test
+    void survivorsOfADeadRankAbortInFlightBackupsConsistentlyAndKeepServing() {
+        for (int victim = 0; victim < 3; victim++) {
+            InMemoryGroup g = group(3);
+            RankWorkload[] w = ranks(g);
+            run(g, w, 30, victim, 12);
+            long committedAtDeath = -1;
+            for (int r = 0; r < 3; r++) {
+                if (r == victim) {
+                    continue;
+                }
+                assertThat(g.cores[r].isDegraded()).as("victim %d rank %d", victim, r).isTrue();
+                assertThat(w[r].abortedRankFailed()).as("victim %d rank %d", victim, r).isPositive();
+                assertThat(w[r].committed()).as("nothing commits after the death").isLessThanOrEqualTo(12);
+                assertThat(w[r].controller().backupsInFlight()).isZero();
+                assertThat(w[r].controller().metrics().abortedBy(AbortReason.RANK_FAILED))
+                    .isEqualTo(w[r].abortedRankFailed());
+                if (committedAtDeath < 0) {
+                    committedAtDeath = w[r].commitDigest();
+                }
+                assertThat(w[r].commitDigest()).as("victim %d: survivors committed the same", victim)
+                    .isEqualTo(committedAtDeath);
+                assertThat(w[r].steps()).isEqualTo(30);
+            }
+            for (RankWorkload r : w) {
+                r.close();
+            }
+        }
+    }
+}
