@@ -136,7 +136,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         return n;
     }
 
-    /** Latencies of this rank's backup rounds, contribution to result, in the order they were decided. */
+    /** Latencies of this rank's normal backup rounds, contribution to result, in the order they were decided. */
     public synchronized long[] backupRoundLatencies() {
         return backupLatencies.copy();
     }
@@ -223,7 +223,9 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
                     }
                 }
                 if (round == openRound) {
-                    latencies.record(clock.nanoTime() - contributedAtNs);
+                    if (out.length < 3 || out[2] == 0) {
+                        latencies.record(clock.nanoTime() - contributedAtNs); // degraded rounds are decided locally
+                    }
                     openRound = -1;
                 }
                 return true;
