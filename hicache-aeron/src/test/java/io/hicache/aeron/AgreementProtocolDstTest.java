@@ -13,7 +13,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * duplicating, reordering network, stray frames, and rank deaths and stalls at every step. Invariants: every round
  * is decided within the bound on every rank that runs; live members decide every round identically; a normal
  * decision is the minimum over every rank's contribution (strays never count); degradation is sticky. A failure
- * prints the seed; rerun one with {@code -Dhicache.dst.seed=N}.
+ * prints the seed; rerun one with {@code -Dhicache.dst.seed=N}; run more random seeds with
+ * {@code -Dhicache.aeron.dst.seeds=N}.
  */
 class AgreementProtocolDstTest {
     private static final long RUN_NS = 1_500_000_000L;
@@ -88,7 +89,7 @@ class AgreementProtocolDstTest {
     @Test
     void randomDeathsAndStallsNeverSplitDecisionsNorHang() {
         List<Long> degradedSeeds = new ArrayList<>();
-        for (long seed : seeds(150, 3000)) {
+        for (long seed : seeds(Integer.getInteger("hicache.aeron.dst.seeds", 150), 3000)) {
             int n = 2 + (int) (seed % 5);
             ProtocolSim sim = network(n, seed);
             SplittableRandom faults = new SplittableRandom(seed ^ 0x9E3779B97F4A7C15L);

@@ -97,4 +97,23 @@ class ControllersOverProtocolTest {
             }
         }
     }
+
+    @Test
+    void aGroupRestartedAfterADeathCommitsAgain() {
+        InMemoryGroup g = group(3);
+        RankWorkload[] w = ranks(g);
+        run(g, w, 20, 1, 5);
+        assertThat(w[0].committed()).isLessThanOrEqualTo(5);
+        for (RankWorkload r : w) {
+            r.close(); // every rank drops its host tier: the old host values lack rank 1's lanes
+        }
+        InMemoryGroup again = group(3);
+        RankWorkload[] fresh = ranks(again);
+        run(again, fresh, 20, -1, -1);
+        for (RankWorkload r : fresh) {
+            assertThat(r.committed()).isEqualTo(20);
+            assertThat(r.commitDigest()).isEqualTo(fresh[0].commitDigest());
+            r.close();
+        }
+    }
 }
