@@ -112,6 +112,17 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         return "hicache-cp-agreement-" + config.groupId() + "-" + config.rank();
     }
 
+    /**
+     * This rank leaves the group on both channels (call it when the controller stopped, e.g. after a sticky CUDA
+     * error, or before an orderly shutdown): the others degrade at once instead of after the member timeout. Keep
+     * {@link #doWork} running for a few retransmit intervals before {@link #close()} so the leave is resent.
+     */
+    public synchronized void leave() {
+        long now = clock.nanoTime();
+        cores[BACKUP_CHANNEL].leave(now);
+        cores[LOAD_CHANNEL].leave(now);
+    }
+
     /** True once any rank has been declared failed on either channel: backups abort until the group restarts. */
     public synchronized boolean degraded() {
         return cores[BACKUP_CHANNEL].isDegraded() || cores[LOAD_CHANNEL].isDegraded();
@@ -229,6 +240,14 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
                     openRound = -1;
                 }
                 return true;
+            }
+        }
+
+        @Override
+        public void leave(int rank) {
+            checkRank(rank);
+            synchronized (AeronRankGroup.this) {
+                core.leave(clock.nanoTime());
             }
         }
 

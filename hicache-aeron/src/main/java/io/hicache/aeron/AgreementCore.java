@@ -32,6 +32,9 @@ import java.util.Arrays;
  *       failed. A round applied by any promiser is thus applied by all, so no decision is half-applied. A rank
  *       without a majority, or named failed, leaves the group: everything it has in flight aborts and it must
  *       restart with an empty host tier to rejoin.</li>
+ *   <li>A rank that stops on purpose (its controller stopped after a sticky CUDA error, or it shuts down) calls
+ *       {@link #leave}: it sends {@code LEAVE} and the coordinator degrades the next undecided round at once,
+ *       instead of after the member timeout.</li>
  * </ul>
  * Frames of another group, with the wrong token, from a rank outside the group, from an older epoch or malformed
  * are dropped and counted, never counted as contributions. The model: crash-stop and stalled ranks, and a network
@@ -61,6 +64,7 @@ public final class AgreementCore {
     private long failedMask;
     private long degradedFrom = NONE;
     private boolean left;
+    private boolean leaving;
 
     private long myRound = -1;
     private long myCompleted;
@@ -219,6 +223,7 @@ public final class AgreementCore {
             case Wire.PREPARE -> onPrepare(sender, epoch, nowNs);
             case Wire.PROMISE -> onPromise(sender, epoch, round, a, b, c, d, nowNs);
             case Wire.NEW_EPOCH -> onNewEpoch(sender, epoch, round, a, b, c, d, nowNs);
+            case Wire.LEAVE -> onLeave(sender, epoch);
             default -> droppedMalformed++;
         }
     }
@@ -307,6 +312,33 @@ public final class AgreementCore {
         adopt(epoch, round, completed, failed, mask, from, nowNs);
     }
 
+    private void onLeave(int sender, long epoch) {
+        if (epoch != acceptedEpoch || !coordinator() || (failedMask & (1L << sender)) != 0) {
+            return; // only the coordinator decides; a later coordinator learns of it through its election
+        }
+        degrade(1L << sender, lastNormalRound + 1);
+        send(Wire.RESULT, acceptedEpoch, degradedFrom, 0, 0, failedMask, degradedFrom);
+    }
+
+    /**
+     * This rank leaves the group now (its controller stopped, or it shuts down): every round it has not seen decided
+     * is degraded here, and the group degrades the next undecided round without waiting for the member timeout.
+     * Keep calling {@link #doWork} for a while (the leave is resent) before closing.
+     */
+    public void leave(long nowNs) {
+        if (leaving) {
+            return;
+        }
+        leaving = true;
+        boolean wasCoordinator = coordinator();
+        degrade(1L << me, lastNormalRound + 1);
+        if (wasCoordinator) {
+            send(Wire.RESULT, acceptedEpoch, degradedFrom, 0, 0, failedMask, degradedFrom);
+        } else {
+            send(Wire.LEAVE, acceptedEpoch, lastNormalRound, 0, 0, 0, 0);
+        }
+    }
+
     // ------------------------------------------------------------------ timers and resends
 
     /** Runs timeouts and resends at {@code nowNs}; returns the work done (0: idle). */
@@ -360,6 +392,9 @@ public final class AgreementCore {
                 send(Wire.RESULT, acceptedEpoch, degradedFrom, 0, 0, failedMask, degradedFrom);
                 sent++;
             }
+        } else if (leaving && promisedEpoch == acceptedEpoch) {
+            send(Wire.LEAVE, acceptedEpoch, lastNormalRound, 0, 0, 0, 0);
+            sent++;
         } else if (!degraded() && myRound > lastNormalRound && promisedEpoch == acceptedEpoch) {
             send(Wire.CONTRIBUTION, acceptedEpoch, myRound, myCompleted, myFailed, 0, 0);
             sent++;

@@ -26,6 +26,7 @@ final class Wire {
     static final byte PREPARE = 3;
     static final byte PROMISE = 4;
     static final byte NEW_EPOCH = 5;
+    static final byte LEAVE = 6;
 
     static final int MAGIC_OFFSET = 0;
     static final int VERSION_OFFSET = 4;

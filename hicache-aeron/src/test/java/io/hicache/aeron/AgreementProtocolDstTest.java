@@ -87,6 +87,27 @@ class AgreementProtocolDstTest {
     }
 
     @Test
+    void aRankThatLeavesDegradesTheGroupBeforeTheMemberTimeout() {
+        for (long seed : seeds(20, 4000)) {
+            for (int leaver = 0; leaver < 3; leaver++) {
+                ProtocolSim sim = network(3, seed);
+                sim.run(200_000_000L, Long.MAX_VALUE);
+                sim.cores[leaver].leave(sim.nowNs);
+                long leftAt = sim.nowNs;
+                while (sim.nowNs - leftAt < ProtocolSim.MEMBER_TIMEOUT_NS / 2) {
+                    sim.run(sim.nowNs + ProtocolSim.STEP_NS, Long.MAX_VALUE);
+                }
+                for (int r = 0; r < 3; r++) {
+                    assertThat(sim.cores[r].isDegraded()).as("seed %d leaver %d rank %d", seed, leaver, r).isTrue();
+                    assertThat(sim.cores[r].failedMask()).isEqualTo(1L << leaver);
+                }
+                sim.run(sim.nowNs + 200_000_000L, Long.MAX_VALUE);
+                assertClean(sim, seed, false);
+            }
+        }
+    }
+
+    @Test
     void randomDeathsAndStallsNeverSplitDecisionsNorHang() {
         List<Long> degradedSeeds = new ArrayList<>();
         for (long seed : seeds(Integer.getInteger("hicache.aeron.dst.seeds", 150), 3000)) {
@@ -100,8 +121,9 @@ class AgreementProtocolDstTest {
             for (int i = 0; i < count; i++) {
                 faultAt[i] = faults.nextLong(RUN_NS / 2);
                 faultRank[i] = faults.nextInt(n);
-                // kill, or stall for a while shorter or longer than the timeouts
-                stallFor[i] = faults.nextInt(3) == 0 ? -1 : faults.nextLong(8 * ProtocolSim.MEMBER_TIMEOUT_NS);
+                // kill, leave (and linger), or stall for a while shorter or longer than the timeouts
+                int kind = faults.nextInt(4);
+                stallFor[i] = kind == 0 ? -1 : kind == 1 ? -2 : faults.nextLong(8 * ProtocolSim.MEMBER_TIMEOUT_NS);
             }
             long t = 0;
             while (t < RUN_NS) {
@@ -114,8 +136,10 @@ class AgreementProtocolDstTest {
                 sim.run(next, Long.MAX_VALUE);
                 for (int i = 0; i < count; i++) {
                     if (faultAt[i] == next) {
-                        if (stallFor[i] < 0) {
+                        if (stallFor[i] == -1) {
                             sim.dead[faultRank[i]] = true;
+                        } else if (stallFor[i] == -2) {
+                            sim.cores[faultRank[i]].leave(sim.nowNs);
                         } else if (!sim.dead[faultRank[i]]) {
                             sim.stall(faultRank[i], stallFor[i]);
                         }

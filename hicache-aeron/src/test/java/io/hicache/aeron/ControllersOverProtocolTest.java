@@ -2,6 +2,7 @@ package io.hicache.aeron;
 
 import io.hicache.aeron.cluster.RankWorkload;
 import io.hicache.core.AbortReason;
+import io.hicache.cuda.CudaError;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -91,6 +92,65 @@ class ControllersOverProtocolTest {
                 assertThat(w[r].commitDigest()).as("victim %d: survivors committed the same", victim)
                     .isEqualTo(committedAtDeath);
                 assertThat(w[r].steps()).isEqualTo(30);
+            }
+            for (RankWorkload r : w) {
+                r.close();
+            }
+        }
+    }
+
+    @Test
+    void aStickyCudaErrorOnOneRankAbortsInFlightBackupsConsistentlyAndTheRankLeavesCleanly() {
+        for (int victim = 0; victim < 3; victim++) {
+            InMemoryGroup g = group(3);
+            RankWorkload[] w = ranks(g);
+            run(g, w, 10, -1, -1);
+            long committedBefore = w[0].committed();
+            for (RankWorkload r : w) {
+                r.begin();
+            }
+            w[victim].device().injectStickyError(CudaError.ILLEGAL_ADDRESS);
+            long leftAtNs = -1;
+            boolean done = false;
+            for (int i = 0; i < 1000 && !done; i++) {
+                g.nowNs += TICK_NS;
+                done = true;
+                for (int r = 0; r < 3; r++) {
+                    if (r == victim && leftAtNs >= 0) {
+                        continue;
+                    }
+                    boolean retired = w[r].poll();
+                    if (r == victim && w[r].controller().stickyError() != null) {
+                        // the controller stopped and told the agreement this rank leaves the group
+                        assertThat(g.cores[r].hasLeft()).isTrue();
+                        assertThat(g.loads.cores[r].hasLeft()).isTrue();
+                        leftAtNs = g.nowNs;
+                    } else if (!retired) {
+                        done = false;
+                    }
+                }
+            }
+            assertThat(done).as("victim %d: survivors retire the step in flight", victim).isTrue();
+            assertThat(g.nowNs - leftAtNs).as("the group degrades at the leave, not after the member timeout")
+                .isLessThan(TIMEOUT_NS);
+            assertThat(w[victim].controller().metrics().abortedBy(AbortReason.CUDA_ERROR)).isPositive();
+            for (int r = 0; r < 3; r++) {
+                if (r == victim) {
+                    continue;
+                }
+                assertThat(g.cores[r].failedMask()).isEqualTo(1L << victim);
+                assertThat(w[r].committed()).as("the failed backup commits nowhere").isEqualTo(committedBefore);
+                assertThat(w[r].abortedRankFailed()).isPositive();
+                assertThat(w[r].commitDigest()).isEqualTo(w[victim].commitDigest());
+                // the survivors keep serving: more steps, each backup aborted with RANK_FAILED, nothing left over
+                for (int s = 0; s < 5; s++) {
+                    w[r].begin();
+                    for (int i = 0; i < 100 && !w[r].poll(); i++) {
+                        g.nowNs += TICK_NS;
+                    }
+                }
+                assertThat(w[r].steps()).isEqualTo(16);
+                assertThat(w[r].controller().backupsInFlight()).isZero();
             }
             for (RankWorkload r : w) {
                 r.close();

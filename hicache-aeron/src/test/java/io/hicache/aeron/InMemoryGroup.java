@@ -17,7 +17,7 @@ final class InMemoryGroup {
     @SuppressWarnings("unchecked")
     private final ArrayDeque<byte[]>[] inbox;
     long nowNs;
-    private InMemoryGroup loads;
+    InMemoryGroup loads;
 
     InMemoryGroup(int n, int channel, long memberTimeoutNs, long retransmitNs) {
         this.n = n;
@@ -75,6 +75,11 @@ final class InMemoryGroup {
             public boolean tryResult(int r, long round, long[] out) {
                 pump(rank);
                 return cores[rank].tryResult(round, out);
+            }
+
+            @Override
+            public void leave(int r) {
+                cores[rank].leave(nowNs);
             }
 
             @Override

@@ -79,6 +79,7 @@ public final class HiCacheController implements AutoCloseable {
     private final int rank;
     private final OwnerLanes lanes;
     private final RankAgreement agreement;
+    private final RankAgreement loadAgreement;
     private final WritePolicy writePolicy;
     private final int hitThreshold;
     private final BackupMode configuredMode;
@@ -134,6 +135,7 @@ public final class HiCacheController implements AutoCloseable {
         this.rank = b.cpRank;
         this.lanes = b.lanes;
         this.agreement = b.agreement;
+        this.loadAgreement = b.loadAgreement;
         this.writePolicy = b.writePolicy;
         this.hitThreshold = b.hitThreshold > 0 ? b.hitThreshold : (b.writePolicy == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1);
         this.configuredMode = b.backupMode;
@@ -1085,7 +1087,10 @@ public final class HiCacheController implements AutoCloseable {
                 release(b, AbortReason.CUDA_ERROR);
             }
         }
-        // the entries stay, failed, so the other ranks learn of them through the agreement rounds
+        // the entries stay, failed, so the other ranks learn of them through the agreement rounds; an agreement
+        // across processes is told this rank is gone, so the group degrades without waiting for its timeout
+        agreement.leave(rank);
+        loadAgreement.leave(rank);
     }
 
     /**

@@ -121,7 +121,9 @@ public final class RankWorkload implements AutoCloseable {
         }
         inFlight = null;
         step++;
-        controller.evictDevice(MAX_PAGES_PER_STEP, toFreeList);
+        if (controller.stickyError() == null) {
+            controller.evictDevice(MAX_PAGES_PER_STEP, toFreeList); // a stopped controller refuses every call
+        }
         return true;
     }
 
@@ -165,9 +167,14 @@ public final class RankWorkload implements AutoCloseable {
         return noRoom;
     }
 
-    /** Host pages held by backups and the tree (the pool's accounting). */
+    /** This rank's controller. */
     public HiCacheController controller() {
         return controller;
+    }
+
+    /** This rank's simulated device (to inject faults). */
+    public SimulatedCudaRuntime device() {
+        return runtime;
     }
 
     @Override

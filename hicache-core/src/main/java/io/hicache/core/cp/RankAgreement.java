@@ -43,6 +43,14 @@ public interface RankAgreement {
     boolean tryResult(int rank, long round, long[] out);
 
     /**
+     * Tells the group that {@code rank} stops taking part (its controller stopped after a sticky CUDA error), so
+     * that an agreement with failure detection degrades the group at once instead of after its timeout. The
+     * default does nothing: in-process groups never lose a rank.
+     */
+    default void leave(int rank) {
+    }
+
+    /**
      * A second, independent agreement among the same ranks, used for load-back completions so that backup and
      * load rounds never mix. Every rank must get the same channel object (or one backed by the same collective).
      * The default refuses: an engine's own implementation either overrides this or passes a load agreement to
