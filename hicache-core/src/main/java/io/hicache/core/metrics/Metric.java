@@ -8,7 +8,7 @@ public enum Metric {
     BACKUPS_RESERVED,
     /** Backups published on their node (scheduler). */
     BACKUPS_COMMITTED,
-    /** Backups aborted, all reasons (scheduler); per reason in {@link HiCacheMetrics#abortedBy}. */
+    /** Backups aborted, all reasons (scheduler); per reason in {@link MetricsSnapshot#abortedBy}. */
     BACKUPS_ABORTED,
     /** Reservations refused because the host pool had no room after one host eviction (scheduler). */
     RESERVE_NO_ROOM,
