@@ -1,5 +1,6 @@
 package io.hicache.sim;
 
+import io.hicache.core.WritePolicy;
 import io.hicache.radix.spi.DeviceEvictionListener;
 import io.hicache.radix.spi.HostEvictionListener;
 import io.hicache.radix.spi.HostValue;

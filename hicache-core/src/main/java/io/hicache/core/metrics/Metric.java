@@ -12,7 +12,7 @@ public enum Metric {
     BACKUPS_ABORTED,
     /** Reservations refused because the host pool had no room after one host eviction (scheduler). */
     RESERVE_NO_ROOM,
-    /** Entries into the all-layer fallback (scheduler or forward thread, under the controller's fallback lock). */
+    /** Entries into the all-layer fallback (scheduler or forward thread; counted under the metrics' monitor). */
     FALLBACK_ENTRIES,
     /** Host pages freed by host eviction (scheduler). */
     HOST_PAGES_EVICTED,

@@ -51,7 +51,7 @@ public final class HiCacheMetrics {
         return (long) ARRAY.getAcquire(abortedByReason, reason.ordinal());
     }
 
-    /** Counts a fallback entry with its reason (caller holds the controller's fallback lock). */
+    /** Counts a fallback entry with its reason. Synchronized: the scheduler and the forward thread both count. */
     public synchronized void countFallback(FallbackReason reason) {
         int i = reason.ordinal();
         ARRAY.setRelease(fallbackByReason, i, (long) ARRAY.getOpaque(fallbackByReason, i) + 1);
