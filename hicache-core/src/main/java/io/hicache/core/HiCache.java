@@ -99,11 +99,12 @@ public final class HiCache implements AutoCloseable {
     }
 
     /**
-     * Locks the path from {@code node} to the root on device while a request uses it: locked nodes are never
-     * evicted. Locks nest; each needs one {@link #unlock}. Scheduler thread.
+     * Locks the path from {@code node} to the root on device while a request uses it (SGLang's
+     * {@code inc_lock_ref}): locked nodes are never evicted. Locks nest; each needs one {@link #unlock}. Locking
+     * the root (an empty match) is a no-op. Scheduler thread.
      *
-     * @throws IllegalArgumentException if {@code node} is null, the root, or not attached to this cache's tree
-     * @throws IllegalStateException if {@code node} has no device pages
+     * @throws IllegalArgumentException if {@code node} is null
+     * @throws IllegalStateException if {@code node} was removed from the tree, or the cache is closed
      */
     public void lock(RadixNode node) {
         checkOpen();
@@ -113,8 +114,9 @@ public final class HiCache implements AutoCloseable {
     /**
      * Releases one {@link #lock} of the path from {@code node}. Scheduler thread.
      *
-     * @throws IllegalArgumentException if {@code node} is null, the root, or not attached to this cache's tree
-     * @throws IllegalStateException if the path is not locked
+     * @throws IllegalArgumentException if {@code node} is null
+     * @throws IllegalStateException if a node on the path is not locked (nothing is changed then), {@code node}
+     *     was removed from the tree, or the cache is closed
      */
     public void unlock(RadixNode node) {
         checkOpen();
