@@ -1,11 +1,11 @@
 package io.hicache.aeron.cluster;
 
 import io.hicache.core.AbortReason;
-import io.hicache.core.Backup;
+import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupState;
 import io.hicache.core.DevicePageSink;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
+import io.hicache.core.ForwardHooks;
+import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
@@ -34,7 +34,7 @@ public final class RankWorkload implements AutoCloseable {
     private static final int MAX_PAGES_PER_STEP = 6;
 
     private final SimulatedCudaRuntime runtime;
-    private final HiCacheController controller;
+    private final HiCache controller;
     private final SplittableRandom random;
     private final int[] freeDevicePages = new int[DEVICE_PAGES];
     private int freeDeviceCount;
@@ -42,7 +42,7 @@ public final class RankWorkload implements AutoCloseable {
     private final int[] pages = new int[MAX_PAGES_PER_STEP];
     private final DevicePageSink toFreeList = this::free;
     private int nextToken = 1;
-    private Backup inFlight;
+    private BackupHandle inFlight;
     private long step;
     private long committed;
     private long commitDigest = 0xcbf29ce484222325L;
@@ -55,7 +55,7 @@ public final class RankWorkload implements AutoCloseable {
         DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS)
             .pageSizeTokens(PAGE_SIZE).bytesPerTokenPerBuffer(64).pageCount(DEVICE_PAGES);
         DeviceKvLayout target = tb.packedFrom(runtime.deviceMalloc(tb.packedBytes())).build();
-        HiCacheController.Builder b = HiCacheController.builder().runtime(runtime).targetLayout(target)
+        HiCache.Builder b = HiCache.builder().runtime(runtime).targetLayout(target)
             .hostPages(HOST_PAGES).threadingMode(ThreadingMode.INVOKER).leaseNs(0).checkThread(false)
             .clock(runtime::nowNs);
         if (size > 1) {
@@ -83,15 +83,15 @@ public final class RankWorkload implements AutoCloseable {
         for (int i = 0; i < pageCount; i++) {
             pages[i] = freeDevicePages[--freeDeviceCount];
         }
-        controller.tree().insert(tokens, 0, len, pages, 0);
-        RadixNode node = controller.tree().lastInsertNode();
-        Backup b = controller.reserve(node, false);
+        controller.insert(tokens, 0, len, pages, 0);
+        RadixNode node = controller.lastInsertNode();
+        BackupHandle b = controller.reserve(node, false);
         if (b == null) {
             noRoom++;
             return;
         }
         inFlight = b;
-        ForwardHandle h = controller.beginForward(List.of(b));
+        ForwardHooks h = controller.beginForward(List.of(b));
         for (int l = 0; l < LAYERS; l++) {
             h.targetLayerStored(l);
         }
@@ -167,8 +167,8 @@ public final class RankWorkload implements AutoCloseable {
         return noRoom;
     }
 
-    /** This rank's controller. */
-    public HiCacheController controller() {
+    /** This rank's cache. */
+    public HiCache controller() {
         return controller;
     }
 
