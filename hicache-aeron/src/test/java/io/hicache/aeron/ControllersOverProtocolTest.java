@@ -159,6 +159,49 @@ class ControllersOverProtocolTest {
     }
 
     @Test
+    void sealedBackupsWaitingForAStalledRankAbortWithinTheTimeoutAndTheRankLeavesOnWaking() {
+        for (int stalled = 0; stalled < 3; stalled++) {
+            InMemoryGroup g = group(3);
+            RankWorkload[] w = ranks(g);
+            run(g, w, 8, -1, -1);
+            for (RankWorkload r : w) {
+                r.begin();
+            }
+            // the stalled rank is not polled (its frames wait in its inbox); the others' backups seal and wait
+            long stallStart = g.nowNs;
+            boolean othersDone = false;
+            while (!othersDone) {
+                g.nowNs += TICK_NS;
+                othersDone = true;
+                for (int r = 0; r < 3; r++) {
+                    if (r != stalled && !w[r].poll()) {
+                        othersDone = false;
+                    }
+                }
+                assertThat(g.nowNs - stallStart).as("stalled %d: the others' round ends within the bound", stalled)
+                    .isLessThan(4 * TIMEOUT_NS + 10 * TICK_NS);
+            }
+            for (int r = 0; r < 3; r++) {
+                if (r != stalled) {
+                    assertThat(w[r].abortedRankFailed()).isEqualTo(1);
+                    assertThat(w[r].committed()).isEqualTo(8);
+                }
+            }
+            // the stalled rank wakes: it learns it was declared failed and aborts its backup too
+            for (int i = 0; i < 100 && !w[stalled].poll(); i++) {
+                g.nowNs += TICK_NS;
+            }
+            assertThat(g.cores[stalled].hasLeft()).isTrue();
+            assertThat(w[stalled].committed()).isEqualTo(8);
+            assertThat(w[stalled].commitDigest()).isEqualTo(w[(stalled + 1) % 3].commitDigest());
+            for (RankWorkload r : w) {
+                assertThat(r.controller().backupsInFlight()).isZero();
+                r.close();
+            }
+        }
+    }
+
+    @Test
     void aGroupRestartedAfterADeathCommitsAgain() {
         InMemoryGroup g = group(3);
         RankWorkload[] w = ranks(g);
