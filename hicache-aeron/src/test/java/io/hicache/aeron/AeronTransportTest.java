@@ -1,0 +1,116 @@
+package io.hicache.aeron;
+
+import io.aeron.Aeron;
+import io.aeron.driver.MediaDriver;
+import io.hicache.core.cp.RankAgreement;
+import org.agrona.CloseHelper;
+import org.agrona.concurrent.SystemNanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Files;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The Aeron transport with an embedded driver: ranks of one group (here on one thread) agree over a shared channel;
+ * frames of another group, token or an out-of-range rank on the same stream are dropped and counted.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class AeronTransportTest {
+    private MediaDriver driver;
+    private Aeron aeron;
+
+    @BeforeEach
+    void start() throws Exception {
+        String dir = Files.createTempDirectory("aeron-transport").resolve("aeron").toString();
+        driver = EmbeddedDriver.launch(dir, 100_000);
+        aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(dir));
+    }
+
+    @AfterEach
+    void stop() {
+        CloseHelper.closeAll(aeron, driver);
+    }
+
+    private static AgreementConfig config(long group, long token, int size, int rank) {
+        return new AgreementConfig(group, token, size, rank, TimeUnit.SECONDS.toNanos(5),
+            TimeUnit.MILLISECONDS.toNanos(20));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"aeron:ipc?term-length=64k", "aeron:udp?endpoint=224.0.1.1:40456|interface=127.0.0.1"})
+    void ranksAgreeOnTheMinimaOverTheChannel(String channel) {
+        int n = 3;
+        AeronRankGroup[] groups = new AeronRankGroup[n];
+        for (int r = 0; r < n; r++) {
+            groups[r] = new AeronRankGroup(aeron, channel, 11, config(5, 55, n, r), SystemNanoClock.INSTANCE, 64);
+        }
+        long[] out = new long[3];
+        for (long round = 0; round < 20; round++) {
+            for (int r = 0; r < n; r++) {
+                groups[r].backupAgreement().contribute(r, round, round * 10 + r, r == 1 ? round * 10 + 5 : Long.MAX_VALUE);
+            }
+            for (int r = 0; r < n; r++) {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                boolean got = false;
+                while (!got && System.nanoTime() < deadline) {
+                    for (AeronRankGroup g : groups) {
+                        g.doWork();
+                    }
+                    got = groups[r].backupAgreement().tryResult(r, round, out);
+                }
+                assertThat(got).as("%s: round %d on rank %d", channel, round, r).isTrue();
+                assertThat(out).containsExactly(round * 10, round * 10 + 5, 0);
+            }
+        }
+        assertThat(groups[0].backupRoundLatencies()).hasSize(20);
+        CloseHelper.closeAll(groups);
+    }
+
+    @Test
+    void framesFromOutsideTheGroupAreDroppedAndCounted() {
+        AeronRankGroup g0 = new AeronRankGroup(aeron, "aeron:ipc", 12, config(5, 55, 2, 0), SystemNanoClock.INSTANCE, 0);
+        AeronRankGroup g1 = new AeronRankGroup(aeron, "aeron:ipc", 12, config(5, 55, 2, 1), SystemNanoClock.INSTANCE, 0);
+        // strays on the same stream: another group, a wrong token, a rank out of range, and an unknown channel
+        AeronRankGroup otherGroup = new AeronRankGroup(aeron, "aeron:ipc", 12, config(6, 55, 2, 1),
+            SystemNanoClock.INSTANCE, 0);
+        AeronRankGroup wrongToken = new AeronRankGroup(aeron, "aeron:ipc", 12, config(5, 99, 2, 1),
+            SystemNanoClock.INSTANCE, 0);
+        AeronRankGroup bigGroup = new AeronRankGroup(aeron, "aeron:ipc", 12, config(5, 55, 4, 3),
+            SystemNanoClock.INSTANCE, 0);
+        var pub = aeron.addPublication("aeron:ipc", 12);
+        UnsafeBuffer junk = new UnsafeBuffer(new byte[Wire.LENGTH]);
+        Wire.encode(junk, Wire.CONTRIBUTION, 9, 5, 55, 1, 0, 0, -1, -1, 0, 0);
+        long[] out = new long[3];
+        otherGroup.backupAgreement().contribute(1, 0, -1, -1);
+        wrongToken.backupAgreement().contribute(1, 0, -1, -1);
+        bigGroup.backupAgreement().contribute(3, 0, -1, -1);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (pub.offer(junk, 0, Wire.LENGTH) < 0 && System.nanoTime() < deadline) {
+            g0.doWork();
+        }
+        g0.backupAgreement().contribute(0, 0, 7, Long.MAX_VALUE);
+        g1.backupAgreement().contribute(1, 0, 9, Long.MAX_VALUE);
+        boolean got = false;
+        while (!got && System.nanoTime() < deadline) {
+            for (AeronRankGroup g : new AeronRankGroup[] {otherGroup, wrongToken, bigGroup, g1}) {
+                g.doWork();
+            }
+            got = g0.backupAgreement().tryResult(0, 0, out) && g1.backupAgreement().tryResult(1, 0, out);
+        }
+        assertThat(got).isTrue();
+        assertThat(out).containsExactly(7, Long.MAX_VALUE, 0); // the strays' -1 never counted
+        while (g0.droppedFrames() < 4 && System.nanoTime() < deadline) {
+            g0.doWork();
+        }
+        assertThat(g0.droppedFrames()).isGreaterThanOrEqualTo(4);
+        CloseHelper.closeAll(pub, g0, g1, otherGroup, wrongToken, bigGroup);
+    }
+}
