@@ -128,7 +128,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         return cores[BACKUP_CHANNEL].isDegraded() || cores[LOAD_CHANNEL].isDegraded();
     }
 
-    /** True if this rank has left the group (declared failed, or cut off from a majority). */
+    /** True if this rank has left the group (declared failed by the others, or {@link #leave()} called). */
     public synchronized boolean hasLeft() {
         return cores[BACKUP_CHANNEL].hasLeft() || cores[LOAD_CHANNEL].hasLeft();
     }

@@ -26,11 +26,13 @@ import java.util.Arrays;
  *   <li>A follower that hears no decision {@link AgreementConfig#coordinatorTimeoutNs} after contributing suspects
  *       the coordinator; the lowest-numbered rank not suspected runs an election: {@code PREPARE(newEpoch)};
  *       every rank that sees a higher epoch promises it (and from then on ignores older epochs) and answers
- *       {@code PROMISE} with the last round it applied and its degradation; with promises from a majority of the
- *       group the candidate sends {@code NEW_EPOCH} carrying the latest applied result (which any rank that applied
- *       a decision of the old coordinator reports), the union of failures, and the ranks that did not promise as
- *       failed. A round applied by any promiser is thus applied by all, so no decision is half-applied. A rank
- *       without a majority, or named failed, leaves the group: everything it has in flight aborts and it must
+ *       {@code PROMISE} with the last round it applied and its degradation; when every rank not suspected has
+ *       promised, or after the member timeout, the candidate sends {@code NEW_EPOCH} carrying the latest applied
+ *       result (which any rank that applied a decision of the old coordinator reports), the union of failures, and
+ *       the ranks that did not promise as failed. A round applied by any promiser is thus applied by all, so no
+ *       decision is half-applied. If every rank promised, the new epoch continues normally under the candidate;
+ *       otherwise it is degraded. No majority is needed: a degraded epoch commits nothing, so a lone survivor may
+ *       declare one safely. A rank named failed leaves the group: everything it has in flight aborts and it must
  *       restart with an empty host tier to rejoin.</li>
  *   <li>A rank that stops on purpose (its controller stopped after a sticky CUDA error, or it shuts down) calls
  *       {@link #leave}: it sends {@code LEAVE} and the coordinator degrades the next undecided round at once,
@@ -470,17 +472,13 @@ public final class AgreementCore {
         }
         long epoch = electionEpoch;
         electionEpoch = 0;
-        if (Long.bitCount(promiseMask) * 2 > size) {
-            long failed = unionFailed | (fullMask & ~promiseMask);
-            long from = minDegradedFrom;
-            if (failed != 0 && from == NONE) {
-                from = bestRound + 1;
-            }
-            adopt(epoch, bestRound, bestCompleted, bestFailed, failed, from, nowNs);
-            send(Wire.NEW_EPOCH, epoch, bestRound, bestCompleted, bestFailed, failed, from);
-        } else {
-            degrade(1L << me | (fullMask & ~promiseMask), lastNormalRound + 1); // no majority: leave the group
+        long failed = unionFailed | (fullMask & ~promiseMask);
+        long from = minDegradedFrom;
+        if (failed != 0 && from == NONE) {
+            from = bestRound + 1;
         }
+        adopt(epoch, bestRound, bestCompleted, bestFailed, failed, from, nowNs);
+        send(Wire.NEW_EPOCH, epoch, bestRound, bestCompleted, bestFailed, failed, from);
         return true;
     }
 
@@ -577,7 +575,7 @@ public final class AgreementCore {
         return degradedFrom;
     }
 
-    /** True if this rank was declared failed or lost its majority: it must restart empty to rejoin. */
+    /** True if this rank was declared failed (or left): it must restart empty to rejoin. */
     public boolean hasLeft() {
         return left;
     }
