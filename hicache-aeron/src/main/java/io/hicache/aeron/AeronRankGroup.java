@@ -67,7 +67,17 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
     }
 
     private boolean offer(DirectBuffer buffer, int offset, int length) {
-        return publication.offer(buffer, offset, length) > 0;
+        for (int attempt = 0; attempt < 4; attempt++) {
+            long result = publication.offer(buffer, offset, length);
+            if (result > 0) {
+                return true;
+            }
+            if (result != Publication.ADMIN_ACTION) {
+                return false; // back pressure or not connected: the protocol resends
+            }
+            // the log rotated to its next term: offer again at once
+        }
+        return false;
     }
 
     private void onFragment(DirectBuffer buffer, int offset, int length, Header header) {

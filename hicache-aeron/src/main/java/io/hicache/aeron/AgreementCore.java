@@ -95,6 +95,7 @@ public final class AgreementCore {
     private long newEpochDegradedFrom;
 
     private long lastRetransmitNs = Long.MIN_VALUE;
+    private boolean refused;
 
     private long droppedMalformed;
     private long droppedForeign;
@@ -366,7 +367,9 @@ public final class AgreementCore {
             }
             work++;
         }
-        if (lastRetransmitNs == Long.MIN_VALUE || nowNs - lastRetransmitNs >= config.retransmitIntervalNs()) {
+        if (refused || lastRetransmitNs == Long.MIN_VALUE
+            || nowNs - lastRetransmitNs >= config.retransmitIntervalNs()) {
+            refused = false; // a frame the transport refused is offered again at the next duty cycle
             lastRetransmitNs = nowNs;
             work += resend();
         }
@@ -545,6 +548,7 @@ public final class AgreementCore {
         Wire.encode(frame, type, channel, config.groupId(), config.token(), me, epoch, round, a, b, c, d);
         if (!outbox.send(frame, 0, Wire.LENGTH)) {
             sendsRefused++;
+            refused = true;
         }
     }
 
