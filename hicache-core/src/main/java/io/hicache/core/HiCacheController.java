@@ -210,6 +210,7 @@ public final class HiCacheController implements AutoCloseable {
         this.computeStream = createdCompute != null ? createdCompute : b.computeStream;
         this.allocator = new HostPageAllocator(hostPool.pageCount());
         this.budgetCapacityPages = hostPool.pageCount();
+        metrics.set(Metric.HOST_PAGES_CAPACITY, budgetCapacityPages);
 
         this.freeSlots = new ForwardSlot[slots.length];
         for (int i = slots.length - 1; i >= 0; i--) {
@@ -261,6 +262,19 @@ public final class HiCacheController implements AutoCloseable {
     public RadixTree tree() {
         checkOwner();
         return tree;
+    }
+
+    /**
+     * Matches {@code tokens[from, from + len)} against the tree like {@code tree().match} and counts the device hit in
+     * {@link Metric#DEVICE_HIT_TOKENS}. Scheduler thread; allocation-free.
+     *
+     * @return {@code out}, filled with the device hit and the host-only extension
+     */
+    public MatchResult match(int[] tokens, int from, int len, MatchResult out) {
+        checkOwner();
+        tree.match(tokens, from, len, out);
+        metrics.add(Metric.DEVICE_HIT_TOKENS, out.deviceTokenCount());
+        return out;
     }
 
     /** Counters; any thread. */
@@ -429,6 +443,7 @@ public final class HiCacheController implements AutoCloseable {
         tree.lock(node);
         nextSeq++;
         budgetUsedPages += budget;
+        metrics.set(Metric.HOST_PAGES_USED, budgetUsedPages);
         fifo.add(b);
         metrics.increment(Metric.BACKUPS_RESERVED);
         return b;
@@ -600,7 +615,9 @@ public final class HiCacheController implements AutoCloseable {
         }
         expireLeases();
         agree();
-        return changes + loader.poll();
+        int loads = loader.poll();
+        metrics.set(Metric.HOST_PAGES_USED, budgetUsedPages);
+        return changes + loads;
     }
 
     private void onAck(ForwardSlot slot) {

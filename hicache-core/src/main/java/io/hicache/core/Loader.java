@@ -297,6 +297,7 @@ final class Loader {
                 op.local = s.status == 0 ? LoadOp.Local.OK : LoadOp.Local.FAILED;
                 if (s.status == 0) {
                     metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);
+                    metrics.loadLatencyNs().record(s.completedNs - op.issuedNs);
                 }
             }
             s.opCount = 0;
