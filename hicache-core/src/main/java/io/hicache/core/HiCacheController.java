@@ -9,6 +9,8 @@ import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostKvPool;
 import io.hicache.core.memory.HostPageAllocator;
+import io.hicache.core.jfr.AgreementRoundEvent;
+import io.hicache.core.jfr.HiCacheEvents;
 import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
@@ -112,6 +114,10 @@ public final class HiCacheController implements AutoCloseable {
     private final long budgetCapacityPages;
     private long round;
     private boolean roundOpen;
+    /** The open round's JFR event, or null when none is open or the event is disabled. */
+    private AgreementRoundEvent roundEvent;
+    private final long targetPageBytes;
+    private final long draftPageBytes;
     private final long[] agreed = new long[2];
     private int changes;
     private int[] scratchPages = new int[64];
@@ -211,6 +217,8 @@ public final class HiCacheController implements AutoCloseable {
         this.allocator = new HostPageAllocator(hostPool.pageCount());
         this.budgetCapacityPages = hostPool.pageCount();
         metrics.set(Metric.HOST_PAGES_CAPACITY, budgetCapacityPages);
+        this.targetPageBytes = hostPool.bytesPerPageAllLayers();
+        this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
 
         this.freeSlots = new ForwardSlot[slots.length];
         for (int i = slots.length - 1; i >= 0; i--) {
@@ -560,6 +568,7 @@ public final class HiCacheController implements AutoCloseable {
 
     private void countFallback(FallbackReason reason) {
         metrics.countFallback(reason);
+        HiCacheEvents.fallback(reason, reason == FallbackReason.HOOKS_UNAVAILABLE ? hooksUnavailableReason : null, rank);
         long now = System.nanoTime();
         int i = reason.ordinal();
         if (lastFallbackWarnNs[i] == 0 || now - lastFallbackWarnNs[i] > 10_000_000_000L) {
@@ -714,6 +723,7 @@ public final class HiCacheController implements AutoCloseable {
                         firstFailed = b.seq;
                     }
                 }
+                roundEvent = HiCacheEvents.beginRound();
                 agreement.contribute(rank, round, prefix, firstFailed);
                 roundOpen = true;
             }
@@ -743,6 +753,8 @@ public final class HiCacheController implements AutoCloseable {
                         : AbortReason.RANK_FAILED);
                 }
             }
+            HiCacheEvents.endRound(roundEvent, cpSize, round - 1, retired, rank);
+            roundEvent = null;
             if (retired == 0) {
                 return;
             }
@@ -773,7 +785,10 @@ public final class HiCacheController implements AutoCloseable {
         tree.unlock(b.node);
         b.state = BackupState.COMMITTED;
         metrics.increment(Metric.BACKUPS_COMMITTED);
-        metrics.commitLatencyNs().record(clock.getAsLong() - b.forwardEndNs);
+        long latencyNs = clock.getAsLong() - b.forwardEndNs;
+        metrics.commitLatencyNs().record(latencyNs);
+        HiCacheEvents.backupCommitted(b.pageCount, b.ownedCount * (targetPageBytes + (b.withDraft ? draftPageBytes : 0)),
+            targetLayers, b.withDraft ? draftLayers : 0, latencyNs, rank);
         changes++;
         if (listener != null) {
             listener.onCommitted(b);
@@ -794,6 +809,7 @@ public final class HiCacheController implements AutoCloseable {
         b.state = BackupState.ABORTED;
         b.local = Backup.Local.FAILED;
         metrics.countAbort(reason);
+        HiCacheEvents.backupAborted(reason, b.pageCount, rank);
         changes++;
         if (listener != null) {
             listener.onAborted(b, reason);
@@ -1061,13 +1077,16 @@ public final class HiCacheController implements AutoCloseable {
     private void stopAfterStickyError() {
         LOG.error("HiCache stops: sticky CUDA error {} poisoned the context; aborting {} backups in flight",
             stickyError.errorName(), fifo.size());
+        int aborted = 0;
         for (int i = 0; i < fifo.size(); i++) {
             Backup b = fifo.at(i);
             if (!b.state.terminal()) {
                 b.state = BackupState.DRAINING;
                 release(b, AbortReason.CUDA_ERROR);
+                aborted++;
             }
         }
+        HiCacheEvents.stickyError(stickyError.errorName(), stickyError.code(), stickyError.call(), aborted, rank);
         // the entries stay, failed, so the other ranks learn of them through the agreement rounds
     }
 

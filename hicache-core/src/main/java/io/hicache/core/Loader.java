@@ -4,6 +4,7 @@ import io.hicache.core.copy.CopyDirection;
 import io.hicache.core.copy.CopyPlan;
 import io.hicache.core.copy.CopyPlanner;
 import io.hicache.core.cp.RankAgreement;
+import io.hicache.core.jfr.HiCacheEvents;
 import io.hicache.core.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaEvent;
@@ -386,6 +387,8 @@ final class Loader {
         tree.unlock(op.anchor);
         op.state = LoadOp.State.LOADED;
         metrics.increment(Metric.LOADS_COMPLETED);
+        HiCacheEvents.loadCompleted(op.requestId(), op.pageCount, (long) op.pageCount * pageSize,
+            clock.getAsLong() - op.issuedNs, rank);
         if (listener != null) {
             listener.onLoaded(op);
         }
@@ -406,6 +409,7 @@ final class Loader {
         tree.unlock(op.anchor);
         op.state = LoadOp.State.FAILED;
         metrics.increment(Metric.LOADS_FAILED);
+        HiCacheEvents.loadFailed(op.requestId(), op.pageCount, rank);
         if (listener != null) {
             listener.onLoadFailed(op);
         }
