@@ -208,6 +208,11 @@ public final class Main implements Callable<Integer> {
 
         @Option(names = "--html", paramLabel = "FILE", description = "Write a self-contained HTML report.")
         Path htmlFile;
+
+        @Option(names = "--jfr", paramLabel = "FILE",
+                description = "Record the run with JDK Flight Recorder (every io.hicache event) into FILE; read it "
+                        + "with 'jfr summary FILE' or JDK Mission Control.")
+        Path jfrFile;
     }
 
     /** A subcommand: the shared options, run as one {@link Kind} of run. */
