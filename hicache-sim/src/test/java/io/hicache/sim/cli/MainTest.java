@@ -100,6 +100,12 @@ class MainTest {
     }
 
     @Test
+    void versionComesFromTheBuild() {
+        assertThat(run(recording, "--version")).isZero();
+        assertThat(out.toString(StandardCharsets.UTF_8).strip()).matches("hicache-sim \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?");
+    }
+
+    @Test
     void jfrIntoAMissingDirectoryIsAUsageError() {
         int rc = run(recording, "replay", "--limit", "5", "--jfr", "no/such/dir/r.jfr");
         assertThat(rc).isEqualTo(2);
