@@ -1,7 +1,7 @@
 package io.hicache.bench;
 
 import io.hicache.core.ForwardHandle;
-import io.hicache.core.jfr.HiCacheEvents;
+import io.hicache.core.internal.jfr.HiCacheEvents;
 import jdk.jfr.Recording;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;

@@ -1,10 +1,11 @@
 package io.hicache.micrometer;
 
 import io.hicache.core.AbortReason;
-import io.hicache.core.HiCacheController;
+import io.hicache.core.HiCache;
+import io.hicache.core.internal.FacadeAccess;
+import io.hicache.core.internal.metrics.HiCacheMetrics;
+import io.hicache.core.internal.metrics.LatencyHistogram;
 import io.hicache.core.metrics.FallbackReason;
-import io.hicache.core.metrics.HiCacheMetrics;
-import io.hicache.core.metrics.LatencyHistogram;
 import io.hicache.core.metrics.Metric;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.FunctionTimer;
@@ -25,14 +26,14 @@ import java.util.function.ToDoubleFunction;
 import java.util.function.ToLongFunction;
 
 /**
- * Binds one {@link HiCacheController}'s metrics to a Micrometer {@link MeterRegistry}.
+ * Binds one {@link HiCache}'s metrics to a Micrometer {@link MeterRegistry}.
  *
- * <p>Shaped like Micrometer's own cache binders: the binder keeps only a {@link WeakReference} to the controller,
+ * <p>Shaped like Micrometer's own cache binders: the binder keeps only a {@link WeakReference} to the cache,
  * and every meter is a function meter ({@link FunctionCounter}, {@link FunctionTimer}, {@link Gauge},
- * {@link TimeGauge}) that reads the controller's lock-free counters when the registry is scraped, so binding
- * adds nothing to the controller's hot paths and a closed, unreachable controller is not kept alive (its meters
- * then report {@code NaN}). Every meter carries the tags {@value #CACHE_TAG} (the name given here) and
- * {@value #RANK_TAG} (the controller's CP rank), plus the tags passed in.
+ * {@link TimeGauge}) that reads the cache's live lock-free counters when the registry is scraped (no snapshot is
+ * allocated), so binding adds nothing to the cache's hot paths and a closed, unreachable cache is not kept alive
+ * (its meters then report {@code NaN}). Every meter carries the tags {@value #CACHE_TAG} (the name given here) and
+ * {@value #RANK_TAG} (the cache's CP rank), plus the tags passed in.
  *
  * <p>Meters, named dot-separated in lower case, in base units (a Prometheus registry renders
  * {@code hicache.backup.committed} as {@code hicache_backup_committed_total}):
@@ -48,76 +49,75 @@ import java.util.function.ToLongFunction;
  *   <li>{@code hicache.load.started}, {@code hicache.load.completed}, {@code hicache.load.failed},
  *       {@code hicache.load.refused} — function counters;</li>
  *   <li>{@code hicache.tokens.served} (tag {@code tier}: {@code device} for prefix-match device hits counted by
- *       {@link HiCacheController#match}, {@code host} for tokens loaded back from host memory) — function
+ *       {@link HiCache#match}, {@code host} for tokens loaded back from host memory) — function
  *       counters. The L3 storage tier will add {@code tier=storage} here, and its prefetch and write bandwidth
  *       beside it, when that tier exists;</li>
  *   <li>{@code hicache.backup.commit.latency} (the last layer stored to the commit) and
  *       {@code hicache.load.latency} (a load's issue to its copies' completion) — function timers from the
- *       controller's {@code LatencyHistogram}s, each with a {@code .max} time gauge and {@code .percentile} time
+ *       cache's latency histograms, each with a {@code .max} time gauge and {@code .percentile} time
  *       gauges tagged {@code phi} (0.5, 0.99), as Micrometer names its own percentile gauges;</li>
  *   <li>{@code hicache.host.used} and {@code hicache.host.capacity} (pages of the host budget) — gauges.</li>
  * </ul>
  *
  * <p>Thread-safety: {@link #bindTo} may be called from any thread, once per registry; the meters may be read
- * from any thread at any time, concurrently with the controller's threads.
+ * from any thread at any time, concurrently with the cache's threads.
  */
 public final class HiCacheMetricsBinder implements MeterBinder {
     /** Tag naming the cache, as in Micrometer's cache binders. */
     public static final String CACHE_TAG = "cache";
-    /** Tag carrying the controller's rank in its CP group. */
+    /** Tag carrying the cache's rank in its CP group. */
     public static final String RANK_TAG = "rank";
 
     private static final double[] PERCENTILES = {0.5, 0.99};
 
-    private final WeakReference<HiCacheController> controllerRef;
+    private final WeakReference<HiCache> cacheRef;
     private final Tags tags;
 
     /**
-     * A binder for {@code controller}.
+     * A binder for {@code cache}.
      *
-     * @param controller the controller whose metrics are bound (held weakly)
-     * @param cacheName  value of the {@value #CACHE_TAG} tag
-     * @param tags       further tags on every meter
+     * @param cache     the cache whose metrics are bound (held weakly)
+     * @param cacheName value of the {@value #CACHE_TAG} tag
+     * @param tags      further tags on every meter
      * @throws NullPointerException if an argument is null
      */
-    public HiCacheMetricsBinder(HiCacheController controller, String cacheName, Iterable<Tag> tags) {
-        Objects.requireNonNull(controller, "controller");
+    public HiCacheMetricsBinder(HiCache cache, String cacheName, Iterable<Tag> tags) {
+        Objects.requireNonNull(cache, "cache");
         Objects.requireNonNull(cacheName, "cacheName");
         Objects.requireNonNull(tags, "tags");
-        this.controllerRef = new WeakReference<>(controller);
-        this.tags = Tags.concat(tags, CACHE_TAG, cacheName, RANK_TAG, Integer.toString(controller.rank()));
+        this.cacheRef = new WeakReference<>(cache);
+        this.tags = Tags.concat(tags, CACHE_TAG, cacheName, RANK_TAG, Integer.toString(cache.rank()));
     }
 
     /**
-     * Binds {@code controller}'s metrics to {@code registry} and returns the controller, like Micrometer's
+     * Binds {@code cache}'s metrics to {@code registry} and returns the cache, like Micrometer's
      * {@code CaffeineCacheMetrics.monitor}.
      *
-     * @param registry   where the meters are registered
-     * @param controller the controller to monitor (held weakly)
-     * @param cacheName  value of the {@value #CACHE_TAG} tag
-     * @param tags       further tags as key/value pairs (an even number of strings)
-     * @return {@code controller}
+     * @param registry  where the meters are registered
+     * @param cache     the cache to monitor (held weakly)
+     * @param cacheName value of the {@value #CACHE_TAG} tag
+     * @param tags      further tags as key/value pairs (an even number of strings)
+     * @return {@code cache}
      */
-    public static HiCacheController monitor(MeterRegistry registry, HiCacheController controller, String cacheName,
-                                            String... tags) {
-        new HiCacheMetricsBinder(controller, cacheName, Tags.of(tags)).bindTo(registry);
-        return controller;
+    public static HiCache monitor(MeterRegistry registry, HiCache cache, String cacheName, String... tags) {
+        new HiCacheMetricsBinder(cache, cacheName, Tags.of(tags)).bindTo(registry);
+        return cache;
     }
 
     /**
-     * Registers the meters; does nothing if the controller has already been garbage collected.
+     * Registers the meters; does nothing if the cache has already been garbage collected.
      *
      * @param registry where the meters are registered
      */
     @Override
     public void bindTo(MeterRegistry registry) {
-        HiCacheController controller = controllerRef.get();
-        if (controller == null) {
+        HiCache cache = cacheRef.get();
+        if (cache == null) {
             return;
         }
-        // The meters hold the metrics object weakly, as Micrometer's function meters do; it lives as long as
-        // the controller that owns it.
-        HiCacheMetrics m = controller.metrics();
+        // The meters hold the live metrics object weakly, as Micrometer's function meters do; it lives as long as
+        // the cache that owns it.
+        HiCacheMetrics m = FacadeAccess.controller(cache).metrics();
 
         counter(registry, m, "hicache.backup.reserved", "Backups reserved", Metric.BACKUPS_RESERVED);
         counter(registry, m, "hicache.backup.committed", "Backups committed: published as host hits on every rank",
@@ -141,7 +141,7 @@ public final class HiCacheMetricsBinder implements MeterBinder {
             .baseUnit("seconds").tags(tags).register(registry);
         counter(registry, m, "hicache.forwards.sealed", "Forwards whose backup copies were all submitted",
             Metric.FORWARDS_SEALED);
-        counter(registry, m, "hicache.cuda.errors", "CUDA errors seen by the controller", Metric.CUDA_ERRORS);
+        counter(registry, m, "hicache.cuda.errors", "CUDA errors seen by the cache", Metric.CUDA_ERRORS);
         FunctionCounter.builder("hicache.host.evicted", m, x -> x.get(Metric.HOST_PAGES_EVICTED))
             .description("Host pages freed by host eviction")
             .baseUnit("pages").tags(tags).register(registry);

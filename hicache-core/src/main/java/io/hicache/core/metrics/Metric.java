@@ -9,11 +9,11 @@ public enum Metric {
     BACKUPS_RESERVED,
     /** Backups published on their node (scheduler). */
     BACKUPS_COMMITTED,
-    /** Backups aborted, all reasons (scheduler); per reason in {@link HiCacheMetrics#abortedBy}. */
+    /** Backups aborted, all reasons (scheduler); per reason in {@link MetricsSnapshot#abortedBy}. */
     BACKUPS_ABORTED,
     /** Reservations refused because the host pool had no room after one host eviction (scheduler). */
     RESERVE_NO_ROOM,
-    /** Entries into the all-layer fallback (scheduler or forward thread, under the controller's fallback lock). */
+    /** Entries into the all-layer fallback (scheduler or forward thread; counted under the metrics' monitor). */
     FALLBACK_ENTRIES,
     /** Host pages freed by host eviction (scheduler). */
     HOST_PAGES_EVICTED,
@@ -45,7 +45,7 @@ public enum Metric {
     H2D_COPIES,
     /** Sum of load durations, issue to agreed completion (scheduler). */
     LOAD_DURATION_NS,
-    /** Tokens a prefix match found on the device, counted by {@code HiCacheController.match} (scheduler). */
+    /** Tokens a prefix match found on the device, counted by {@code HiCache.match} (scheduler). */
     DEVICE_HIT_TOKENS,
     /** Host pages in use by reserved and committed backups, in budget units: a level, not a counter (scheduler). */
     HOST_PAGES_USED,

@@ -1,10 +1,10 @@
 package io.hicache.examples.consumer;
 
-import io.hicache.core.Backup;
+import io.hicache.core.BackupHandle;
 import io.hicache.core.DevicePageAllocator;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
-import io.hicache.core.LoadOp;
+import io.hicache.core.ForwardHooks;
+import io.hicache.core.HiCache;
+import io.hicache.core.LoadHandle;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.memory.AttentionKind;
@@ -34,7 +34,7 @@ public final class ToyEngine {
     static final int DEVICE_PAGES = 64;
 
     /** What a run leaves behind: the backups of request 1, request 2's load, and the Prometheus scrape. */
-    public record Result(List<Backup> backups, LoadOp load, int deviceHitTokensAfterLoad, String scrape) {
+    public record Result(List<BackupHandle> backups, LoadHandle load, int deviceHitTokensAfterLoad, String scrape) {
     }
 
     /** The engine's device page pool (scheduler thread). */
@@ -67,7 +67,7 @@ public final class ToyEngine {
     }
 
     /** What the scheduler hands the forward thread: the hooks and the load consumer token. */
-    record ForwardJob(ForwardHandle hooks, long loadToken, boolean last) {
+    record ForwardJob(ForwardHooks hooks, long loadToken, boolean last) {
     }
 
     private ToyEngine() {
@@ -89,7 +89,7 @@ public final class ToyEngine {
         DevicePool pool = new DevicePool();
 
         // 1. Build the controller once, on the scheduler thread, and bind its metrics.
-        HiCacheController cache = HiCacheController.builder().runtime(gpu).targetLayout(lb.packedFrom(kvBase).build())
+        HiCache cache = HiCache.builder().runtime(gpu).targetLayout(lb.packedFrom(kvBase).build())
             .hostPages(128).writePolicy(WritePolicy.WRITE_THROUGH).threadingMode(ThreadingMode.DEDICATED).build();
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         HiCacheMetricsBinder.monitor(registry, cache, "toy-engine");
@@ -127,9 +127,9 @@ public final class ToyEngine {
             if (!pool.allocate(pages.length, pages, 0)) {
                 throw new IllegalStateException("device pool exhausted");
             }
-            cache.tree().insert(first, 0, first.length, pages, 0);
-            List<Backup> backups = new ArrayList<>();
-            cache.reserveByPolicy(cache.tree().lastInsertNode(), false, backups);
+            cache.insert(first, 0, first.length, pages, 0);
+            List<BackupHandle> backups = new ArrayList<>();
+            cache.reserveByPolicy(cache.lastInsertNode(), false, backups);
             toForward.put(new ForwardJob(cache.beginForward(backups), -1, false));
             await(forwardDone);
             long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -144,12 +144,12 @@ public final class ToyEngine {
 
             // 4. Request 2: a host hit; load it back, then run the forward waiting per layer.
             cache.match(second, 0, second.length, match);
-            LoadOp load = cache.loadBack(match, 2, 1 << 20, pool);
+            LoadHandle load = cache.loadBack(match, 2, 1 << 20, pool);
             long token = cache.startLoading();
             toForward.put(new ForwardJob(cache.beginForward(List.of()), token, true));
             await(forwardDone);
             deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (load != null && load.state() != LoadOp.State.LOADED && load.state() != LoadOp.State.FAILED
+            while (load != null && load.state() != LoadHandle.State.LOADED && load.state() != LoadHandle.State.FAILED
                 && System.nanoTime() < deadlineNs) {
                 gpu.advanceToNextEvent();
                 cache.poll();

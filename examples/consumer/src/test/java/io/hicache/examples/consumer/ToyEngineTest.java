@@ -1,7 +1,7 @@
 package io.hicache.examples.consumer;
 
 import io.hicache.core.BackupState;
-import io.hicache.core.LoadOp;
+import io.hicache.core.LoadHandle;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -18,7 +18,7 @@ class ToyEngineTest {
         assertFalse(r.backups().isEmpty(), "request 1 reserved backups");
         assertTrue(r.backups().stream().allMatch(b -> b.state() == BackupState.COMMITTED), r.backups().toString());
         assertNotNull(r.load(), "request 2 is a host hit and loads back");
-        assertEquals(LoadOp.State.LOADED, r.load().state());
+        assertEquals(LoadHandle.State.LOADED, r.load().state());
         assertEquals(64, r.deviceHitTokensAfterLoad());
         String committed = "hicache_backup_committed_total{cache=\"toy-engine\",rank=\"0\"} " + r.backups().size();
         assertTrue(r.scrape().lines().anyMatch(l -> l.startsWith(committed)), () -> "no '" + committed + "' in\n"
