@@ -1,22 +1,25 @@
 package io.hicache.bench.gpu;
 
-import io.hicache.core.Backup;
+import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
+import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.ForwardHooks;
+import io.hicache.core.HiCache;
+import io.hicache.core.LoadHandle;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
-import io.hicache.core.memory.HostKvPool;
-import io.hicache.core.metrics.LatencyHistogram;
 import io.hicache.core.metrics.Metric;
+import io.hicache.core.metrics.MetricsSnapshot;
+import io.hicache.cuda.CopyKind;
 import io.hicache.cuda.BusyLayerKernel;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 import io.hicache.cuda.NativeCudaRuntime;
 import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 
 import java.lang.foreign.MemorySegment;
@@ -31,8 +34,10 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 /**
  * The real controller over a forward stand-in with real compute: per layer, the busy kernel spins for
  * the layer's compute time and writes the layer's KV pages, then the forward calls
- * {@code targetLayerStored(l)}, exactly as an engine would. Each forward inserts a new prompt and
- * reserves its backup; once committed, every host byte is checked against the pattern the kernel wrote.
+ * {@code targetLayerStored(l)}, exactly as an engine would, through the {@link HiCache} facade only. Each
+ * forward inserts a new prompt and reserves its backup; once committed, the prompt is evicted from the
+ * device, matched as a host hit and loaded back into other device pages, and every loaded byte is checked
+ * against the pattern the kernel wrote: a round trip through the committed host copy.
  * Run once in {@link BackupMode#LAYERED} and once in {@link BackupMode#ALL_LAYERS}; the commit latency
  * (from the forward's end to the commit) is the backup time the forward did not hide.
  *
@@ -85,31 +90,34 @@ public final class GpuLayeredRun {
         DeviceKvLayout layout = lb.packedFrom(kvBase).build();
         Forward forward = cuda instanceof NativeCudaRuntime n ? new KernelForward(n) : new SimulatedForward(
                 (SimulatedCudaRuntime) cuda);
-        HiCacheController.Builder b = HiCacheController.builder().runtime(cuda).targetLayout(layout)
+        HiCache.Builder b = HiCache.builder().runtime(cuda).targetLayout(layout)
                 .hostPages(forwardPages * (forwards + 1)).writePolicy(WritePolicy.WRITE_THROUGH).backupMode(mode)
                 .threadingMode(ThreadingMode.INVOKER);
         if (cuda instanceof SimulatedCudaRuntime sim) {
             b.clock(sim::nowNs);
         }
-        HiCacheController cache = b.build();
+        HiCache cache = b.build();
+        long scratch = cuda.hostAlloc(layout.pageBytes(), CudaRuntime.HOST_ALLOC_PORTABLE);
         boolean verified = true;
         long wallStart = System.nanoTime();
+        MetricsSnapshot metrics;
         try {
             int[] pages = new int[forwardPages];
+            for (int i = 0; i < forwardPages; i++) {
+                pages[i] = i; // forwards write the first half of the pool, loads land in the second
+            }
+            HalfPool loadPages = new HalfPool(forwardPages, forwardPages);
+            MatchResult match = new MatchResult();
             for (int f = 0; f < forwards; f++) {
-                int first = (f % 2) * forwardPages; // alternate halves of the device pool
-                for (int i = 0; i < forwardPages; i++) {
-                    pages[i] = first + i;
-                }
                 int[] tokens = new int[forwardPages * PAGE_TOKENS];
                 for (int i = 0; i < tokens.length; i++) {
                     tokens[i] = 1 + f * tokens.length + i; // a fresh prompt each time
                 }
-                cache.tree().insert(tokens, 0, tokens.length, pages, 0);
-                RadixNode node = cache.tree().lastInsertNode();
-                List<Backup> backups = new ArrayList<>();
+                cache.insert(tokens, 0, tokens.length, pages, 0);
+                RadixNode node = cache.lastInsertNode();
+                List<BackupHandle> backups = new ArrayList<>();
                 cache.reserveByPolicy(node, false, backups);
-                ForwardHandle hooks = cache.beginForward(backups);
+                ForwardHooks hooks = cache.beginForward(backups);
                 CudaStream compute = cache.computeStream();
                 for (int l = 0; l < layers; l++) {
                     for (int buf = 0; buf < layout.bufferCount(); buf++) {
@@ -119,63 +127,121 @@ public final class GpuLayeredRun {
                 }
                 hooks.endForward();
                 waitCommitted(cuda, cache, backups);
-                for (Backup backup : backups) {
-                    verified &= verify(cuda, cache.hostPool(), layout, backup, f);
-                }
-                // Make room for the next forward on these device pages: the host copy stays.
+                // Round trip: off the device, back from the host copy into other pages, then compare.
                 cache.evictDevice(forwardPages, (p, off, n) -> { });
+                cache.match(tokens, 0, tokens.length, match);
+                LoadHandle load = cache.loadBack(match, f, Integer.MAX_VALUE, loadPages);
+                if (load == null || match.hostTokenCount() != tokens.length) {
+                    throw new IllegalStateException("forward " + f + ": expected a host hit of " + tokens.length
+                            + " tokens, matched " + match.hostTokenCount());
+                }
+                cache.startLoading();
+                waitLoaded(cuda, cache, load);
+                for (int i = 0; i < load.pageCount(); i++) {
+                    verified &= verifyPage(cuda, compute, layout, scratch, load.devicePage(i), pages[i], f);
+                }
+                cache.evictDevice(forwardPages, loadPages);
             }
         } finally {
+            metrics = cache.metrics();
             cache.close();
             forward.close();
+            cuda.hostFree(scratch);
             cuda.deviceFree(kvBase);
         }
-        LatencyHistogram commit = cache.metrics().commitLatencyNs();
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("mode", mode.name().toLowerCase().replace('_', '-'));
-        m.put("committed", cache.metrics().get(Metric.BACKUPS_COMMITTED));
-        m.put("commit_latency_p50_ms", GpuBandwidth.round(commit.quantile(0.5) / 1e6));
-        m.put("commit_latency_p99_ms", GpuBandwidth.round(commit.quantile(0.99) / 1e6));
-        m.put("commit_latency_max_ms", GpuBandwidth.round(commit.max() / 1e6));
+        m.put("committed", metrics.get(Metric.BACKUPS_COMMITTED));
+        m.put("commit_latency_p50_ms", GpuBandwidth.round(metrics.commitP50Ns() / 1e6));
+        m.put("commit_latency_p99_ms", GpuBandwidth.round(metrics.commitP99Ns() / 1e6));
+        m.put("commit_latency_max_ms", GpuBandwidth.round(metrics.commitMaxNs() / 1e6));
         m.put("wall_ms", GpuBandwidth.round((System.nanoTime() - wallStart) / 1e6));
         m.put("bytes_verified", verified);
         return m;
     }
 
-    private static void waitCommitted(CudaRuntime cuda, HiCacheController cache, List<Backup> backups) {
-        long deadline = System.nanoTime() + TIMEOUT_NS;
-        while (!backups.stream().allMatch(x -> x.state().terminal())) {
-            cache.doAgentWork();
-            cache.poll();
-            if (cuda instanceof SimulatedCudaRuntime sim) {
-                sim.advanceToNextEvent();
-            } else {
-                Thread.onSpinWait();
-            }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("backups did not finish within 60 s: " + backups);
+    /** Device pages {@code [first, first + count)} handed out in order, for loads. Scheduler thread. */
+    static final class HalfPool implements DevicePageAllocator {
+        private final java.util.ArrayDeque<Integer> free = new java.util.ArrayDeque<>();
+
+        HalfPool(int first, int count) {
+            for (int p = first; p < first + count; p++) {
+                free.add(p);
             }
         }
-        for (Backup x : backups) {
+
+        @Override
+        public boolean allocate(int count, int[] out, int offset) {
+            if (free.size() < count) {
+                return false;
+            }
+            for (int i = 0; i < count; i++) {
+                out[offset + i] = free.poll();
+            }
+            return true;
+        }
+
+        @Override
+        public void free(int[] pages, int offset, int count) {
+            for (int i = 0; i < count; i++) {
+                free.add(pages[offset + i]);
+            }
+        }
+    }
+
+    private static void waitCommitted(CudaRuntime cuda, HiCache cache, List<BackupHandle> backups) {
+        long deadline = System.nanoTime() + TIMEOUT_NS;
+        while (!backups.stream().allMatch(x -> x.state().terminal())) {
+            step(cuda, cache, deadline, backups);
+        }
+        for (BackupHandle x : backups) {
             if (x.state() != BackupState.COMMITTED) {
                 throw new IllegalStateException("backup ended " + x.state() + " (" + x.abortReason() + ")");
             }
         }
     }
 
-    /** Host bytes of a committed backup equal the pattern the forward wrote into its device pages. */
-    private static boolean verify(CudaRuntime cuda, HostKvPool host, DeviceKvLayout layout, Backup backup, int f) {
+    private static void waitLoaded(CudaRuntime cuda, HiCache cache, LoadHandle load) {
+        long deadline = System.nanoTime() + TIMEOUT_NS;
+        while (load.state() != LoadHandle.State.LOADED) {
+            if (load.state() == LoadHandle.State.FAILED) {
+                throw new IllegalStateException("load-back failed");
+            }
+            step(cuda, cache, deadline, load);
+        }
+    }
+
+    private static void step(CudaRuntime cuda, HiCache cache, long deadline, Object waitingFor) {
+        cache.doAgentWork();
+        cache.poll();
+        if (cuda instanceof SimulatedCudaRuntime sim) {
+            sim.advanceToNextEvent();
+        } else {
+            Thread.onSpinWait();
+        }
+        if (System.nanoTime() > deadline) {
+            throw new IllegalStateException("not finished within 60 s: " + waitingFor);
+        }
+    }
+
+    /**
+     * Device page {@code loaded} holds, on every layer and buffer, what forward {@code f} wrote into
+     * device page {@code written}: the pattern at {@code written}'s word offsets.
+     */
+    private static boolean verifyPage(CudaRuntime cuda, CudaStream stream, DeviceKvLayout layout, long scratch,
+                                      int loaded, int written, int f) {
         int wordsPerPage = (int) (layout.pageBytes() / 4);
-        for (int i = 0; i < backup.ownedPageCount(); i++) {
-            for (int l = 0; l < layout.layerCount(); l++) {
-                for (int buf = 0; buf < layout.bufferCount(); buf++) {
-                    long firstWord = (layout.pageAddress(l, buf, backup.ownedDevicePage(i)) - layout.bufferBase(l, buf)) / 4;
-                    MemorySegment m = cuda.hostMemory(host.pageAddress(l, buf, backup.hostPage(i)), layout.pageBytes());
-                    int id = seed(f, l, buf, layout);
-                    for (int w = 0; w < wordsPerPage; w++) {
-                        if (m.getAtIndex(JAVA_INT, w) != BusyLayerKernel.expectedWord(id, firstWord + w)) {
-                            return false;
-                        }
+        MemorySegment m = cuda.hostMemory(scratch, layout.pageBytes());
+        for (int l = 0; l < layout.layerCount(); l++) {
+            for (int buf = 0; buf < layout.bufferCount(); buf++) {
+                cuda.memcpyAsync(scratch, layout.pageAddress(l, buf, loaded), layout.pageBytes(),
+                        CopyKind.DEVICE_TO_HOST, stream);
+                cuda.synchronizeStream(stream);
+                long firstWord = (layout.pageAddress(l, buf, written) - layout.bufferBase(l, buf)) / 4;
+                int id = seed(f, l, buf, layout);
+                for (int w = 0; w < wordsPerPage; w++) {
+                    if (m.getAtIndex(JAVA_INT, w) != BusyLayerKernel.expectedWord(id, firstWord + w)) {
+                        return false;
                     }
                 }
             }
