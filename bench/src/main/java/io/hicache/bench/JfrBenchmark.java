@@ -1,6 +1,6 @@
 package io.hicache.bench;
 
-import io.hicache.core.ForwardHandle;
+import io.hicache.core.internal.ForwardHandle;
 import io.hicache.core.internal.jfr.HiCacheEvents;
 import jdk.jfr.Recording;
 import org.openjdk.jmh.annotations.Benchmark;
