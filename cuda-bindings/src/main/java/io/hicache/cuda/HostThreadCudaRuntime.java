@@ -471,7 +471,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
             MemorySegment seg;
             try {
                 seg = arena.allocate(bytes, ALIGNMENT);
-            } catch (OutOfMemoryError e) {
+            } catch (OutOfMemoryError | IllegalArgumentException e) { // no room, or more than the address space
                 arena.close();
                 throw cudaException(CudaError.MEMORY_ALLOCATION.code(), call + "(" + bytes + " bytes)");
             }
