@@ -127,13 +127,20 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         for (int i = 0; i < cachedPages; i++) {
             pages[i] = match.devicePage(i); // the tree's own pages: insert reports them present; not ours to free
         }
-        allocate(pages, cachedPages);
-        int present = cache.tree().insert(prompt, 0, cacheable, pages, 0);
-        if (present != onDevice) {
-            throw new IllegalStateException("insert found " + present + " tokens on device, match found " + onDevice);
+        RadixNode prefix = match.lastDeviceNode();
+        cache.tree().lock(prefix); // an eviction to make room must not take the prefix just matched
+        RadixNode node;
+        try {
+            allocate(pages, cachedPages);
+            int present = cache.tree().insert(prompt, 0, cacheable, pages, 0);
+            if (present != onDevice) {
+                throw new IllegalStateException("insert found " + present + " tokens on device, match found " + onDevice);
+            }
+            node = cache.tree().lastInsertNode();
+            cache.tree().lock(node);
+        } finally {
+            cache.tree().unlock(prefix);
         }
-        RadixNode node = cache.tree().lastInsertNode();
-        cache.tree().lock(node);
         KvBufferCache.KvBuffer kv = model.newKvBuffer();
         try {
             backups.clear();
