@@ -2,7 +2,9 @@ package io.hicache.cuda;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -312,6 +314,29 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
                 + "): range is not inside one live device allocation");
         }
         return r.segment.asSlice(devicePtr - r.base, bytes);
+    }
+
+    /** What a live range of this runtime's memory is. */
+    public enum MemoryKind {
+        /** From {@link #deviceMalloc}. */
+        DEVICE,
+        /** From {@link #hostAlloc}. */
+        PINNED_HOST,
+        /** Registered with {@link #hostRegister}; the caller owns it. */
+        REGISTERED_HOST
+    }
+
+    /** A live allocation or registered range. */
+    public record Allocation(long address, long bytes, MemoryKind kind) {
+    }
+
+    /** Every live allocation and registered range, by address: for leak checks and tests. Cold path. */
+    public List<Allocation> liveAllocations() {
+        List<Allocation> out = new ArrayList<>();
+        for (Region r : regions) {
+            out.add(new Allocation(r.base, r.bytes, MemoryKind.values()[r.kind]));
+        }
+        return out;
     }
 
     // ------------------------------------------------------------------ copies

@@ -212,6 +212,8 @@ class HostThreadCudaRuntimeTest {
             rt.hostUnregister(mine.address());
             assertThatThrownBy(() -> rt.hostUnregister(mine.address())).isInstanceOf(CudaException.class);
         }
+        assertThat(rt.liveAllocations()).extracting(HostThreadCudaRuntime.Allocation::kind)
+            .containsExactly(HostThreadCudaRuntime.MemoryKind.DEVICE);
         rt.close();
         rt.close();
         assertThatThrownBy(() -> rt.createStream(0)).isInstanceOf(IllegalStateException.class)

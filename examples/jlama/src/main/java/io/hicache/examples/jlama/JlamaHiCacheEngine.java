@@ -59,6 +59,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
     private final List<Backup> backups = new ArrayList<>();
     private final Mirror mirror = new Mirror();
     private long nextRequestId = 1;
+    private boolean closed;
 
     /**
      * @param model               the Jlama model this engine serves (it owns no other state)
@@ -211,7 +212,12 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
     }
 
     @Override
+    /** Closes the cache (its host memory is freed) and frees the device KV pool. Idempotent. */
     public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         cache.close();
         gpu.deviceFree(kvBase);
     }

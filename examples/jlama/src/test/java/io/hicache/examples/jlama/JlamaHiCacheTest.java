@@ -74,6 +74,8 @@ class JlamaHiCacheTest {
             restored = engine.generate(b, GENERATE);
             assertThat(engine.cache().metrics().get(Metric.LOADS_COMPLETED)).isEqualTo(1);
             assertThat(engine.cache().metrics().get(Metric.LOAD_TOKENS)).isEqualTo(PROMPT);
+            engine.close();
+            assertThat(gpu.liveAllocations()).as("the engine and the cache free what they allocated").isEmpty();
         }
         assertThat(restored.restoredTokens()).isEqualTo(PROMPT);
         assertThat(restored.prefilledTokens()).isEqualTo(SUFFIX);
@@ -91,7 +93,11 @@ class JlamaHiCacheTest {
             engine.generate(Arrays.copyOf(b, PROMPT), GENERATE);
             engine.awaitBackups();
             engine.evictDevice(Integer.MAX_VALUE);
-            engine.cache().hostPool().segment().fill((byte) 0x3c); // every host KV float becomes 0.0117
+            for (HostThreadCudaRuntime.Allocation a : gpu.liveAllocations()) { // the host tier's pinned memory
+                if (a.kind() != HostThreadCudaRuntime.MemoryKind.DEVICE) {
+                    gpu.hostMemory(a.address(), a.bytes()).fill((byte) 0x3c); // every host KV float becomes 0.0117
+                }
+            }
             restored = engine.generate(b, GENERATE);
         }
         assertThat(restored.restoredTokens()).isEqualTo(PROMPT);
