@@ -17,7 +17,8 @@ import java.util.SplittableRandom;
  *       suffix only, {@code --generate} tokens;</li>
  *   <li>B again on a fresh model instance with no cache: full prefill.</li>
  * </ol>
- * Prints one JSON line comparing 3 with 4. Progress goes to stderr. Bad arguments: one line naming the flag and
+ * With {@code --load-overlap 1} (the default) B's prefill starts while its prefix loads, each layer waiting for
+ * its own load; {@code 0} waits for the whole load first. Prints one JSON line comparing 3 with 4. Progress goes to stderr. Bad arguments: one line naming the flag and
  * its range, exit 2.
  */
 public final class JlamaDemo {
@@ -33,6 +34,7 @@ public final class JlamaDemo {
         int suffixTokens = 64;
         int generate = 16;
         long seed = 17;
+        boolean overlap = true;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             String v = i + 1 < args.length ? args[i + 1] : null;
@@ -42,6 +44,7 @@ public final class JlamaDemo {
                 case "--suffix-tokens" -> suffixTokens = intArg(a, v, 1, 256);
                 case "--generate" -> generate = intArg(a, v, 1, 256);
                 case "--seed" -> seed = intArg(a, v, 0, Integer.MAX_VALUE);
+                case "--load-overlap" -> overlap = intArg(a, v, 0, 1) == 1;
                 default -> usage("unknown argument " + a);
             }
             i++;
@@ -68,7 +71,8 @@ public final class JlamaDemo {
         long committed;
         int evicted;
         try (HostThreadCudaRuntime gpu = new HostThreadCudaRuntime();
-             JlamaHiCacheEngine engine = new JlamaHiCacheEngine(spec.newModel(), gpu, 2 * pages, 2 * pages, 2)) {
+             JlamaHiCacheEngine engine =
+                 new JlamaHiCacheEngine(spec.newModel(), gpu, 2 * pages, 2 * pages, 2, overlap)) {
             progress("request A: %d-token prompt, %d layers", promptTokens, layers);
             Generation ga = engine.generate(a, generate);
             engine.awaitBackups();
@@ -88,10 +92,10 @@ public final class JlamaDemo {
         System.out.println(String.format(Locale.ROOT,
             "{\"layers\": %d, \"prompt_tokens\": %d, \"suffix_tokens\": %d, \"generated_tokens\": %d, "
                 + "\"restored_tokens\": %d, \"prefilled_tokens_restored\": %d, \"device_pages_evicted\": %d, "
-                + "\"backups_committed\": %d, \"max_abs_logit_diff\": %s, \"tokens_equal\": %b, "
+                + "\"load_overlap\": %b, \"backups_committed\": %d, \"max_abs_logit_diff\": %s, \"tokens_equal\": %b, "
                 + "\"ttft_ms_restored\": %.3f, \"ttft_ms_recomputed\": %.3f}",
             layers, promptTokens, suffixTokens, generate, restored.restoredTokens(), restored.prefilledTokens(),
-            evicted, committed, Double.toString(diff), same, restored.ttftNs() / 1e6, recomputed.ttftNs() / 1e6));
+            evicted, overlap, committed, Double.toString(diff), same, restored.ttftNs() / 1e6, recomputed.ttftNs() / 1e6));
     }
 
     private static int intArg(String flag, String v, int min, int max) {

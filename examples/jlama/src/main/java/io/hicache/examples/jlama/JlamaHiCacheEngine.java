@@ -12,6 +12,7 @@ import io.hicache.core.WritePolicy;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.metrics.Metric;
+import io.hicache.cuda.CudaEvent;
 import io.hicache.cuda.HostThreadCudaRuntime;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
@@ -35,11 +36,17 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Flow of {@link #generate}</b> (the scheduler and the forward are one thread here, as in Jlama's own
  * {@code generate}): {@code poll}; {@code match}; a host hit is loaded back ({@code loadBack},
- * {@code startLoading}) and waited for (inserting while a load is in flight would make the loading nodes adopt
- * the new pages); pages for the rest; {@code insert}; lock the path; {@code reserveByPolicy};
+ * {@code startLoading}); pages for the rest; {@code insert}; lock the path; {@code reserveByPolicy};
  * {@code beginForward}; the prefill of the uncached positions with the per-layer hooks (in the prompt's last
  * chunk, when a layer's KV for the whole prompt is on the device); {@code endForward}; greedy decoding.
  * Backups commit asynchronously; {@link #awaitBackups()} polls until they have.
+ *
+ * <p><b>Loads.</b> An insert under nodes that are being loaded would make them adopt the inserted pages, so a
+ * request with a load in flight inserts only after the load. Without overlap the engine waits for the load,
+ * then inserts and runs the forward with its hooks. With overlap the prefill starts at once: before block
+ * {@code l} it calls {@code waitLayer(token, l)} (the compute stream waits for layer {@code l}'s load) and then,
+ * being a CPU engine, waits on the compute stream itself; after the forward it waits for the load, inserts,
+ * reserves and reports every layer stored at once (the new pages' KV is already on the device).
  *
  * <p>Not thread-safe: one thread calls everything (the controller's scheduler thread).
  */
@@ -58,6 +65,8 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
     private final MatchResult match = new MatchResult();
     private final List<Backup> backups = new ArrayList<>();
     private final Mirror mirror = new Mirror();
+    private final boolean overlapLoads;
+    private final CudaEvent layerReady;
     private long nextRequestId = 1;
     private boolean closed;
 
@@ -67,10 +76,13 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
      * @param devicePages         pages in the device KV pool
      * @param hostPages           pages in the host tier
      * @param maxForwardsInFlight forwards whose backups may be in flight at once
+     * @param overlapLoads        true: the prefill starts while a load-back runs, each layer waiting for its own
+     *                            load ({@code waitLayer}); false: the load finishes before the prefill starts
      */
     public JlamaHiCacheEngine(HookedLlamaModel model, HostThreadCudaRuntime gpu, int devicePages, int hostPages,
-                              int maxForwardsInFlight) {
+                              int maxForwardsInFlight, boolean overlapLoads) {
         this.model = model;
+        this.overlapLoads = overlapLoads;
         this.gpu = gpu;
         var c = model.getConfig();
         this.tokenBytes = (long) c.kvLength * Float.BYTES;
@@ -83,6 +95,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         this.cache = HiCacheController.builder().runtime(gpu).targetLayout(layout).hostPages(hostPages)
             .writePolicy(WritePolicy.WRITE_THROUGH).threadingMode(ThreadingMode.DEDICATED)
             .maxForwardsInFlight(maxForwardsInFlight).build();
+        this.layerReady = gpu.createEvent(true);
     }
 
     /** The controller (scheduler thread only). */
@@ -97,7 +110,8 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
 
     /**
      * Serves one request: prompt {@code prompt}, {@code newTokens} greedy tokens, reusing whatever prefix of the
-     * prompt the cache holds on the device or the host.
+     * prompt the cache holds on the device or the host. A load-back that fails is retried as a computation of
+     * the prompt without the host tier.
      *
      * @throws IllegalStateException when the device pool has no room even after eviction, or a load-back does
      *                               not finish within 60 s
@@ -107,60 +121,112 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
             throw new IllegalArgumentException("need a prompt of >= 1 token and newTokens >= 1");
         }
         long t0 = System.nanoTime();
+        Generation g = serve(prompt, newTokens, true, t0);
+        return g != null ? g : serve(prompt, newTokens, false, t0);
+    }
+
+    /** @return the generation, or null when the load-back failed (nothing is left held) */
+    private Generation serve(int[] prompt, int newTokens, boolean useHost, long t0) {
         long requestId = nextRequestId++;
         cache.poll();
         int cacheable = prompt.length / PAGE_TOKENS * PAGE_TOKENS;
         cache.tree().match(prompt, 0, cacheable, match);
-        if (match.hostTokenCount() > 0) {
-            LoadOp load = cache.loadBack(match, requestId, Integer.MAX_VALUE, pool);
+        LoadOp load = null;
+        long loadToken = -1;
+        if (useHost && match.hostTokenCount() > 0) {
+            load = cache.loadBack(match, requestId, Integer.MAX_VALUE, pool);
             if (load != null) {
-                cache.startLoading();
-                awaitLoad(load);
-                cache.tree().match(prompt, 0, cacheable, match);
+                loadToken = cache.startLoading();
+                if (!overlapLoads) {
+                    awaitLoad(load); // failed: its pages went back and the match below finds only the device part
+                    load = null;
+                    loadToken = -1;
+                    cache.tree().match(prompt, 0, cacheable, match);
+                }
             }
         }
         int onDevice = match.deviceTokenCount();
+        int prefixTokens = onDevice + (load == null ? 0 : load.pageCount() * PAGE_TOKENS);
         // the last prompt token is always computed: its output gives the first token's logits
-        int restored = Math.min(onDevice, (prompt.length - 1) / PAGE_TOKENS * PAGE_TOKENS);
-
+        int restored = Math.min(prefixTokens, (prompt.length - 1) / PAGE_TOKENS * PAGE_TOKENS);
+        int prefixPages = prefixTokens / PAGE_TOKENS;
         int[] pages = new int[cacheable / PAGE_TOKENS];
-        int cachedPages = onDevice / PAGE_TOKENS;
-        for (int i = 0; i < cachedPages; i++) {
+        for (int i = 0; i < onDevice / PAGE_TOKENS; i++) {
             pages[i] = match.devicePage(i); // the tree's own pages: insert reports them present; not ours to free
         }
-        RadixNode prefix = match.lastDeviceNode();
-        cache.tree().lock(prefix); // an eviction to make room must not take the prefix just matched
-        RadixNode node;
-        try {
-            allocate(pages, cachedPages);
-            int present = cache.tree().insert(prompt, 0, cacheable, pages, 0);
-            if (present != onDevice) {
-                throw new IllegalStateException("insert found " + present + " tokens on device, match found " + onDevice);
-            }
-            node = cache.tree().lastInsertNode();
-            cache.tree().lock(node);
-        } finally {
-            cache.tree().unlock(prefix);
+        for (int j = 0; load != null && j < load.pageCount(); j++) {
+            pages[onDevice / PAGE_TOKENS + j] = load.devicePage(j); // the load's pages, filled layer by layer
         }
-        KvBufferCache.KvBuffer kv = model.newKvBuffer();
+        RadixNode prefix = match.lastDeviceNode();
+        cache.tree().lock(prefix); // neither an eviction to make room nor a later one may take the matched prefix
+        RadixNode node = null;
+        KvBufferCache.KvBuffer kv = null;
         try {
-            backups.clear();
-            cache.reserveByPolicy(node, false, backups);
-            ForwardHandle hooks = cache.beginForward(backups);
-            mirror.start(hooks, pages, restored, onDevice, cacheable, prompt.length);
+            allocate(pages, prefixPages);
+            ForwardHandle hooks = null;
+            if (load == null) {
+                node = insertAndLock(prompt, cacheable, pages, prefixTokens);
+                hooks = beginForward(node);
+            }
+            kv = model.newKvBuffer();
+            mirror.start(hooks, pages, restored, prefixTokens, cacheable, prompt.length, loadToken);
             AbstractTensor last;
             try {
                 last = model.prefill(prompt, restored, kv, mirror);
             } finally {
-                hooks.endForward(); // a layer never reported stored aborts its backups rather than publishing them
+                if (hooks != null) {
+                    hooks.endForward(); // a layer never reported stored aborts its backups rather than publishing
+                }
                 mirror.clear();
+            }
+            if (load != null) {
+                // the nodes being loaded would adopt pages inserted under them, so the insert waits for the load;
+                // the new pages' KV is already on the device, so their hooks all fire at once
+                awaitLoad(load);
+                if (load.state() != LoadOp.State.LOADED) {
+                    last.close();
+                    return null;
+                }
+                cache.tree().match(prompt, 0, cacheable, match);
+                for (int i = 0; i < prefixPages; i++) {
+                    pages[i] = match.devicePage(i);
+                }
+                node = insertAndLock(prompt, cacheable, pages, prefixTokens);
+                ForwardHandle late = beginForward(node);
+                for (int l = 0; l < cache.targetLayers(); l++) {
+                    late.targetLayerStored(l);
+                }
+                late.endForward();
             }
             return Generation.decodeFrom(model, last, prompt.length, kv, newTokens, t0, restored,
                 prompt.length - restored);
         } finally {
-            kv.close();
-            cache.tree().unlock(node);
+            if (kv != null) {
+                kv.close();
+            }
+            if (node != null) {
+                cache.tree().unlock(node);
+            } else {
+                pool.free(pages, prefixPages, pages.length - prefixPages); // never inserted: still ours
+            }
+            cache.tree().unlock(prefix);
         }
+    }
+
+    private RadixNode insertAndLock(int[] prompt, int cacheable, int[] pages, int expectPresent) {
+        int present = cache.tree().insert(prompt, 0, cacheable, pages, 0);
+        if (present != expectPresent) {
+            throw new IllegalStateException("insert found " + present + " tokens on device, expected " + expectPresent);
+        }
+        RadixNode node = cache.tree().lastInsertNode();
+        cache.tree().lock(node);
+        return node;
+    }
+
+    private ForwardHandle beginForward(RadixNode node) {
+        backups.clear();
+        cache.reserveByPolicy(node, false, backups);
+        return cache.beginForward(backups);
     }
 
     /** Polls the controller until no backup is in flight. @throws IllegalStateException after 60 s */
@@ -218,6 +284,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
             return;
         }
         closed = true;
+        gpu.destroyEvent(layerReady);
         cache.close();
         gpu.deviceFree(kvBase);
     }
@@ -233,8 +300,11 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         private int onDevice;
         private int cacheable;
         private int promptEnd;
+        private long loadToken;
 
-        void start(ForwardHandle hooks, int[] pages, int restored, int onDevice, int cacheable, int promptEnd) {
+        void start(ForwardHandle hooks, int[] pages, int restored, int onDevice, int cacheable, int promptEnd,
+                   long loadToken) {
+            this.loadToken = loadToken;
             this.hooks = hooks;
             this.pages = pages;
             this.restored = restored;
@@ -251,6 +321,12 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         @Override
         public void beforeLayer(int layer, int startPos, int tokens, KvBufferCache.KvBuffer kv) {
             if (startPos == restored && restored > 0) { // the first chunk: bring the cached prefix in
+                if (loadToken >= 0) {
+                    // the compute stream waits for layer's load; a CPU engine then waits for the compute stream
+                    cache.waitLayer(loadToken, layer);
+                    gpu.recordEvent(layerReady, cache.computeStream());
+                    gpu.synchronizeEvent(layerReady);
+                }
                 copy(kv, layer, 0, restored, false);
             }
         }
@@ -262,7 +338,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
             if (from < to) {
                 copy(kv, layer, from, to, true);
             }
-            if (startPos + tokens == promptEnd) {
+            if (hooks != null && startPos + tokens == promptEnd) {
                 hooks.targetLayerStored(layer); // layer's KV for the whole prompt is in device memory now
             }
         }

@@ -14,12 +14,14 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The jlama-demo scenario at CI size (2 layers, 128-token prompts): a prefix backed up layer by layer during
  * Jlama's forward, evicted from the device, loaded back from the host and continued from must give exactly the
- * logits and tokens of recomputing it. Context parallelism 1, no draft model; one variant with two forwards'
- * backups in flight at once.
+ * logits and tokens of recomputing it. Context parallelism 1, no draft model; the load before or overlapped
+ * with the prefill; one variant with two forwards' backups in flight at once.
  */
 class JlamaHiCacheTest {
     static final TinyLlama SPEC = new TinyLlama(2, 128, 4, 2, 256, 512, 256, 5);
@@ -54,13 +56,15 @@ class JlamaHiCacheTest {
         assertThat(x.maxAbsLogitDiff(other)).isPositive();
     }
 
-    @Test
-    void aPrefixLoadedBackFromTheHostContinuesWithTheLogitsOfRecomputation() {
+    @ParameterizedTest(name = "load overlapped with the prefill: {0}")
+    @ValueSource(booleans = {false, true})
+    void aPrefixLoadedBackFromTheHostContinuesWithTheLogitsOfRecomputation(boolean overlap) {
         int[] b = tokens(3, PROMPT + SUFFIX);
         int[] a = Arrays.copyOf(b, PROMPT);
         Generation restored;
         try (HostThreadCudaRuntime gpu = new HostThreadCudaRuntime();
-             JlamaHiCacheEngine engine = new JlamaHiCacheEngine(SPEC.newModel(), gpu, 4 * PAGES, 4 * PAGES, 1)) {
+             JlamaHiCacheEngine engine = new JlamaHiCacheEngine(SPEC.newModel(), gpu, 4 * PAGES, 4 * PAGES, 1,
+                 overlap)) {
             Generation ga = engine.generate(a, GENERATE);
             assertThat(ga.restoredTokens()).isZero();
             engine.awaitBackups();
@@ -74,6 +78,8 @@ class JlamaHiCacheTest {
             restored = engine.generate(b, GENERATE);
             assertThat(engine.cache().metrics().get(Metric.LOADS_COMPLETED)).isEqualTo(1);
             assertThat(engine.cache().metrics().get(Metric.LOAD_TOKENS)).isEqualTo(PROMPT);
+            engine.awaitBackups();
+            assertThat(engine.backupsCommitted()).as("A's prompt, then B's suffix").isEqualTo(2);
             engine.close();
             assertThat(gpu.liveAllocations()).as("the engine and the cache free what they allocated").isEmpty();
         }
@@ -89,7 +95,7 @@ class JlamaHiCacheTest {
         int[] b = tokens(4, PROMPT + SUFFIX);
         Generation restored;
         try (HostThreadCudaRuntime gpu = new HostThreadCudaRuntime();
-             JlamaHiCacheEngine engine = new JlamaHiCacheEngine(SPEC.newModel(), gpu, 4 * PAGES, 4 * PAGES, 1)) {
+             JlamaHiCacheEngine engine = new JlamaHiCacheEngine(SPEC.newModel(), gpu, 4 * PAGES, 4 * PAGES, 1, true)) {
             engine.generate(Arrays.copyOf(b, PROMPT), GENERATE);
             engine.awaitBackups();
             engine.evictDevice(Integer.MAX_VALUE);
@@ -112,7 +118,7 @@ class JlamaHiCacheTest {
         Generation r1;
         Generation r2;
         try (HostThreadCudaRuntime gpu = new HostThreadCudaRuntime();
-             JlamaHiCacheEngine engine = new JlamaHiCacheEngine(SPEC.newModel(), gpu, 4 * PAGES, 4 * PAGES, 2)) {
+             JlamaHiCacheEngine engine = new JlamaHiCacheEngine(SPEC.newModel(), gpu, 4 * PAGES, 4 * PAGES, 2, false)) {
             // hold the backup stream: both forwards end while neither's copies can have run
             CountDownLatch open = new CountDownLatch(1);
             CountDownLatch held = new CountDownLatch(1);
