@@ -49,7 +49,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
     private static final int REGISTERED = 2;
 
     private final ReentrantLock lock = new ReentrantLock();
-    /** Progress of every stream: signalled when an event completes or a stream drains. */
+    /** Progress of every stream: signalled after each operation while a thread waits. */
     private final Condition progressed = lock.newCondition();
     private volatile int progressWaiters;
 
@@ -600,7 +600,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
 
     /**
      * Blocks the calling thread until event {@code e} completed record {@code gen} or, with {@code e} null,
-     * stream {@code w} completed {@code completed} operations; woken by event completions and drained streams.
+     * stream {@code w} completed {@code completed} operations; woken after each operation of any stream.
      * Allocation-free.
      */
     private void awaitProgress(Event e, long gen, Worker w, long completed) {
@@ -827,20 +827,16 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
                     qLock.unlock();
                 }
                 execute(op);
-                boolean drained;
                 qLock.lock();
                 try {
                     op.clear();
                     head++;
                     completed = head;
-                    drained = head == tail;
                     notFull.signal();
                 } finally {
                     qLock.unlock();
                 }
-                if (drained || op.type == OP_RECORD) {
-                    signalProgress();
-                }
+                signalProgress(); // a volatile read unless someone waits
             }
         }
 
