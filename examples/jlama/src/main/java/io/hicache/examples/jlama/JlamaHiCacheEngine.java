@@ -2,11 +2,11 @@ package io.hicache.examples.jlama;
 
 import com.github.tjake.jlama.tensor.AbstractTensor;
 import com.github.tjake.jlama.tensor.KvBufferCache;
-import io.hicache.core.Backup;
+import io.hicache.core.BackupHandle;
 import io.hicache.core.DevicePageAllocator;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
-import io.hicache.core.LoadOp;
+import io.hicache.core.ForwardHooks;
+import io.hicache.core.HiCache;
+import io.hicache.core.LoadHandle;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.memory.AttentionKind;
@@ -28,7 +28,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Memory.</b> The "device" is a {@link HostThreadCudaRuntime}: a paged KV pool ({@link DeviceKvLayout}, MHA,
  * K and V per layer, {@value #PAGE_TOKENS}-token pages) in its device memory is the engine's KV pool the radix
- * tree indexes and the controller backs up from and loads into. Jlama computes attention over its own per-request
+ * tree indexes and the cache backs up from and loads into. Jlama computes attention over its own per-request
  * {@code KvBuffer}, so the adapter mirrors the two: after block {@code l} wrote a chunk's KV, the chunk's new
  * positions are copied into their device pages and {@code targetLayerStored(l)} is called; before block
  * {@code l} of a request with a cached prefix, the prefix's pages of layer {@code l} are copied into the
@@ -48,7 +48,7 @@ import java.util.concurrent.TimeUnit;
  * being a CPU engine, waits on the compute stream itself; after the forward it waits for the load, inserts,
  * reserves and reports every layer stored at once (the new pages' KV is already on the device).
  *
- * <p>Not thread-safe: one thread calls everything (the controller's scheduler thread).
+ * <p>Not thread-safe: one thread calls everything (the cache's scheduler thread).
  */
 public final class JlamaHiCacheEngine implements AutoCloseable {
     /** Tokens per KV page. */
@@ -60,10 +60,10 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
     private final MemorySegment deviceKv;
     private final DeviceKvLayout layout;
     private final Pool pool;
-    private final HiCacheController cache;
+    private final HiCache cache;
     private final long tokenBytes;
     private final MatchResult match = new MatchResult();
-    private final List<Backup> backups = new ArrayList<>();
+    private final List<BackupHandle> backups = new ArrayList<>();
     private final Mirror mirror = new Mirror();
     private final boolean overlapLoads;
     private final CudaEvent layerReady;
@@ -92,14 +92,14 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         this.deviceKv = gpu.deviceMemory(kvBase, lb.packedBytes());
         this.layout = lb.packedFrom(kvBase).build();
         this.pool = new Pool(devicePages);
-        this.cache = HiCacheController.builder().runtime(gpu).targetLayout(layout).hostPages(hostPages)
+        this.cache = HiCache.builder().runtime(gpu).targetLayout(layout).hostPages(hostPages)
             .writePolicy(WritePolicy.WRITE_THROUGH).threadingMode(ThreadingMode.DEDICATED)
             .maxForwardsInFlight(maxForwardsInFlight).build();
         this.layerReady = gpu.createEvent(true);
     }
 
-    /** The controller (scheduler thread only). */
-    public HiCacheController cache() {
+    /** The cache (scheduler thread only). */
+    public HiCache cache() {
         return cache;
     }
 
@@ -130,8 +130,8 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         long requestId = nextRequestId++;
         cache.poll();
         int cacheable = prompt.length / PAGE_TOKENS * PAGE_TOKENS;
-        cache.tree().match(prompt, 0, cacheable, match);
-        LoadOp load = null;
+        cache.match(prompt, 0, cacheable, match);
+        LoadHandle load = null;
         long loadToken = -1;
         if (useHost && match.hostTokenCount() > 0) {
             load = cache.loadBack(match, requestId, Integer.MAX_VALUE, pool);
@@ -141,7 +141,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
                     awaitLoad(load); // failed: its pages went back and the match below finds only the device part
                     load = null;
                     loadToken = -1;
-                    cache.tree().match(prompt, 0, cacheable, match);
+                    cache.match(prompt, 0, cacheable, match);
                 }
             }
         }
@@ -158,12 +158,12 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
             pages[onDevice / PAGE_TOKENS + j] = load.devicePage(j); // the load's pages, filled layer by layer
         }
         RadixNode prefix = match.lastDeviceNode();
-        cache.tree().lock(prefix); // neither an eviction to make room nor a later one may take the matched prefix
+        cache.lock(prefix); // neither an eviction to make room nor a later one may take the matched prefix
         RadixNode node = null;
         KvBufferCache.KvBuffer kv = null;
         try {
             allocate(pages, prefixPages);
-            ForwardHandle hooks = null;
+            ForwardHooks hooks = null;
             if (load == null) {
                 node = insertAndLock(prompt, cacheable, pages, prefixTokens);
                 hooks = beginForward(node);
@@ -183,16 +183,16 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
                 // the nodes being loaded would adopt pages inserted under them, so the insert waits for the load;
                 // the new pages' KV is already on the device, so their hooks all fire at once
                 awaitLoad(load);
-                if (load.state() != LoadOp.State.LOADED) {
+                if (load.state() != LoadHandle.State.LOADED) {
                     last.close();
                     return null;
                 }
-                cache.tree().match(prompt, 0, cacheable, match);
+                cache.match(prompt, 0, cacheable, match);
                 for (int i = 0; i < prefixPages; i++) {
                     pages[i] = match.devicePage(i);
                 }
                 node = insertAndLock(prompt, cacheable, pages, prefixTokens);
-                ForwardHandle late = beginForward(node);
+                ForwardHooks late = beginForward(node);
                 for (int l = 0; l < cache.targetLayers(); l++) {
                     late.targetLayerStored(l);
                 }
@@ -205,31 +205,31 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
                 kv.close();
             }
             if (node != null) {
-                cache.tree().unlock(node);
+                cache.unlock(node);
             } else {
                 pool.free(pages, prefixPages, pages.length - prefixPages); // never inserted: still ours
             }
-            cache.tree().unlock(prefix);
+            cache.unlock(prefix);
         }
     }
 
     private RadixNode insertAndLock(int[] prompt, int cacheable, int[] pages, int expectPresent) {
-        int present = cache.tree().insert(prompt, 0, cacheable, pages, 0);
+        int present = cache.insert(prompt, 0, cacheable, pages, 0);
         if (present != expectPresent) {
             throw new IllegalStateException("insert found " + present + " tokens on device, expected " + expectPresent);
         }
-        RadixNode node = cache.tree().lastInsertNode();
-        cache.tree().lock(node);
+        RadixNode node = cache.lastInsertNode();
+        cache.lock(node);
         return node;
     }
 
-    private ForwardHandle beginForward(RadixNode node) {
+    private ForwardHooks beginForward(RadixNode node) {
         backups.clear();
         cache.reserveByPolicy(node, false, backups);
         return cache.beginForward(backups);
     }
 
-    /** Polls the controller until no backup is in flight. @throws IllegalStateException after 60 s */
+    /** Polls the cache until no backup is in flight. @throws IllegalStateException after 60 s */
     public void awaitBackups() {
         long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (cache.backupsInFlight() > 0) {
@@ -265,9 +265,9 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         }
     }
 
-    private void awaitLoad(LoadOp load) {
+    private void awaitLoad(LoadHandle load) {
         long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (load.state() == LoadOp.State.QUEUED || load.state() == LoadOp.State.ISSUED) {
+        while (load.state() == LoadHandle.State.QUEUED || load.state() == LoadHandle.State.ISSUED) {
             if (System.nanoTime() > deadlineNs) {
                 throw new IllegalStateException("load-back " + load + " did not finish within 60 s");
             }
@@ -294,7 +294,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
      * per request; forward thread.
      */
     private final class Mirror implements HookedLlamaModel.LayerListener {
-        private ForwardHandle hooks;
+        private ForwardHooks hooks;
         private int[] pages;
         private int restored;
         private int onDevice;
@@ -302,7 +302,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         private int promptEnd;
         private long loadToken;
 
-        void start(ForwardHandle hooks, int[] pages, int restored, int onDevice, int cacheable, int promptEnd,
+        void start(ForwardHooks hooks, int[] pages, int restored, int onDevice, int cacheable, int promptEnd,
                    long loadToken) {
             this.loadToken = loadToken;
             this.hooks = hooks;

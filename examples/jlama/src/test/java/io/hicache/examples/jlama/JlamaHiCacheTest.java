@@ -71,7 +71,7 @@ class JlamaHiCacheTest {
             assertThat(engine.backupsCommitted()).isPositive();
             assertThat(engine.evictDevice(Integer.MAX_VALUE)).isEqualTo(PAGES);
             MatchResult m = new MatchResult();
-            engine.cache().tree().match(b, 0, PROMPT, m);
+            engine.cache().match(b, 0, PROMPT, m);
             assertThat(m.deviceTokenCount()).isZero();
             assertThat(m.hostTokenCount()).isEqualTo(PROMPT);
 
@@ -119,10 +119,10 @@ class JlamaHiCacheTest {
         Generation r2;
         try (HostThreadCudaRuntime gpu = new HostThreadCudaRuntime();
              JlamaHiCacheEngine engine = new JlamaHiCacheEngine(SPEC.newModel(), gpu, 4 * PAGES, 4 * PAGES, 2, false)) {
-            // hold the backup stream: both forwards end while neither's copies can have run
+            // hold the compute stream: the hooks' events cannot complete, so neither forward's copies can run
             CountDownLatch open = new CountDownLatch(1);
             CountDownLatch held = new CountDownLatch(1);
-            gpu.launchHostFunc(engine.cache().backupStream(), () -> {
+            gpu.launchHostFunc(engine.cache().computeStream(), () -> {
                 held.countDown();
                 try {
                     open.await(60, TimeUnit.SECONDS);
