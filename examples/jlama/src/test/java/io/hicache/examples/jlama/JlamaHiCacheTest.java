@@ -11,6 +11,7 @@ import java.util.Arrays;
 import java.util.SplittableRandom;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -88,6 +89,58 @@ class JlamaHiCacheTest {
         Generation recomputed = Generation.recompute(SPEC.newModel(), b, GENERATE);
         assertThat(restored.maxAbsLogitDiff(recomputed)).isZero();
         assertThat(restored.tokens()).isEqualTo(recomputed.tokens());
+    }
+
+    @Test
+    void withOverlapThePrefillStartsBeforeTheLoadLands() throws InterruptedException {
+        int[] b = tokens(7, PROMPT + SUFFIX);
+        Generation restored;
+        AtomicLong loadsWhenForwardWaited = new AtomicLong(-1);
+        try (HostThreadCudaRuntime gpu = new HostThreadCudaRuntime();
+             JlamaHiCacheEngine engine = new JlamaHiCacheEngine(SPEC.newModel(), gpu, 4 * PAGES, 4 * PAGES, 1, true)) {
+            engine.generate(Arrays.copyOf(b, PROMPT), GENERATE);
+            engine.awaitBackups();
+            engine.evictDevice(Integer.MAX_VALUE);
+            // hold the compute stream: the load starts only after an event on it, and layer 0 waits on it
+            CountDownLatch open = new CountDownLatch(1);
+            gpu.launchHostFunc(engine.cache().computeStream(), () -> {
+                try {
+                    open.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            Thread forward = Thread.currentThread();
+            Thread watcher = Thread.ofPlatform().start(() -> {
+                long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!waitsForLayerLoad(forward) && System.nanoTime() < deadlineNs) {
+                    Thread.onSpinWait();
+                }
+                if (waitsForLayerLoad(forward)) {
+                    loadsWhenForwardWaited.set(engine.cache().metrics().get(Metric.LOADS_COMPLETED));
+                }
+                open.countDown();
+            });
+            restored = engine.generate(b, GENERATE);
+            watcher.join();
+        }
+        assertThat(loadsWhenForwardWaited.get()).as("loads completed when the forward waited for layer 0").isZero();
+        assertThat(restored.restoredTokens()).isEqualTo(PROMPT);
+        Generation recomputed = Generation.recompute(SPEC.newModel(), b, GENERATE);
+        assertThat(restored.maxAbsLogitDiff(recomputed)).isZero();
+    }
+
+    /** True while {@code t} is inside the prefill, blocked on the device before copying a layer's prefix. */
+    private static boolean waitsForLayerLoad(Thread t) {
+        boolean sync = false;
+        for (StackTraceElement e : t.getStackTrace()) {
+            sync |= e.getClassName().equals("io.hicache.cuda.HostThreadCudaRuntime")
+                && e.getMethodName().equals("synchronizeEvent");
+            if (sync && e.getMethodName().equals("beforeLayer") && e.getClassName().endsWith("JlamaHiCacheEngine$Mirror")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Test
