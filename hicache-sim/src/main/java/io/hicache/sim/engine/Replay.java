@@ -377,7 +377,7 @@ final class Replay {
                 p.loadDone = true;
             }
             for (int r = 0; r < cp; r++) {
-                ctl[r].tree().match(p.keys, 0, p.keys.length, match[r]);
+                ctl[r].match(p.keys, 0, p.keys.length, match[r]);
             }
             int devicePrefix = match[0].devicePageCount();
             if (match[0].hostPageCount() > 0 && backupsEnabled && !p.loadDone && !force) {
