@@ -86,7 +86,7 @@ public final class CpCluster {
                 case "--after" -> after = doubleArg(flag, v, 0, 3600);
                 case "--stall" -> stall = intArg(flag, v, 0, n - 1);
                 case "--for" -> stallFor = doubleArg(flag, v, 0.001, 3600);
-                case "--seed" -> seed = Long.parseLong(v);
+                case "--seed" -> seed = longArg(flag, v);
                 case "--member-timeout-ms" -> timeoutMs = (long) doubleArg(flag, v, 10, 60_000);
                 default -> throw new IllegalArgumentException("unknown flag " + flag);
             }
@@ -120,6 +120,14 @@ public final class CpCluster {
             // fall through
         }
         throw new IllegalArgumentException(flag + " " + v + " must be an integer in [" + min + ", " + max + "]");
+    }
+
+    private static long longArg(String flag, String v) {
+        try {
+            return Long.parseLong(v);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(flag + " " + v + " must be an integer", e);
+        }
     }
 
     private static double doubleArg(String flag, String v, double min, double max) {

@@ -50,5 +50,7 @@ class CpClusterProcessTest {
             .hasMessageContaining("--kill needs --after");
         assertThatThrownBy(() -> CpCluster.parse(new String[] {"4", "--seconds", "5", "--kill", "1", "--after", "6"}))
             .hasMessageContaining("--after 6.0 must be below --seconds 5.0");
+        assertThatThrownBy(() -> CpCluster.parse(new String[] {"4", "--seed", "x"}))
+            .hasMessage("--seed x must be an integer");
     }
 }
