@@ -105,15 +105,20 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         if (closed) {
             return 0;
         }
+        int work = pollInbound();
+        long now = clock.nanoTime();
+        work += cores[BACKUP_CHANNEL].doWork(now);
+        work += cores[LOAD_CHANNEL].doWork(now);
+        return work;
+    }
+
+    private int pollInbound() {
         int work = 0;
         int n;
         do {
             n = subscription.poll(handler, FRAGMENT_LIMIT);
             work += n;
         } while (n == FRAGMENT_LIMIT);
-        long now = clock.nanoTime();
-        work += cores[BACKUP_CHANNEL].doWork(now);
-        work += cores[LOAD_CHANNEL].doWork(now);
         return work;
     }
 
@@ -226,6 +231,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
                 if (closed) {
                     throw new IllegalStateException("agreement of rank " + rank + " is closed");
                 }
+                pollInbound(); // a rank waking from a stall reads what the group decided before it acts
                 long now = clock.nanoTime();
                 core.contribute(round, completedPrefix, firstFailedSeq, now);
                 contributedAtNs = now;
