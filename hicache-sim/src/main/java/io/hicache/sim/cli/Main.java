@@ -6,6 +6,7 @@ import io.hicache.sim.EngineFactory;
 import io.hicache.sim.Eviction;
 import io.hicache.sim.Lanes;
 import io.hicache.sim.ProgressListener;
+import io.hicache.sim.Router;
 import io.hicache.sim.WritePolicy;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
@@ -97,6 +98,7 @@ public final class Main implements Callable<Integer> {
         register(cl, BackupMode.class, BackupMode::byName);
         register(cl, Eviction.class, Eviction::byName);
         register(cl, Lanes.class, Lanes::byName);
+        register(cl, Router.class, Router::byName);
         cl.setOut(new PrintWriter(env.out(), true, StandardCharsets.UTF_8));
         cl.setErr(new PrintWriter(env.err(), true, StandardCharsets.UTF_8));
         cl.setParameterExceptionHandler((ex, a) -> {
@@ -133,7 +135,7 @@ public final class Main implements Callable<Integer> {
     public Integer call() {
         SimOptions defaults = new SimOptions();
         defaults.htmlFile = Paths.get(DEFAULT_HTML);
-        return execute(spec, defaults, Kind.COMPARE);
+        return execute(spec, defaults, new ServingOptions(), Kind.COMPARE);
     }
 
     enum Kind {
@@ -165,7 +167,9 @@ public final class Main implements Callable<Integer> {
         GpuPreset gpu;
 
         @Option(names = "--device-capacity-tokens", paramLabel = "TOKENS",
-                description = "Device KV capacity in simulated tokens (k/M/G suffixes; default about 3M prompt tokens).")
+                description = "Device KV capacity per instance in simulated tokens (k/M/G suffixes; default: the KV "
+                        + "room of the instance's GPUs after the weights, about 1.1M tokens for llama3-70b at TP 4 on "
+                        + "H200; --cache-only: about 3M).")
         String deviceCapacity;
 
         @Option(names = "--host-capacity-tokens", paramLabel = "TOKENS", split = ",",
@@ -218,6 +222,8 @@ public final class Main implements Callable<Integer> {
         CommandSpec spec;
         @Mixin
         SimOptions options;
+        @Mixin
+        ServingOptions serving;
 
         SimCommand(Main main, Kind kind) {
             this.main = main;
@@ -226,7 +232,7 @@ public final class Main implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            return main.execute(spec, options, kind);
+            return main.execute(spec, options, serving, kind);
         }
     }
 
@@ -253,23 +259,26 @@ public final class Main implements Callable<Integer> {
         }
     }
 
-    Integer execute(CommandSpec at, SimOptions o, Kind kind) {
-        RunPlan plan = RunPlan.build(at.commandLine(), o, kind, env);
+    Integer execute(CommandSpec at, SimOptions o, ServingOptions s, Kind kind) {
+        RunPlan plan = RunPlan.build(at.commandLine(), o, s, kind, env);
         return plan.run("hicache-sim " + String.join(" ", args));
     }
 
     /** Summary line for a result, printed to standard output. */
     static String summary(String label, SimResult r) {
-        return String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
+        String line = String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
                 label, r.blockHitRatio(), r.tokenHitRatio(), r.deviceHitTokens(), r.hostHitTokens(),
                 r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds());
+        var s = r.serving();
+        return s == null ? line : line + String.format(Locale.ROOT, " %11.1f %11.1f %11.1f %10.1f %7.3f",
+                s.ttftMs().p50(), s.ttftMs().p99(), s.tpotMs().p50(), s.throughputOutputTokensPerS(), s.goodput());
     }
 
     /** Header of {@link #summary}. */
     static String summaryHeader() {
-        return String.format(Locale.ROOT, "%-26s %8s %8s %14s %14s %12s %12s %12s %10s",
+        return String.format(Locale.ROOT, "%-26s %8s %8s %14s %14s %12s %12s %12s %10s %11s %11s %11s %10s %7s",
                 "configuration", "blk_hit", "tok_hit", "device_hit_tok", "host_hit_tok", "backups", "exposed_ms",
-                "commit_p99ms", "wall_s");
+                "commit_p99ms", "wall_s", "ttft_p50ms", "ttft_p99ms", "tpot_p50ms", "out_tok/s", "goodput");
     }
 
     static ProgressListener progress(Env env) {

@@ -3,28 +3,33 @@ package io.hicache.sim.engine;
 import io.hicache.core.DevicePageAllocator;
 
 /**
- * The serving engine's device KV page pool: a stack of free page ids shared by every CP rank (identical
- * scheduling gives every rank the same ids, so one pool serves the group; see {@link Mirror}). Owned by the
- * engine's scheduler thread; not thread-safe. Allocation-free.
+ * The serving engine's device KV page pool, shared by every CP rank (identical scheduling gives every rank
+ * the same ids, so one pool serves the group; see {@link Mirror}). Free pages are a bitmap handed out
+ * next-fit in ascending order, so a request's pages form runs of consecutive ids whenever free space allows,
+ * and the controller's copies of them coalesce. Refuses a page freed twice. Owned by the engine's scheduler
+ * thread; not thread-safe. Allocation-free.
  */
 final class DevicePagePool implements DevicePageAllocator {
-    private final int[] free;
+    private final long[] freeBits;
+    private final int capacity;
     private int freeCount;
+    private int cursorWord;
 
     /** A pool of pages {@code 0 .. capacityPages-1}, all free. */
     DevicePagePool(int capacityPages) {
         if (capacityPages < 1) {
             throw new IllegalArgumentException("device pool needs at least one page, got " + capacityPages);
         }
-        free = new int[capacityPages];
-        for (int i = 0; i < capacityPages; i++) {
-            free[i] = capacityPages - 1 - i; // page 0 on top: low ids first
+        capacity = capacityPages;
+        freeBits = new long[(capacityPages + 63) >>> 6];
+        for (int p = 0; p < capacityPages; p++) {
+            freeBits[p >>> 6] |= 1L << p;
         }
         freeCount = capacityPages;
     }
 
     int capacityPages() {
-        return free.length;
+        return capacity;
     }
 
     int freePages() {
@@ -36,22 +41,51 @@ final class DevicePagePool implements DevicePageAllocator {
         if (count > freeCount) {
             return false;
         }
-        for (int i = 0; i < count; i++) {
-            out[offset + i] = free[--freeCount];
+        int got = 0;
+        int w = cursorWord;
+        while (got < count) {
+            long bits = freeBits[w];
+            while (bits != 0 && got < count) {
+                long low = bits & -bits;
+                out[offset + got++] = (w << 6) + Long.numberOfTrailingZeros(low);
+                bits ^= low;
+            }
+            freeBits[w] = bits;
+            if (got < count) {
+                w = w + 1 == freeBits.length ? 0 : w + 1;
+            }
         }
+        cursorWord = w;
+        freeCount -= count;
         return true;
     }
 
     @Override
     public void free(int[] pages, int offset, int count) {
-        if (freeCount + count > free.length) {
-            throw new IllegalStateException("device pool overflow: freeing " + count + " pages with " + freeCount
-                    + " of " + free.length + " already free (a page was freed twice)");
+        for (int i = 0; i < count; i++) {
+            int p = pages[offset + i];
+            long bit = 1L << p;
+            if ((freeBits[p >>> 6] & bit) != 0) {
+                throw new IllegalStateException("device page " + p + " freed twice (it was already free)");
+            }
+            freeBits[p >>> 6] |= bit;
         }
-        // pushed last to first, so a freed ascending run is handed out ascending again (copies coalesce)
-        for (int i = count - 1; i >= 0; i--) {
-            free[freeCount++] = pages[offset + i];
+        freeCount += count;
+    }
+
+    /** The free page ids, ascending. */
+    int[] freeList() {
+        int[] out = new int[freeCount];
+        int n = 0;
+        for (int w = 0; w < freeBits.length; w++) {
+            long bits = freeBits[w];
+            while (bits != 0) {
+                long low = bits & -bits;
+                out[n++] = (w << 6) + Long.numberOfTrailingZeros(low);
+                bits ^= low;
+            }
         }
+        return out;
     }
 
     /**
