@@ -41,7 +41,7 @@ import java.util.function.Function;
  */
 @Command(name = "hicache-sim", mixinStandardHelpOptions = true, version = "hicache-sim 0.1.0",
         description = {"Replays request traces through the HiCache radix tree and backup controller.",
-                "With no arguments: compare on the bundled trace, writing report.html."},
+                "With no arguments: compare on the bundled trace on a fleet of 8 instances, writing report.html."},
         footer = {"", "Exit status: 0 ok, 1 run failed, 2 usage error."})
 public final class Main implements Callable<Integer> {
 
@@ -92,6 +92,7 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("replay", new Replay(main));
         cl.addSubcommand("compare", new Compare(main));
         cl.addSubcommand("sweep", new Sweep(main));
+        cl.addSubcommand("gen-multiturn", new GenerateMultiTurn(env));
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
         register(cl, WritePolicy.class, WritePolicy::byName);
@@ -130,12 +131,20 @@ public final class Main implements Callable<Integer> {
         });
     }
 
-    /** No subcommand: {@code compare} with defaults on the bundled trace, writing {@code report.html}. */
+    /** Instances of the no-argument run (a fleet, as operators size it). */
+    public static final int DEFAULT_FLEET = 8;
+
+    /**
+     * No subcommand: {@code compare} with defaults on the bundled trace on a fleet of {@link #DEFAULT_FLEET}
+     * instances behind the cache-aware router, writing {@code report.html}.
+     */
     @Override
     public Integer call() {
         SimOptions defaults = new SimOptions();
         defaults.htmlFile = Paths.get(DEFAULT_HTML);
-        return execute(spec, defaults, new ServingOptions(), Kind.COMPARE);
+        ServingOptions fleet = new ServingOptions();
+        fleet.instances = List.of(DEFAULT_FLEET);
+        return execute(spec, defaults, fleet, Kind.COMPARE);
     }
 
     enum Kind {

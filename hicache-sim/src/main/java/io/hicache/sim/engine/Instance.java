@@ -37,6 +37,9 @@ final class Instance {
     private static final int MAX_LOAD_WAITS = 8;
     private static final int LOAD_RING = 3;
 
+    /** Tests set this to check, before every step, that no device page is held twice. */
+    static volatile boolean checkPagesEachStep;
+
     final int index;
     private final Replay fleet;
     private final int cp;
@@ -364,6 +367,9 @@ final class Instance {
      * @return whether a step started
      */
     private boolean startStep(long now, boolean force) {
+        if (checkPagesEachStep) {
+            checkPageOwnership();
+        }
         stepPrefill.clear();
         stepDecode.clear();
         queuedLoads.clear();
