@@ -1,6 +1,6 @@
 package io.hicache.sim.engine;
 
-import io.hicache.core.HiCacheController;
+import io.hicache.core.internal.HiCacheController;
 import io.hicache.cuda.SimulatedCudaRuntime;
 import io.hicache.sim.report.TimelineSegment;
 

@@ -1,13 +1,12 @@
 package io.hicache.sim.engine;
 
-import io.hicache.core.Backup;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.DevicePageSink;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
-import io.hicache.core.LoadOp;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.LoadOp;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
-import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.metrics.Metric;
@@ -19,7 +18,7 @@ import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.SimConfig;
-import io.hicache.sim.WritePolicy;
+import io.hicache.core.WritePolicy;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -150,13 +149,12 @@ final class Instance {
                 HiCacheController.Builder b = HiCacheController.builder().runtime(runtime).targetLayout(target)
                         .draftLayout(draft).hostPages(hostPagesPerRank).threadingMode(ThreadingMode.INVOKER)
                         .clock(runtime::nowNs).leaseNs(0).loadThresholdTokens(1).maxForwardsInFlight(64)
-                        .writePolicy(backups ? corePolicy(config.writePolicy())
-                                : io.hicache.core.WritePolicy.WRITE_THROUGH)
-                        .backupMode(config.backupMode() == BackupMode.ALL_LAYERS
-                                ? io.hicache.core.BackupMode.ALL_LAYERS : io.hicache.core.BackupMode.LAYERED)
+                        .writePolicy(backups ? config.writePolicy() : WritePolicy.WRITE_THROUGH)
+                        .backupMode(config.backupMode() == BackupMode.NONE ? io.hicache.core.BackupMode.LAYERED
+                                : config.backupMode().core())
                         .eviction(config.eviction().policy(), config.eviction().policy());
                 if (cp > 1) {
-                    b.cpGroup(cp, r, lanes(config), agreement, loadAgreement);
+                    b.cpGroup(cp, r, config.lanes(), agreement, loadAgreement);
                 }
                 ctl[r] = b.build();
                 computeStreams[r] = ctl[r].computeStream();
@@ -934,21 +932,5 @@ final class Instance {
             throw failure;
         }
         return ops;
-    }
-
-    private static io.hicache.core.WritePolicy corePolicy(WritePolicy p) {
-        return switch (p) {
-            case WRITE_THROUGH -> io.hicache.core.WritePolicy.WRITE_THROUGH;
-            case WRITE_THROUGH_SELECTIVE -> io.hicache.core.WritePolicy.WRITE_THROUGH_SELECTIVE;
-            case WRITE_BACK -> io.hicache.core.WritePolicy.WRITE_BACK;
-        };
-    }
-
-    private static OwnerLanes lanes(SimConfig c) {
-        return switch (c.lanes()) {
-            case ROUND_ROBIN -> OwnerLanes.ROUND_ROBIN;
-            case CONTIGUOUS -> OwnerLanes.CONTIGUOUS;
-            case ZIGZAG -> OwnerLanes.ZIGZAG;
-        };
     }
 }

@@ -1,6 +1,6 @@
 package io.hicache.sim.engine;
 
-import io.hicache.core.LoadOp;
+import io.hicache.core.internal.LoadOp;
 import io.hicache.radix.RadixNode;
 import io.hicache.sim.trace.Request;
 

@@ -12,7 +12,7 @@ import java.util.List;
 
 /**
  * The timed engine: a discrete-event model of a fleet of serving engines that drives the <b>real</b>
- * {@link io.hicache.core.HiCacheController} (one per CP rank per instance, agents stepped by hand) on
+ * {@link io.hicache.core.internal.HiCacheController} (one per CP rank per instance, agents stepped by hand) on
  * {@link SimulatedCudaRuntime} devices with virtual clocks.
  *
  * <h2>The serving model</h2>

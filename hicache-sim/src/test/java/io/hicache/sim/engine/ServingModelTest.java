@@ -1,13 +1,13 @@
 package io.hicache.sim.engine;
 
+import io.hicache.core.WritePolicy;
+import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.Eviction;
-import io.hicache.sim.Lanes;
 import io.hicache.sim.ProgressListener;
 import io.hicache.sim.Router;
 import io.hicache.sim.ServingConfig;
 import io.hicache.sim.SimConfig;
-import io.hicache.sim.WritePolicy;
 import io.hicache.sim.model.ComputeModel;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
@@ -62,7 +62,7 @@ class ServingModelTest {
 
     private static SimConfig llama70b(BackupMode mode, long deviceTokens) {
         return new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 512, 64, deviceTokens, 2 * deviceTokens,
-                WritePolicy.WRITE_THROUGH, mode, Eviction.LRU, 1, Lanes.ROUND_ROBIN, 0, false, 3, 1.0);
+                WritePolicy.WRITE_THROUGH, mode, Eviction.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 3, 1.0);
     }
 
     private static SimResult run(SimConfig c, ServingConfig s, TraceSource trace) {
@@ -129,7 +129,7 @@ class ServingModelTest {
         Instance.checkPagesEachStep = true;
         try {
             SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, 60_000, 200_000,
-                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1, Lanes.ROUND_ROBIN, 0, false, 5,
+                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5,
                     20.0);
             SimResult r = run(c, serving(2, Router.CACHE_AWARE, 1), ServingEngineTest.bundled(150));
             assertThat(r.requests()).isEqualTo(150);
