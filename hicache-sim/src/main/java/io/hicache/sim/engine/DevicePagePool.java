@@ -13,7 +13,7 @@ final class DevicePagePool implements DevicePageAllocator {
     private final long[] freeBits;
     private final int capacity;
     private int freeCount;
-    private int cursorWord;
+    private int cursorPage;
 
     /** A pool of pages {@code 0 .. capacityPages-1}, all free. */
     DevicePagePool(int capacityPages) {
@@ -42,22 +42,55 @@ final class DevicePagePool implements DevicePageAllocator {
             return false;
         }
         int got = 0;
-        int w = cursorWord;
+        int w = cursorPage >>> 6;
+        long bits = freeBits[w] & (-1L << (cursorPage & 63)); // the first word from the cursor on
+        int last = -1;
+        int scanned = 0;
         while (got < count) {
-            long bits = freeBits[w];
             while (bits != 0 && got < count) {
                 long low = bits & -bits;
-                out[offset + got++] = (w << 6) + Long.numberOfTrailingZeros(low);
+                last = (w << 6) + Long.numberOfTrailingZeros(low);
+                out[offset + got++] = last;
+                freeBits[w] &= ~low;
                 bits ^= low;
             }
-            freeBits[w] = bits;
             if (got < count) {
                 w = w + 1 == freeBits.length ? 0 : w + 1;
+                bits = freeBits[w];
+                if (++scanned > freeBits.length + 1) {
+                    throw new IllegalStateException("device pool free count " + freeCount + " disagrees with its bitmap");
+                }
             }
         }
-        cursorWord = w;
+        cursorPage = last + 1 >= capacity ? 0 : last + 1;
         freeCount -= count;
         return true;
+    }
+
+    /**
+     * Allocates one page, {@code after + 1} if it is free (so a request's decode pages follow its last page and
+     * their copies coalesce), else as {@link #allocate}.
+     */
+    boolean allocateAfter(int after, int[] out, int offset) {
+        int p = after + 1;
+        if (p > 0 && p < capacity && (freeBits[p >>> 6] & (1L << p)) != 0) {
+            freeBits[p >>> 6] &= ~(1L << p);
+            freeCount--;
+            out[offset] = p;
+            return true;
+        }
+        return allocate(1, out, offset);
+    }
+
+    /**
+     * Moves the next-fit cursor {@code pages} further, leaving the pages right after the last allocation to
+     * {@link #allocateAfter} (a request about to decode grows into them); they stay free for anyone once the
+     * cursor comes round.
+     */
+    void skip(int pages) {
+        if (pages > 0) {
+            cursorPage = (int) ((cursorPage + (long) pages) % capacity);
+        }
     }
 
     @Override

@@ -519,6 +519,8 @@ final class Instance {
         }
         System.arraycopy(match[0].devicePages(), 0, q.pages, 0, devicePrefix);
         if (allocate(newPages, q.pages, devicePrefix, true)) {
+            // leave room after the prompt for the answer's pages, so they follow it and copy as one range
+            pool.skip(ceilPages(fleet.decodedSim(q.request.outputLength())));
             q.noPages = false;
             q.pageCount = totalPages;
             q.ownedFrom = devicePrefix;
@@ -632,6 +634,11 @@ final class Instance {
         }
         if (q.pages.length < need) {
             q.pages = java.util.Arrays.copyOf(q.pages, Math.max(need, q.pages.length * 2));
+        }
+        if (need - q.pageCount == 1 && q.pageCount > 0 && pool.allocateAfter(q.pages[q.pageCount - 1], q.pages,
+                q.pageCount)) {
+            q.pageCount = need;
+            return true;
         }
         if (allocate(need - q.pageCount, q.pages, q.pageCount, false)) {
             q.pageCount = need;
