@@ -67,7 +67,7 @@ final class FleetStepper implements AutoCloseable {
         }
         int spins = 0;
         while (pending.get() > 0) {
-            if (++spins < 2_000) {
+            if (++spins < 200) {
                 Thread.onSpinWait();
             } else {
                 LockSupport.parkNanos(this, 50_000);
@@ -104,7 +104,7 @@ final class FleetStepper implements AutoCloseable {
         while (!closed) {
             int spins = 0;
             while (generation == seen && !closed) {
-                if (++spins < 2_000) {
+                if (++spins < 200) {
                     Thread.onSpinWait();
                 } else {
                     LockSupport.park(this);

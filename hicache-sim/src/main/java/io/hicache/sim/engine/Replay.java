@@ -51,7 +51,6 @@ final class Replay {
     private final long linkBytesPerSecond;
     private final Instance[] instances;
     private final TokenExpander expander;
-    private int[] tokens = new int[8192];
     private FleetStepper stepper;
     private HitStats hits;
     private int roundRobin;
@@ -145,14 +144,8 @@ final class Replay {
                 }
                 stepper.run(FleetStepper.RUN, t);
                 reportProgress();
-                tokens = TokenExpander.ensureCapacity(tokens, expander.tokenCount(r));
-                int count = expander.expandInto(r, tokens);
-                int pages = count / pageSize;
-                int[] keys = new int[pages];
-                for (int i = 0; i < pages; i++) {
-                    keys[i] = tokens[i * pageSize] / pageSize;
-                }
-                ServedRequest q = new ServedRequest(r, keys, count, t);
+                int[] keys = expander.pageKeys(r, pageSize);
+                ServedRequest q = new ServedRequest(r, keys, expander.tokenCount(r), t);
                 inputTokens += r.inputLength();
                 requestsRouted++;
                 instances[route(q)].enqueue(q);
