@@ -101,14 +101,4 @@ public record ServingConfig(int instances, Router router, int tp, int maxBatchTo
     public ServingConfig withFleet(int n, Router r) {
         return new ServingConfig(n, r, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs);
     }
-
-    /** This configuration with another TP degree. */
-    public ServingConfig withTp(int n) {
-        return new ServingConfig(instances, router, n, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs);
-    }
-
-    /** This configuration with other budgets. */
-    public ServingConfig withBudgets(int batchTokens, int chunk) {
-        return new ServingConfig(instances, router, tp, batchTokens, chunk, sloTtftMs, sloTpotMs);
-    }
 }

@@ -547,7 +547,9 @@ final class Instance {
         int prefixSim = devicePrefix * pageSize;
         if (prefixSim >= q.targetSim) {
             prefixSim = q.targetSim - 1;
-            lastTokenRecomputeSim++;
+            if (!q.admittedOnce) {
+                lastTokenRecomputeSim++; // a readmission's chunks count as recomputed already
+            }
         }
         q.prefilledSim = prefixSim;
         if (!q.admittedOnce) {

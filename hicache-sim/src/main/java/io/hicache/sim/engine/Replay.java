@@ -405,13 +405,6 @@ final class Replay {
         return new ServingEngine.RunStats(ops, forwards, leaks);
     }
 
-    /** Checks every instance's page ownership now (tests call it between arrivals through the engine). */
-    void checkPageOwnership() {
-        for (Instance in : instances) {
-            in.checkPageOwnership();
-        }
-    }
-
     /** Upper bound of distinct pages in the trace (one pass), to size "unlimited" tiers. */
     private long distinctPagesBound() {
         TokenExpander counter = new TokenExpander(config.blockTokens());

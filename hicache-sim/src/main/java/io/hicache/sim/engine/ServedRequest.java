@@ -39,7 +39,7 @@ final class ServedRequest {
     /** Simulated tokens whose KV the prefill must produce: the prompt, plus the decoded tokens after a preemption. */
     int targetSim;
     int prefilledSim;
-    /** Prompt tokens (true) already counted as computed for this admission. */
+    /** Simulated tokens this request prefills in the current step. */
     int chunkSim;
 
     // outcome

@@ -13,10 +13,12 @@ import java.util.Map;
 
 /**
  * A self-contained HTML report: inline CSS and SVG only, no scripts, no network references; the
- * markup is well-formed XML (XHTML syntax) so it can be checked mechanically. Sections: a table of
- * configurations with the baselines (no backup, unlimited cache) beside them, a hit-ratio vs
- * host-capacity chart (sweep), and per-layer timelines of one forward (compute and copies, one panel
- * per backup mode). Stateless and thread-safe.
+ * markup is well-formed XML (XHTML syntax) so it can be checked mechanically. Sections: a headline card
+ * per timed configuration (TTFT and throughput against the run without a host tier on the same fleet, the
+ * backup copy time hidden), tables of configurations with the baselines (no backup, unlimited cache) beside
+ * them, what clients felt (latency percentiles, throughput, goodput), a TTFT CDF, hit ratio and TTFT vs
+ * host capacity (sweep), and per-layer timelines of one forward (compute and copies, one panel per backup
+ * mode). Tables wrap their headers so a 1,400 px window shows every column. Stateless and thread-safe.
  */
 public final class HtmlReport {
 
