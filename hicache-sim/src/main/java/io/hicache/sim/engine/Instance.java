@@ -71,6 +71,11 @@ final class Instance {
     private final ArrayList<List<LoadOp>> loadSets = new ArrayList<>();
     private final ArrayList<LoadOp> queuedLoads = new ArrayList<>();
 
+    /**
+     * Whether the controllers may have work: set by device events and by scheduler calls into them, cleared
+     * by {@link #settle}. A decode-only step touches neither, so it needs no settling.
+     */
+    private boolean dirty = true;
     private boolean stepping;
     private boolean deviceStep;
     private long stepStartNs;
@@ -256,6 +261,10 @@ final class Instance {
 
     /** Steps every rank's agents and scheduler until nothing moves; then marks new seals for waking. */
     private void settle() {
+        if (!dirty) {
+            return;
+        }
+        dirty = false;
         // A pass that retires nothing can still leave a round open whose values some rank contributed before its
         // latest acks (the in-process agreement never blocks); the group needs up to three more passes to
         // contribute fresh values and read them back, so settling stops only after that many idle passes.
@@ -306,6 +315,7 @@ final class Instance {
             if (t == Long.MAX_VALUE || t > externalNs) {
                 break;
             }
+            dirty = true;
             for (int r = 0; r < cp; r++) {
                 rt[r].advanceTo(Math.max(t, rt[r].nowNs()));
             }
@@ -344,6 +354,7 @@ final class Instance {
     /** Runs until the devices hold no backup or load (after every request finished). */
     void drain() {
         for (int i = 0; i < 1_000_000; i++) {
+            dirty = true;
             settle();
             if (!copiesInFlight()) {
                 return;
@@ -440,6 +451,9 @@ final class Instance {
             }
             loadSets.add(new ArrayList<>(queuedLoads));
         }
+        if (preempted || taken > 0 || !stepPrefill.isEmpty() || !queuedLoads.isEmpty()) {
+            dirty = true; // matches, loads, inserts and reservations went to the controllers
+        }
         boolean backupsWaiting = !pendingBackups.get(0).isEmpty();
         if (stepPrefill.isEmpty() && stepDecode.isEmpty() && !backupsWaiting) {
             return false;
@@ -482,6 +496,7 @@ final class Instance {
      * @return 1 admitted, 0 not now (loading, or the load ring is busy), -1 no device pages
      */
     private int admit(ServedRequest q, boolean force) {
+        dirty = true;
         if (q.load != null) {
             LoadOp.State s = q.load.state();
             if (s == LoadOp.State.QUEUED || s == LoadOp.State.ISSUED) {
@@ -575,6 +590,7 @@ final class Instance {
 
     /** Inserts {@code keys[0, n)} with the request's pages on every rank; the new path is locked instead of the old. */
     private void insertPages(ServedRequest q, int[] keys, int n) {
+        dirty = true;
         int present = -1;
         RadixNode[] locks = new RadixNode[cp];
         for (int r = 0; r < cp; r++) {
@@ -792,6 +808,7 @@ final class Instance {
             rt[r].launchHostFunc(computeStreams[r], computeDoneFn);
         }
         deviceStep = true;
+        dirty = true;
         computeDoneRanks = 0;
         deviceForwards++;
         if (capture) {
@@ -808,6 +825,7 @@ final class Instance {
         if (pool.allocate(n, out, offset)) {
             return true;
         }
+        dirty = true; // eviction (under write-back it may also queue copies)
         if (protectMatch) {
             for (int r = 0; r < cp; r++) {
                 anchors[r] = match[r].lastDeviceNode();
