@@ -254,7 +254,8 @@ public final class Main implements Callable<Integer> {
     }
 
     @Command(name = "compare", mixinStandardHelpOptions = true,
-            description = "Replay with backup modes layered, all-layers and none side by side.")
+            description = "Replay with backup modes layered, all-layers and none side by side "
+                    + "(for every --instances and --router given as lists).")
     static final class Compare extends SimCommand {
         Compare(Main main) {
             super(main, Kind.COMPARE);
