@@ -190,8 +190,9 @@ public final class HtmlReport {
         for (Row row : rows) {
             SimResult r = row.result();
             ServingStats s = r.serving();
-            if (s == null || row.baseline() || r.config().backupMode() == io.hicache.sim.BackupMode.NONE) {
-                continue;
+            if (s == null || row.baseline() || r.config().backupMode() == io.hicache.sim.BackupMode.NONE
+                    || !r.config().hasHostTier()) {
+                continue; // a baseline itself
             }
             SimResult base = null;
             for (Row b : rows) {
