@@ -507,7 +507,7 @@ final class Instance {
             q.loadDone = true;
         }
         for (int r = 0; r < cp; r++) {
-            ctl[r].tree().match(q.keys, 0, q.keys.length, match[r]);
+            ctl[r].match(q.keys, 0, q.keys.length, match[r]);
         }
         int devicePrefix = match[0].devicePageCount();
         if (match[0].hostPageCount() > 0 && fleet.backupsEnabled && !q.loadDone && !force) {
