@@ -1,5 +1,7 @@
 package io.hicache.core.metrics;
 
+import io.hicache.core.BackupMode;
+
 /** Why the controller copies every layer after the forward instead of layer by layer. */
 public enum FallbackReason {
     /** Configured with {@code BackupMode.ALL_LAYERS}. */
@@ -14,9 +16,4 @@ public enum FallbackReason {
      */
     HOOK_RING_FULL;
 
-    private static final FallbackReason[] VALUES = values();
-
-    static int count() {
-        return VALUES.length;
-    }
 }

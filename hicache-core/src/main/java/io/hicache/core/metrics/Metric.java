@@ -8,11 +8,11 @@ public enum Metric {
     BACKUPS_RESERVED,
     /** Backups published on their node (scheduler). */
     BACKUPS_COMMITTED,
-    /** Backups aborted, all reasons (scheduler); per reason in {@link HiCacheMetrics#abortedBy}. */
+    /** Backups aborted, all reasons (scheduler); per reason in {@link MetricsSnapshot#abortedBy}. */
     BACKUPS_ABORTED,
     /** Reservations refused because the host pool had no room after one host eviction (scheduler). */
     RESERVE_NO_ROOM,
-    /** Entries into the all-layer fallback (scheduler or submitter; {@link HiCacheMetrics#countFallback} is synchronized). */
+    /** Entries into the all-layer fallback (scheduler or submitter; counted under the metrics' monitor). */
     FALLBACK_ENTRIES,
     /** Host pages freed by host eviction (scheduler). */
     HOST_PAGES_EVICTED,
@@ -46,7 +46,7 @@ public enum Metric {
     LOAD_DURATION_NS,
     /**
      * Unexpected exceptions an agent caught while handling one forward or load (submitter and completion, through
-     * {@link HiCacheMetrics#incrementShared}); the item was aborted and the agent went on.
+     * an atomic increment); the item was aborted and the agent went on.
      */
     AGENT_ERRORS;
 
