@@ -51,6 +51,7 @@ final class SimRig implements AutoCloseable {
         long seed = 1;
         Consumer<SimulatedCudaConfig.Builder> device = b -> { };
         Consumer<HiCacheController.Builder> controller = b -> { };
+        java.util.function.Function<io.hicache.cuda.CudaRuntime, io.hicache.cuda.CudaRuntime> wrap = r -> r;
 
         Builder cp(int cp, OwnerLanes lanes) {
             this.cp = cp;
@@ -83,6 +84,12 @@ final class SimRig implements AutoCloseable {
 
         Builder device(Consumer<SimulatedCudaConfig.Builder> c) {
             this.device = c;
+            return this;
+        }
+
+        /** Wraps each rank's runtime before the controller gets it (fault injection); the rig keeps the raw one. */
+        Builder wrapRuntime(java.util.function.Function<io.hicache.cuda.CudaRuntime, io.hicache.cuda.CudaRuntime> w) {
+            this.wrap = w;
             return this;
         }
 
@@ -126,7 +133,7 @@ final class SimRig implements AutoCloseable {
                 draft[r] = db.packedFrom(draftBase[r]).build();
             }
             SimulatedCudaRuntime runtime = rt[r];
-            HiCacheController.Builder hb = HiCacheController.builder().runtime(runtime).targetLayout(target[r])
+            HiCacheController.Builder hb = HiCacheController.builder().runtime(b.wrap.apply(runtime)).targetLayout(target[r])
                 .draftLayout(draft[r]).hostPages(b.hostPages).threadingMode(ThreadingMode.INVOKER)
                 .clock(runtime::nowNs).leaseNs(0).checkThread(false);
             if (cp > 1) {
