@@ -9,8 +9,6 @@ import io.hicache.core.DevicePageSink;
 import io.hicache.core.LoadListener;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
-import com.lmax.disruptor.EventPoller;
-import com.lmax.disruptor.RingBuffer;
 import io.hicache.core.internal.copy.CopyPlanner;
 import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;

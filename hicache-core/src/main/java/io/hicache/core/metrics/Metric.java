@@ -45,8 +45,8 @@ public enum Metric {
     /** Sum of load durations, issue to agreed completion (scheduler). */
     LOAD_DURATION_NS,
     /**
-     * Unexpected exceptions an agent caught while handling one forward or load (submitter and completion; a
-     * shared, atomically updated counter); the item was aborted and the agent went on.
+     * Unexpected exceptions an agent caught while handling one forward or load (submitter and completion, through
+     * an atomic increment); the item was aborted and the agent went on.
      */
     AGENT_ERRORS;
 
