@@ -292,6 +292,7 @@ final class DstHarness implements AutoCloseable {
                 cb.delayedCompletions(delayProbability, 20_000);
             }
             rt = new SimulatedCudaRuntime(cb.build());
+            rt.checkUseAfterFree(true);
             boolean traceOps = Boolean.getBoolean("hicache.dst.trace");
             if (traceOps || loads) {
                 rt.setOpListener((op, type, stream, startNs, endNs, err) -> {
@@ -1172,11 +1173,26 @@ final class DstHarness implements AutoCloseable {
             return;
         }
         rank.freeModel.set(page);
+        retireDevicePage(rank, page);
         if (!closing && !stickyInjected) {
             onDeviceFreed(rank, page);
         }
         if (rank.r == 0) {
             freeDevice.add(page);
+        }
+    }
+
+    /** The device learns the page is free now: a copy queued before that still touching it is a use-after-free. */
+    private void retireDevicePage(Rank rank, int page) {
+        for (int l = 0; l < layers; l++) {
+            for (int buf = 0; buf < rank.target.bufferCount(); buf++) {
+                rank.rt.retire(rank.target.pageAddress(l, buf, page), rank.target.pageBytes());
+            }
+        }
+        for (int d = 0; d < draftLayers; d++) {
+            for (int buf = 0; buf < rank.draft.bufferCount(); buf++) {
+                rank.rt.retire(rank.draft.pageAddress(d, buf, page), rank.draft.pageBytes());
+            }
         }
     }
 
@@ -1842,6 +1858,10 @@ final class DstHarness implements AutoCloseable {
     /** Checks every invariant on every rank; throws {@link AssertionError} on the first violations. */
     void checkAll() {
         for (Rank rank : ranks) {
+            if (rank.rt.useAfterFreeCount() != 0) {
+                violations.add("rank " + rank.r + ": " + rank.rt.useAfterFreeCount() + " copies ran on memory freed "
+                    + "while they were queued: " + rank.rt.useAfterFreeReports());
+            }
             checkRank(rank);
             if (!stickyInjected && !rank.ctl.isClosed()) {
                 checkDevicePages(rank);

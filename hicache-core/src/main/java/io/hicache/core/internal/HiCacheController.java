@@ -813,6 +813,7 @@ public final class HiCacheController implements AutoCloseable {
         tree.unlock(b.node);
         if (b.ownedCount > 0) {
             allocator.free(b.hostPages, 0, b.ownedCount);
+            retireHostPages(b.hostPages, 0, b.ownedCount);
         }
         budgetUsedPages -= b.budgetPages;
         b.abortReason = reason;
@@ -1038,6 +1039,14 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
+    /** A checking runtime learns the pages are free now (the draft pool shares the page ids). */
+    private void retireHostPages(int[] pages, int off, int n) {
+        hostPool.retirePages(pages, off, n);
+        if (draftPool != null) {
+            draftPool.retirePages(pages, off, n);
+        }
+    }
+
     private void onHostEvicted(RadixNode node, HostValue value) {
         HostPages hp = (HostPages) value;
         int n = hp.ownedPageCount();
@@ -1047,6 +1056,7 @@ public final class HiCacheController implements AutoCloseable {
         hp.copyHostPages(scratchPages, 0);
         if (n > 0) {
             allocator.free(scratchPages, 0, n);
+            retireHostPages(scratchPages, 0, n);
         }
         LaneDescription l = hp.lanes();
         budgetUsedPages -= budgetOf(l.startPage(), l.pageCount(), l.totalPages());

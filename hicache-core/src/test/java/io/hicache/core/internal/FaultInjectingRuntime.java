@@ -157,5 +157,7 @@ final class FaultInjectingRuntime implements CudaRuntime {
     }
 
     @Override public void launchHostFunc(CudaStream stream, Runnable fn) { delegate.launchHostFunc(stream, fn); }
+    @Override public boolean tracksRetiredMemory() { return delegate.tracksRetiredMemory(); }
+    @Override public void retire(long address, long bytes) { delegate.retire(address, bytes); }
     @Override public void close() { }
 }

@@ -121,6 +121,7 @@ final class SimRig implements AutoCloseable {
             SimulatedCudaConfig.Builder cb = SimulatedCudaConfig.builder().seed(b.seed * 31 + r);
             b.device.accept(cb);
             rt[r] = new SimulatedCudaRuntime(cb.build());
+            rt[r].checkUseAfterFree(true);
             LeakCheckExtension.track(rt[r]);
             DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(layers)
                 .pageSizeTokens(pageSize).bytesPerTokenPerBuffer(bytesPerToken).pageCount(devicePages);
