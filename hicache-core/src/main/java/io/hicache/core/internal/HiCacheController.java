@@ -66,7 +66,18 @@ import java.util.function.LongSupplier;
  * <p><b>Failures.</b> Bad arguments throw {@link IllegalArgumentException}, calls in the wrong state
  * {@link IllegalStateException}; neither changes anything. A CUDA error on a copy or event aborts the
  * affected backups (counted, reported to the {@link BackupListener}); a sticky (context-poisoning) error
- * stops the controller: every backup in flight is aborted and later reservations throw.
+ * stops the controller: every backup in flight is aborted and later reservations throw. An unexpected exception
+ * in an agent aborts the forward or load it was handling ({@link AbortReason#AGENT_ERROR}, counted, logged once
+ * per distinct error by {@link AgentErrors}) and the agent goes on. {@link Builder#build()} either returns a
+ * working controller or releases everything it allocated; after {@link #close()} every call that acts (hooks
+ * and {@link #waitLayer} included) throws {@link IllegalStateException} naming "closed" without a CUDA call.
+ *
+ * <p><b>Slot leases and hand-offs.</b> A forward's {@link ForwardSlot} belongs to its {@link ForwardHandle} from
+ * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
+ * ({@link SlotPool}). A lease expiry revokes the handle (a volatile generation number on the slot): its next hook
+ * throws and lets go. Scheduler → forward thread: the engine's hand-off of the handle; forward thread →
+ * submitter: the hook ring (release/acquire); submitter → completion → scheduler: SPSC queues; the few flags
+ * written and read concurrently are volatile generation numbers ({@link ForwardSlot}).
  */
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
