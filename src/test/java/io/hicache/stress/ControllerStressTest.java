@@ -4,6 +4,7 @@ import io.hicache.core.AbortReason;
 import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
 import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
@@ -207,7 +208,7 @@ class ControllerStressTest {
                 .pageSizeTokens(PAGE).bytesPerTokenPerBuffer(16).pageCount(DEVICE_PAGES);
             draftBase = rt.deviceMalloc(db.packedBytes());
             draft = db.packedFrom(draftBase).build();
-            HiCacheController.Builder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+            ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.DEDICATED)
                 .writePolicy(WritePolicy.WRITE_THROUGH).clock(rt::nowNs).leaseNs(epochs ? 0 : 2_000_000L)
                 .checkThread(false).maxForwardsInFlight(8);

@@ -2,6 +2,7 @@ package io.hicache.core;
 
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
@@ -577,7 +578,7 @@ public final class HiCache implements AutoCloseable {
      * validates everything, naming the bad setting. Cold path; not thread-safe.
      */
     public static final class Builder {
-        private final HiCacheController.Builder b = HiCacheController.builder();
+        private final ControllerBuilder b = HiCacheController.builder();
 
         private Builder() {
         }
