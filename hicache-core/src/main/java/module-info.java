@@ -9,6 +9,9 @@
  * the mutable metrics, the JDK Flight Recorder events) is exported only to the project's own modules that build on
  * it. The Flight Recorder events are named {@code io.hicache.*}; a recording enables them by name.
  */
+// Qualified exports may name modules that are not part of every build; Agrona is an automatic module with
+// a stable name, re-exported because HiCache.Builder takes an IdleStrategy.
+@SuppressWarnings({"module", "requires-automatic", "requires-transitive-automatic"})
 module io.hicache.core {
     requires transitive io.hicache.cuda;
     requires transitive io.hicache.radix;

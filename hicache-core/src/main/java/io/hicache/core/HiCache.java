@@ -2,6 +2,7 @@ package io.hicache.core;
 
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
@@ -13,6 +14,7 @@ import io.hicache.cuda.CudaStream;
 import io.hicache.radix.EvictionPolicy;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTree;
 import org.agrona.concurrent.IdleStrategy;
 
 import java.util.ArrayList;
@@ -40,8 +42,11 @@ import java.util.function.Supplier;
  *
  * <p><b>Failures.</b> Misuse (a bad argument, a handle from another cache, a call in the wrong state) throws
  * {@link IllegalArgumentException} or {@link IllegalStateException} naming what was wrong, and changes
- * nothing. Every call after {@link #close()} other than {@code close}, {@link #isClosed()} and
- * {@link #metrics()} throws {@link IllegalStateException}. A CUDA error while copying aborts only the backups
+ * nothing. After {@link #close()} every call that acts or hands out native state (the tree and its view, the
+ * host pool view, backups, loads, hooks and {@code waitLayer}, eviction, agent work, {@link #computeStream()})
+ * throws {@link IllegalStateException} naming "closed" without touching CUDA; {@link #metrics()},
+ * {@link #isClosed()}, {@link #stickyError()} and the configuration accessors ({@link #rank()},
+ * {@link #targetLayers()}, {@link #draftLayers()}) keep answering, and {@code close} is idempotent. A CUDA error while copying aborts only the backups
  * or loads it touched (their pages are released, nothing is published); a sticky CUDA error (the device is
  * lost) stops the cache: {@link #stickyError()} reports it and later scheduler calls throw
  * {@link IllegalStateException}.
@@ -93,14 +98,12 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalArgumentException on null arrays or ranges outside the arrays
      */
     public int insert(int[] tokens, int from, int len, int[] devicePages, int pagesFrom) {
-        checkOpen();
-        return controller.tree().insert(tokens, from, len, devicePages, pagesFrom);
+        return openTree().insert(tokens, from, len, devicePages, pagesFrom);
     }
 
     /** The node the last {@link #insert} ended on (the root if it inserted nothing). Scheduler thread. */
     public RadixNode lastInsertNode() {
-        checkOpen();
-        return controller.tree().lastInsertNode();
+        return openTree().lastInsertNode();
     }
 
     /**
@@ -112,8 +115,7 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalStateException if {@code node} was removed from the tree, or the cache is closed
      */
     public void lock(RadixNode node) {
-        checkOpen();
-        controller.tree().lock(node);
+        openTree().lock(node);
     }
 
     /**
@@ -124,11 +126,10 @@ public final class HiCache implements AutoCloseable {
      *     was removed from the tree, or the cache is closed
      */
     public void unlock(RadixNode node) {
-        checkOpen();
-        controller.tree().unlock(node);
+        openTree().unlock(node);
     }
 
-    /** A read-only view of the tree's sizes and nodes. Scheduler thread, as every call on it. */
+    /** A read-only view of the tree's sizes and nodes. Scheduler thread, as every call on it; each throws once closed. */
     public TreeView tree() {
         return treeView;
     }
@@ -160,13 +161,19 @@ public final class HiCache implements AutoCloseable {
      *
      * @param out receives the backups reserved, top first
      * @return how many were reserved
+     * @throws IllegalArgumentException if {@code node} or {@code out} is null
      * @throws IllegalStateException if the cache is closed or stopped
      */
     public int reserveByPolicy(RadixNode node, boolean withDraft, List<? super BackupHandle> out) {
         checkOpen();
+        if (out == null) {
+            throw new IllegalArgumentException("out must not be null");
+        }
         reserved.clear();
         int n = controller.reserveByPolicy(node, withDraft, reserved);
-        out.addAll(reserved);
+        for (int i = 0, size = reserved.size(); i < size; i++) {
+            out.add(reserved.get(i));
+        }
         reserved.clear();
         return n;
     }
@@ -263,6 +270,8 @@ public final class HiCache implements AutoCloseable {
      * Makes the compute stream wait on the GPU (never the CPU) for target layer {@code layer} of the loads of
      * {@code consumer}. A no-op for token -1 or a load long finished. Forward thread, before attention of the
      * layer.
+     *
+     * @throws IllegalStateException if the cache is closed
      */
     public void waitLayer(long consumer, int layer) {
         controller.waitLayer(consumer, layer);
@@ -296,13 +305,18 @@ public final class HiCache implements AutoCloseable {
         return controller.metrics().snapshot();
     }
 
-    /** A read-only view of the host pool. Scheduler thread, as every call on it. */
+    /** A read-only view of the host pool. Scheduler thread, as every call on it; each throws once closed. */
     public HostPoolView hostPool() {
         return hostPoolView;
     }
 
-    /** The compute stream the hooks record on (the engine's, or one the cache created). Any thread. */
+    /**
+     * The compute stream the hooks record on (the engine's, or one the cache created). Any thread.
+     *
+     * @throws IllegalStateException if the cache is closed (a stream it created is destroyed then)
+     */
     public CudaStream computeStream() {
+        checkOpen();
         return controller.computeStream();
     }
 
@@ -323,11 +337,13 @@ public final class HiCache implements AutoCloseable {
 
     /** Backups not yet retired (reserved, copying, sealed, or aborted awaiting agreement). Scheduler thread. */
     public int backupsInFlight() {
+        checkOpen();
         return controller.backupsInFlight();
     }
 
     /** Loads queued, issued or awaiting agreement. Scheduler thread. */
     public int loadsInFlight() {
+        checkOpen();
         return controller.loadsInFlight();
     }
 
@@ -341,7 +357,7 @@ public final class HiCache implements AutoCloseable {
      * only; the thread that steps them must be the only one doing so.
      *
      * @return work done (0 when idle)
-     * @throws IllegalStateException in {@link ThreadingMode#DEDICATED} mode
+     * @throws IllegalStateException in {@link ThreadingMode#DEDICATED} mode, or if the cache is closed
      */
     public int doAgentWork() {
         return controller.doAgentWork();
@@ -370,6 +386,16 @@ public final class HiCache implements AutoCloseable {
         if (controller.isClosed()) {
             throw new IllegalStateException("HiCache is closed");
         }
+    }
+
+    private HiCacheController open() {
+        checkOpen();
+        return controller;
+    }
+
+    private RadixTree openTree() {
+        checkOpen();
+        return controller.tree();
     }
 
     private io.hicache.core.internal.Backup own(BackupHandle backup) {
@@ -450,109 +476,109 @@ public final class HiCache implements AutoCloseable {
     private final class Tree implements TreeView {
         @Override
         public int pageSize() {
-            return controller.tree().pageSize();
+            return openTree().pageSize();
         }
 
         @Override
         public RadixNode root() {
-            return controller.tree().root();
+            return openTree().root();
         }
 
         @Override
         public int nodeCount() {
-            return controller.tree().nodeCount();
+            return openTree().nodeCount();
         }
 
         @Override
         public long devicePagesCached() {
-            return controller.tree().devicePagesCached();
+            return openTree().devicePagesCached();
         }
 
         @Override
         public long devicePagesEvictable() {
-            return controller.tree().devicePagesEvictable();
+            return openTree().devicePagesEvictable();
         }
 
         @Override
         public long devicePagesLocked() {
-            return controller.tree().devicePagesLocked();
+            return openTree().devicePagesLocked();
         }
 
         @Override
         public long hostPagesCommitted() {
-            return controller.tree().hostPagesCommitted();
+            return openTree().hostPagesCommitted();
         }
 
         @Override
         public long hostPagesPending() {
-            return controller.tree().hostPagesPending();
+            return openTree().hostPagesPending();
         }
 
         @Override
         public EvictionPolicy devicePolicy() {
-            return controller.tree().devicePolicy();
+            return openTree().devicePolicy();
         }
 
         @Override
         public EvictionPolicy hostPolicy() {
-            return controller.tree().hostPolicy();
+            return openTree().hostPolicy();
         }
 
         @Override
         public String toString() {
-            return "TreeView{nodes=" + nodeCount() + ", devicePages=" + devicePagesCached() + '}';
+            return "TreeView{" + (controller.isClosed() ? "closed" : "nodes=" + nodeCount() + ", devicePages=" + devicePagesCached()) + '}';
         }
     }
 
     private final class Pool implements HostPoolView {
         @Override
         public int capacityPages() {
-            return controller.allocator().capacityPages();
+            return open().allocator().capacityPages();
         }
 
         @Override
         public int freePages() {
-            return controller.allocator().freePages();
+            return open().allocator().freePages();
         }
 
         @Override
         public long budgetUsedPages() {
-            return controller.hostBudgetUsedPages();
+            return open().hostBudgetUsedPages();
         }
 
         @Override
         public long budgetCapacityPages() {
-            return controller.hostBudgetCapacityPages();
+            return open().hostBudgetCapacityPages();
         }
 
         @Override
         public long bytesPerPage() {
-            return controller.hostPool().bytesPerPageAllLayers();
+            return open().hostPool().bytesPerPageAllLayers();
         }
 
         @Override
         public long totalBytes() {
-            return controller.hostPool().totalBytes();
+            return open().hostPool().totalBytes();
         }
 
         @Override
         public HostLayout layout() {
-            return controller.hostPool().layout();
+            return open().hostPool().layout();
         }
 
         @Override
         public HostMemoryKind memoryKind() {
-            return controller.hostPool().memoryKind();
+            return open().hostPool().memoryKind();
         }
 
         @Override
         public boolean hasDraft() {
-            return controller.draftHostPool() != null;
+            return open().draftHostPool() != null;
         }
 
         @Override
         public String toString() {
-            return "HostPoolView{pages=" + capacityPages() + ", free=" + freePages() + '}';
+            return "HostPoolView{" + (controller.isClosed() ? "closed" : "pages=" + capacityPages() + ", free=" + freePages()) + '}';
         }
     }
 
@@ -564,7 +590,7 @@ public final class HiCache implements AutoCloseable {
      * validates everything, naming the bad setting. Cold path; not thread-safe.
      */
     public static final class Builder {
-        private final HiCacheController.Builder b = HiCacheController.builder();
+        private final ControllerBuilder b = HiCacheController.builder();
 
         private Builder() {
         }

@@ -9,8 +9,6 @@ import io.hicache.core.DevicePageSink;
 import io.hicache.core.LoadListener;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
-import com.lmax.disruptor.EventPoller;
-import com.lmax.disruptor.RingBuffer;
 import io.hicache.core.internal.copy.CopyPlanner;
 import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;
@@ -70,7 +68,18 @@ import java.util.function.LongSupplier;
  * <p><b>Failures.</b> Bad arguments throw {@link IllegalArgumentException}, calls in the wrong state
  * {@link IllegalStateException}; neither changes anything. A CUDA error on a copy or event aborts the
  * affected backups (counted, reported to the {@link BackupListener}); a sticky (context-poisoning) error
- * stops the controller: every backup in flight is aborted and later reservations throw.
+ * stops the controller: every backup in flight is aborted and later reservations throw. An unexpected exception
+ * in an agent aborts the forward or load it was handling ({@link AbortReason#AGENT_ERROR}, counted, logged once
+ * per distinct error by {@link AgentErrors}) and the agent goes on. {@link ControllerBuilder#build()} either returns a
+ * working controller or releases everything it allocated; after {@link #close()} every call that acts (hooks
+ * and {@link #waitLayer} included) throws {@link IllegalStateException} naming "closed" without a CUDA call.
+ *
+ * <p><b>Slot leases and hand-offs.</b> A forward's {@link ForwardSlot} belongs to its {@link ForwardHandle} from
+ * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
+ * ({@link SlotPool}). A lease expiry revokes the handle (a volatile generation number on the slot): its next hook
+ * throws and lets go. Scheduler → forward thread: the engine's hand-off of the handle; forward thread →
+ * submitter: the hook ring (release/acquire); submitter → completion → scheduler: SPSC queues; the few flags
+ * written and read concurrently are volatile generation numbers ({@link ForwardSlot}).
  */
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
@@ -102,14 +111,15 @@ public final class HiCacheController implements AutoCloseable {
     private final int targetLayers;
     private final int draftLayers;
 
-    private final ForwardSlot[] slots;
-    private final ForwardSlot[] freeSlots;
-    private int freeSlotCount;
-    private final RingBuffer<HookEvent> ring;
+    private final SlotPool slotPool;
+    private final HookRing ring;
     private final SpscArrayQueue<ForwardSlot> commands;
     private final SpscArrayQueue<ForwardSlot> acks;
     private final Loader loader;
     private final java.util.List<CudaEvent> loaderEvents = new java.util.ArrayList<>();
+    private final AgentErrors agentErrors = new AgentErrors(metrics);
+    /** Write-back reservations waiting for a forward slot (scheduler-owned). */
+    private final java.util.ArrayList<Backup> writeBacksWaiting = new java.util.ArrayList<>();
     private final SubmitterAgent submitter;
     private final CompletionAgent completion;
     private final AgentRunner submitterRunner;
@@ -119,16 +129,46 @@ public final class HiCacheController implements AutoCloseable {
     private Thread owner;
     private long nextSeq;
     private long generation;
-    private final SeqRing<Backup> fifo = new SeqRing<>(64);
-    private long budgetUsedPages;
-    private final long budgetCapacityPages;
-    private long round;
-    private boolean roundOpen;
+    private final AgreedFifo<Backup> fifo;
+    private final AgreedFifo.Retirer<Backup> backupRetirer = new AgreedFifo.Retirer<>() {
+        @Override
+        public void retireComplete(Backup b) {
+            if (!b.state.terminal()) {
+                // complete everywhere; an abort asked for after this rank reported it complete lost the race, and
+                // the bytes are whole, so it commits like on every other rank
+                commit(b);
+            }
+        }
+
+        @Override
+        public void retireFailed(Backup b) {
+            if (!b.state.terminal()) {
+                release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
+                    : AbortReason.RANK_FAILED);
+            }
+        }
+
+        @Override
+        public int retireDegraded() {
+            return abortForRankFailure();
+        }
+
+        @Override
+        public void roundOpened(long round) {
+            roundEvent = HiCacheEvents.beginRound();
+        }
+
+        @Override
+        public void roundClosed(long round, int retired) {
+            HiCacheEvents.endRound(roundEvent, cpSize, round, retired, rank);
+            roundEvent = null;
+        }
+    };
+    private final HostBudget budget;
     /** The open round's JFR event, or null when none is open or the event is disabled. */
     private AgreementRoundEvent roundEvent;
     private final long targetPageBytes;
     private final long draftPageBytes;
-    private final long[] agreed = new long[3];
     private int changes;
     private int[] scratchPages = new int[64];
     private int[] scratchOffsets = new int[64];
@@ -141,7 +181,7 @@ public final class HiCacheController implements AutoCloseable {
     private CudaException stickyError;
     private boolean closed;
 
-    private HiCacheController(Builder b) {
+    HiCacheController(ControllerBuilder b) {
         this.runtime = b.runtime;
         this.targetLayout = b.targetLayout;
         this.draftLayout = b.draftLayout;
@@ -161,13 +201,18 @@ public final class HiCacheController implements AutoCloseable {
         this.targetLayers = targetLayout.layerCount();
         this.draftLayers = draftLayout == null ? 0 : draftLayout.layerCount();
 
+        this.fifo = new AgreedFifo<>(agreement, rank);
         this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction).hostPolicy(b.hostEviction).build();
 
-        // Native resources, released in reverse order if any step fails.
+        // Native resources and threads, released in reverse order if any step fails: build() either returns a
+        // working controller or leaves nothing behind.
         CudaStream createdCompute = null;
         CudaStream createdBackup = null;
         HostKvPool pool = null;
         HostKvPool dpool = null;
+        Loader createdLoader = null;
+        AgentRunner startedSubmitter = null;
+        AgentRunner startedCompletion = null;
         java.util.ArrayList<CudaEvent> events = new java.util.ArrayList<>();
         try {
             pool = b.hostPoolBuilder(runtime, targetLayout).allocate();
@@ -176,47 +221,101 @@ public final class HiCacheController implements AutoCloseable {
             if (b.computeStream == null) {
                 createdCompute = runtime.createStream(0);
             }
+            CudaStream compute = createdCompute != null ? createdCompute : b.computeStream;
             int slotCount = b.maxForwardsInFlight;
-            slots = new ForwardSlot[slotCount];
+            ForwardSlot[] slots = new ForwardSlot[slotCount];
             for (int i = 0; i < slotCount; i++) {
                 CudaEvent[] te = new CudaEvent[targetLayers];
                 for (int l = 0; l < targetLayers; l++) {
-                    te[l] = runtime.createEvent(true);
-                    events.add(te[l]);
+                    te[l] = event(events);
                 }
                 CudaEvent[] de = new CudaEvent[draftLayers];
                 for (int l = 0; l < draftLayers; l++) {
-                    de[l] = runtime.createEvent(true);
-                    events.add(de[l]);
+                    de[l] = event(events);
                 }
-                CudaEvent end = runtime.createEvent(true);
-                events.add(end);
-                CudaEvent fin = runtime.createEvent(true);
-                events.add(fin);
+                CudaEvent end = event(events);
+                CudaEvent fin = event(events);
                 CudaEvent[] copied = new CudaEvent[targetLayers + draftLayers];
                 for (int l = 0; l < copied.length; l++) {
-                    copied[l] = runtime.createEvent(true);
-                    events.add(copied[l]);
+                    copied[l] = event(events);
                 }
                 slots[i] = new ForwardSlot(i, te, de, end, fin, copied);
             }
-        } catch (RuntimeException e) {
-            for (CudaEvent ev : events) {
-                quietly(() -> runtime.destroyEvent(ev));
+            HookRing hookRing = new HookRing(b.hookRingCapacity > 0 ? b.hookRingCapacity
+                : HookRing.capacityFor(slotCount, targetLayers + draftLayers + 1));
+            LongSupplier clk = clock;
+            int tl = targetLayers;
+            int dl = draftLayers;
+            SlotPool pool0 = new SlotPool(slots, s -> new ForwardHandle(s, runtime, compute, hookRing, clk, tl, dl));
+            int qcap = Math.max(4, slotCount * 2);
+            SpscArrayQueue<ForwardSlot> cmds = new SpscArrayQueue<>(qcap);
+            SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
+            SpscArrayQueue<ForwardSlot> ackQueue = new SpscArrayQueue<>(qcap);
+            CopyPlanner tp = new CopyPlanner(targetLayout, pool, b.coalesce);
+            CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce);
+            SubmitterAgent sub = new SubmitterAgent(runtime, createdBackup, tp, dp, b.batchedCopies, targetLayers,
+                draftLayers, hookRing, slots, cmds, sealed, metrics, agentErrors);
+            SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(8);
+            SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(8);
+            CompletionAgent comp = new CompletionAgent(runtime, sealed, ackQueue, loadsIssued, loadAcks, metrics,
+                agentErrors, clock, qcap);
+            createdLoader = new Loader(runtime, compute, tree, new CopyPlanner(targetLayout, pool, b.coalesce),
+                draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce), b.batchedCopies,
+                b.loadAgreement, rank, clock, metrics, agentErrors, b.loadListener, b.loadThresholdTokens, targetLayers,
+                draftLayers, loadsIssued, loadAcks, loaderEvents);
+            if (b.threadingMode == ThreadingMode.DEDICATED) {
+                ErrorHandler errors = t -> agentErrors.record("agent runner", "a duty cycle", t);
+                startedSubmitter = new AgentRunner(b.idleStrategySupplier.get(), errors, null, sub);
+                AgentRunner.startOnThread(startedSubmitter);
+                startedCompletion = new AgentRunner(b.idleStrategySupplier.get(), errors, null, comp);
+                AgentRunner.startOnThread(startedCompletion);
+            }
+            this.slotPool = pool0;
+            this.ring = hookRing;
+            this.commands = cmds;
+            this.acks = ackQueue;
+            this.submitter = sub;
+            this.completion = comp;
+        } catch (RuntimeException | Error e) {
+            AgentRunner sr = startedSubmitter;
+            AgentRunner cr = startedCompletion;
+            if (sr != null) {
+                quietly(sr::close);
+            }
+            if (cr != null) {
+                quietly(cr::close);
             }
             CudaStream cc = createdCompute;
             CudaStream cb = createdBackup;
+            Loader ld = createdLoader;
+            if (cb != null) {
+                quietly(() -> runtime.synchronizeStream(cb));
+            }
+            if (ld != null) {
+                quietly(() -> runtime.synchronizeStream(ld.loadStream()));
+            }
+            for (CudaEvent ev : events) {
+                quietly(() -> runtime.destroyEvent(ev));
+            }
+            for (CudaEvent ev : loaderEvents) {
+                quietly(() -> runtime.destroyEvent(ev));
+            }
+            if (ld != null) {
+                ld.destroy();
+            }
             if (cc != null) {
                 quietly(() -> runtime.destroyStream(cc));
             }
             if (cb != null) {
                 quietly(() -> runtime.destroyStream(cb));
             }
-            if (dpool != null) {
-                dpool.close();
+            HostKvPool dp0 = dpool;
+            HostKvPool p0 = pool;
+            if (dp0 != null) {
+                quietly(dp0::close);
             }
-            if (pool != null) {
-                pool.close();
+            if (p0 != null) {
+                quietly(p0::close);
             }
             throw e;
         }
@@ -226,53 +325,28 @@ public final class HiCacheController implements AutoCloseable {
         this.ownsComputeStream = createdCompute != null;
         this.computeStream = createdCompute != null ? createdCompute : b.computeStream;
         this.allocator = new HostPageAllocator(hostPool.pageCount());
-        this.budgetCapacityPages = hostPool.pageCount();
-        metrics.set(Metric.HOST_PAGES_CAPACITY, budgetCapacityPages);
+        this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount());
+        metrics.set(Metric.HOST_PAGES_CAPACITY, budget.capacityPages());
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
-
-        this.freeSlots = new ForwardSlot[slots.length];
-        for (int i = slots.length - 1; i >= 0; i--) {
-            freeSlots[freeSlotCount++] = slots[i];
-        }
-        int ringSize = Integer.highestOneBit(Math.max(4, slots.length * (targetLayers + draftLayers + 1)) * 2 - 1);
-        this.ring = RingBuffer.createSingleProducer(HookEvent::new, ringSize);
-        EventPoller<HookEvent> poller = ring.newPoller();
-        ring.addGatingSequences(poller.getSequence());
-        int qcap = Math.max(4, slots.length * 2);
-        this.commands = new SpscArrayQueue<>(qcap);
-        SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
-        this.acks = new SpscArrayQueue<>(qcap);
-        CopyPlanner tp = new CopyPlanner(targetLayout, hostPool, b.coalesce);
-        CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, draftPool, b.coalesce);
-        this.submitter = new SubmitterAgent(runtime, backupStream, tp, dp, b.batchedCopies, targetLayers, draftLayers,
-            poller, commands, sealed, metrics, clock);
-        SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(8);
-        SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(8);
-        this.completion = new CompletionAgent(runtime, sealed, acks, loadsIssued, loadAcks, metrics, clock, qcap);
-        this.loader = new Loader(runtime, computeStream, tree, new CopyPlanner(targetLayout, hostPool, b.coalesce),
-            draftLayout == null ? null : new CopyPlanner(draftLayout, draftPool, b.coalesce), b.batchedCopies,
-            b.loadAgreement, rank, clock, metrics, b.loadListener, b.loadThresholdTokens, targetLayers, draftLayers,
-            loadsIssued, loadAcks, loaderEvents);
-        if (b.threadingMode == ThreadingMode.DEDICATED) {
-            ErrorHandler errors = t -> LOG.error("HiCache agent error", t);
-            this.submitterRunner = new AgentRunner(b.idleStrategySupplier.get(), errors, null, submitter);
-            this.completionRunner = new AgentRunner(b.idleStrategySupplier.get(), errors, null, completion);
-            AgentRunner.startOnThread(submitterRunner);
-            AgentRunner.startOnThread(completionRunner);
-        } else {
-            this.submitterRunner = null;
-            this.completionRunner = null;
-        }
+        this.loader = createdLoader;
+        this.submitterRunner = startedSubmitter;
+        this.completionRunner = startedCompletion;
         if (configuredMode == BackupMode.ALL_LAYERS) {
             LOG.warn("HiCache backup mode ALL_LAYERS configured: every layer is copied after the forward, "
                 + "so copies no longer overlap with compute");
         }
     }
 
-    /** A builder; see {@link Builder} for the required parts. */
-    public static Builder builder() {
-        return new Builder();
+    private CudaEvent event(java.util.List<CudaEvent> created) {
+        CudaEvent e = runtime.createEvent(true);
+        created.add(e);
+        return e;
+    }
+
+    /** A builder; see {@link ControllerBuilder} for the required parts. */
+    public static ControllerBuilder builder() {
+        return new ControllerBuilder();
     }
 
     // ------------------------------------------------------------------ accessors
@@ -303,11 +377,13 @@ public final class HiCacheController implements AutoCloseable {
 
     /** The target host pool (scheduler thread; for reading host KV in tests and storage tiers). */
     public HostKvPool hostPool() {
+        checkOpen("hostPool");
         return hostPool;
     }
 
     /** The draft host pool, or null. */
     public HostKvPool draftHostPool() {
+        checkOpen("draftHostPool");
         return draftPool;
     }
 
@@ -343,12 +419,12 @@ public final class HiCacheController implements AutoCloseable {
 
     /** Host pages reserved or committed in group budget units (see {@link #reserve}). Scheduler thread. */
     public long hostBudgetUsedPages() {
-        return budgetUsedPages;
+        return budget.usedPages();
     }
 
     /** Host pages the group budget allows. */
     public long hostBudgetCapacityPages() {
-        return budgetCapacityPages;
+        return budget.capacityPages();
     }
 
     /** Backups not yet agreed and retired (reserved, copying, sealed, or aborted awaiting agreement). */
@@ -379,6 +455,9 @@ public final class HiCacheController implements AutoCloseable {
     public int doAgentWork() {
         if (submitterRunner != null) {
             throw new IllegalStateException("doAgentWork in DEDICATED threading mode: the agents run on their own threads");
+        }
+        if (closed) {
+            throw new IllegalStateException("doAgentWork on a closed controller");
         }
         try {
             return submitter.doWork() + completion.doWork();
@@ -433,10 +512,10 @@ public final class HiCacheController implements AutoCloseable {
             startPage += p.pageCount();
         }
         int totalPages = startPage + pages;
-        int budget = budgetOf(startPage, pages, totalPages);
-        if (budgetUsedPages + budget > budgetCapacityPages) {
-            evictHostBudget(budgetUsedPages + budget - budgetCapacityPages);
-            if (budgetUsedPages + budget > budgetCapacityPages) {
+        int cost = budget.costOf(startPage, pages, totalPages);
+        if (budget.overBy(cost) > 0) {
+            evictHostBudget(budget.overBy(cost));
+            if (budget.overBy(cost) > 0) {
                 metrics.increment(Metric.RESERVE_NO_ROOM);
                 return null;
             }
@@ -449,20 +528,20 @@ public final class HiCacheController implements AutoCloseable {
         if (owned > 0 && allocator.allocate(owned, hostPages, 0, seq) < 0) {
             // The budget bounds every rank's physical use, so this means the accounting is broken.
             throw new IllegalStateException("host allocator refused " + owned + " pages with budget "
-                + budgetUsedPages + "/" + budgetCapacityPages + " used: accounting bug");
+                + budget.usedPages() + "/" + budget.capacityPages() + " used: accounting bug");
         }
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
         HostPages value = new HostPages(hostPages, lane, withDraft, cpSize == 1 ? null : this);
         long now = clock.getAsLong();
-        Backup b = new Backup(this, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, budget, value, withDraft,
-            now, leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
+        Backup b = new Backup(this, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, cost, value, withDraft,
+            leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
         tree.markPending(node, b);
         tree.lock(node);
         nextSeq++;
-        budgetUsedPages += budget;
-        metrics.set(Metric.HOST_PAGES_USED, budgetUsedPages);
+        budget.take(cost);
+        metrics.set(Metric.HOST_PAGES_USED, budget.usedPages());
         fifo.add(b);
         metrics.increment(Metric.BACKUPS_RESERVED);
         return b;
@@ -545,7 +624,7 @@ public final class HiCacheController implements AutoCloseable {
             }
         }
         if (n == 0) {
-            return new ForwardHandle(null, 0, runtime, computeStream, ring, clock, targetLayers, draftLayers);
+            return slotPool.emptyHandle(0);
         }
         ForwardSlot slot = takeSlot();
         boolean allLayers = configuredMode == BackupMode.ALL_LAYERS || hooksUnavailable;
@@ -560,7 +639,9 @@ public final class HiCacheController implements AutoCloseable {
             countFallback(configuredMode == BackupMode.ALL_LAYERS ? FallbackReason.CONFIGURED
                 : FallbackReason.HOOKS_UNAVAILABLE);
         }
-        return new ForwardHandle(slot, slot.generation, runtime, computeStream, ring, clock, targetLayers, draftLayers);
+        ForwardHandle handle = slot.handle;
+        handle.begin(slot.generation);
+        return handle;
     }
 
     /**
@@ -591,27 +672,13 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     private ForwardSlot takeSlot() {
-        if (freeSlotCount == 0) {
-            reclaimSlots();
-            if (freeSlotCount == 0) {
-                throw new IllegalStateException("more than " + slots.length
-                    + " forwards with backups in flight: call poll() to retire finished ones, or raise maxForwardsInFlight");
-            }
+        ForwardSlot slot = slotPool.take();
+        if (slot == null) {
+            throw new IllegalStateException("more than " + slotPool.capacity() + " forwards with backups in flight ("
+                + slotPool.retiring() + " acknowledged but still held by a handle that has not ended): call poll() "
+                + "to retire finished ones, end their forwards, or raise maxForwardsInFlight");
         }
-        ForwardSlot slot = freeSlots[--freeSlotCount];
-        freeSlots[freeSlotCount] = null;
-        slot.reset(++generation);
-        slot.inUse = true;
         return slot;
-    }
-
-    private void reclaimSlots() {
-        for (ForwardSlot s : slots) {
-            if (s.inUse && s.acked && (s.endSeen || s.cancelled || s.writeBack)) {
-                s.inUse = false;
-                freeSlots[freeSlotCount++] = s;
-            }
-        }
     }
 
     // ------------------------------------------------------------------ poll
@@ -634,16 +701,18 @@ public final class HiCacheController implements AutoCloseable {
             onAck(s);
         }
         expireLeases();
+        issueWriteBacks();
         agree();
         int loads = loader.poll();
-        metrics.set(Metric.HOST_PAGES_USED, budgetUsedPages);
+        metrics.set(Metric.HOST_PAGES_USED, budget.usedPages());
         return changes + loads;
     }
 
     private void onAck(ForwardSlot slot) {
-        slot.acked = true;
         int status = slot.status;
-        if (status != 0) {
+        if (slot.agentError) {
+            LOG.warn("HiCache backup of a forward aborted after an agent error (counted in AGENT_ERRORS)");
+        } else if (status != 0) {
             LOG.warn("HiCache backup copies failed: {} ({}) in {}", runtime.errorName(status), status,
                 slot.submitErrorCall != null ? slot.submitErrorCall : "cudaEventQuery");
             if (CudaError.of(status).sticky() && stickyError == null) {
@@ -662,6 +731,8 @@ public final class HiCacheController implements AutoCloseable {
                 continue; // already released when an earlier ack of this poll stopped the controller (sticky error)
             } else if (b.state == BackupState.DRAINING) {
                 fail(b, b.abortReason);
+            } else if (slot.agentError) {
+                fail(b, AbortReason.AGENT_ERROR);
             } else if (status != 0) {
                 fail(b, AbortReason.CUDA_ERROR);
             } else if (slot.cancelled) {
@@ -675,12 +746,7 @@ public final class HiCacheController implements AutoCloseable {
                 b.local = Backup.Local.OK;
             }
         }
-        if (slot.cancelled || slot.endSeen || slot.writeBack) {
-            slot.inUse = false;
-            java.util.Arrays.fill(slot.backups, 0, slot.backupCount, null);
-            slot.backupCount = 0;
-            freeSlots[freeSlotCount++] = slot;
-        }
+        slotPool.onAcked(slot);
         if (stickyError != null) {
             stopAfterStickyError();
         }
@@ -698,14 +764,23 @@ public final class HiCacheController implements AutoCloseable {
             }
             if (b.state == BackupState.RESERVED) {
                 fail(b, AbortReason.LEASE_EXPIRED);
-            } else if (b.state == BackupState.COPYING && b.slot != null && !b.cancelSent) {
+            } else if ((b.state == BackupState.COPYING || b.state == BackupState.DRAINING) && b.slot != null
+                && !b.cancelSent) {
+                // the forward was not sealed in time: revoke its lease (its handle throws at its next hook) and
+                // have the submitter seal it after the copies already queued
                 ForwardSlot slot = b.slot;
                 for (int j = 0; j < slot.backupCount; j++) {
-                    slot.backups[j].cancelSent = true;
-                    slot.backups[j].state = BackupState.DRAINING;
-                    slot.backups[j].abortReason = AbortReason.LEASE_EXPIRED;
+                    Backup sb = slot.backups[j];
+                    sb.cancelSent = true;
+                    if (!sb.state.terminal()) {
+                        sb.state = BackupState.DRAINING;
+                        if (sb.abortReason == null) {
+                            sb.abortReason = AbortReason.LEASE_EXPIRED;
+                        }
+                    }
                 }
                 slot.command = ForwardSlot.CMD_CANCEL;
+                slotPool.revoke(slot);
                 if (!commands.offer(slot)) {
                     throw new IllegalStateException("submitter command queue full");
                 }
@@ -721,61 +796,7 @@ public final class HiCacheController implements AutoCloseable {
      */
     private void agree() {
         for (int rounds = 0; rounds < 64 && fifo.size() > 0; rounds++) {
-            if (!roundOpen) {
-                long prefix = nextSeq;
-                long firstFailed = Long.MAX_VALUE;
-                for (int i = 0; i < fifo.size(); i++) {
-                    Backup b = fifo.at(i);
-                    if (b.local == Backup.Local.UNRESOLVED) {
-                        prefix = b.seq;
-                        break;
-                    }
-                    if (b.local == Backup.Local.FAILED && firstFailed == Long.MAX_VALUE) {
-                        firstFailed = b.seq;
-                    }
-                }
-                roundEvent = HiCacheEvents.beginRound();
-                agreement.contribute(rank, round, prefix, firstFailed);
-                roundOpen = true;
-            }
-            if (!agreement.tryResult(rank, round, agreed)) {
-                return;
-            }
-            roundOpen = false;
-            round++;
-            if (agreed[2] != 0) {
-                int aborted = abortForRankFailure();
-                HiCacheEvents.endRound(roundEvent, cpSize, round - 1, aborted, rank);
-                roundEvent = null;
-                if (aborted == 0) {
-                    return;
-                }
-                continue;
-            }
-            long g = agreed[0];
-            long f = agreed[1];
-            long limit = Math.min(g, f);
-            int retired = 0;
-            while (fifo.size() > 0 && fifo.at(0).seq < limit) {
-                Backup b = fifo.pop();
-                retired++;
-                if (!b.state.terminal()) {
-                    // complete everywhere; an abort asked for after this rank reported it complete lost the race,
-                    // and the bytes are whole, so it commits like on every other rank
-                    commit(b);
-                }
-            }
-            if (f < g && fifo.size() > 0 && fifo.at(0).seq == f) {
-                Backup b = fifo.pop();
-                retired++;
-                if (!b.state.terminal()) {
-                    release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
-                        : AbortReason.RANK_FAILED);
-                }
-            }
-            HiCacheEvents.endRound(roundEvent, cpSize, round - 1, retired, rank);
-            roundEvent = null;
-            if (retired == 0) {
+            if (fifo.runRound(nextSeq, backupRetirer) <= 0) {
                 return;
             }
         }
@@ -851,8 +872,9 @@ public final class HiCacheController implements AutoCloseable {
         tree.unlock(b.node);
         if (b.ownedCount > 0) {
             allocator.free(b.hostPages, 0, b.ownedCount);
+            retireHostPages(b.hostPages, 0, b.ownedCount);
         }
-        budgetUsedPages -= b.budgetPages;
+        budget.give(b.budgetPages);
         b.abortReason = reason;
         b.state = BackupState.ABORTED;
         b.local = Backup.Local.FAILED;
@@ -957,11 +979,13 @@ public final class HiCacheController implements AutoCloseable {
      * never the CPU) for that layer's loads. A no-op for token -1 or a load long finished.
      */
     public void waitLayer(long consumer, int layer) {
+        checkHooksOpen("waitLayer");
         loader.waitLayer(consumer, layer, false);
     }
 
     /** Forward thread: as {@link #waitLayer} for draft layer {@code layer}. */
     public void waitDraftLayer(long consumer, int layer) {
+        checkHooksOpen("waitDraftLayer");
         loader.waitLayer(consumer, layer, true);
     }
 
@@ -994,23 +1018,46 @@ public final class HiCacheController implements AutoCloseable {
         deviceEvictionListener.writeBacks = 0;
         int evicted = tree.evictDevice(pages, deviceEvictionListener);
         deviceEvictionListener.sink = null;
-        if (deviceEvictionListener.writeBackSlot != null) {
-            ForwardSlot slot = deviceEvictionListener.writeBackSlot;
-            deviceEvictionListener.writeBackSlot = null;
-            runtime.recordEvent(slot.endEvent, computeStream);
-            slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
-            countFallback(FallbackReason.WRITE_BACK);
-            if (!commands.offer(slot)) {
-                throw new IllegalStateException("submitter command queue full");
+        issueWriteBacks();
+        return evicted;
+    }
+
+    /**
+     * Starts the copies of the write-back reservations waiting for a forward slot, all in one slot. Whether a slot is
+     * free depends on this rank's acks, so the reservations themselves never do (that would let the ranks' trees
+     * diverge): they wait, RESERVED, and a later {@link #poll()} issues them.
+     */
+    private void issueWriteBacks() {
+        if (writeBacksWaiting.isEmpty()) {
+            return;
+        }
+        ForwardSlot slot = slotPool.take();
+        if (slot == null) {
+            return;
+        }
+        slot.allLayers = true;
+        slot.writeBack = true;
+        slot.releasedGeneration = slot.generation; // no handle: the scheduler ends it
+        for (int i = 0; i < writeBacksWaiting.size(); i++) {
+            Backup b = writeBacksWaiting.get(i);
+            if (b.state == BackupState.RESERVED) {
+                b.slot = slot;
+                b.state = BackupState.COPYING;
+                slot.add(b);
             }
         }
-        return evicted;
+        writeBacksWaiting.clear();
+        runtime.recordEvent(slot.endEvent, computeStream);
+        slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
+        countFallback(FallbackReason.WRITE_BACK);
+        if (!commands.offer(slot)) {
+            throw new IllegalStateException("submitter command queue full");
+        }
     }
 
     private final class WriteBackEvictionListener implements DeviceEvictionListener {
         RadixNode[] writeBackPath = new RadixNode[16];
         DevicePageSink sink;
-        ForwardSlot writeBackSlot;
         int writeBacks;
 
         @Override
@@ -1041,21 +1088,7 @@ public final class HiCacheController implements AutoCloseable {
             if (b == null) {
                 return false;
             }
-            if (writeBackSlot == null) {
-                if (freeSlotCount == 0) {
-                    reclaimSlots();
-                }
-                if (freeSlotCount == 0) {
-                    abortQuietly(b);
-                    return false;
-                }
-                writeBackSlot = takeSlot();
-                writeBackSlot.allLayers = true;
-                writeBackSlot.writeBack = true;
-            }
-            b.slot = writeBackSlot;
-            b.state = BackupState.COPYING;
-            writeBackSlot.add(b);
+            writeBacksWaiting.add(b);
             writeBacks++;
             return true;
         }
@@ -1066,8 +1099,12 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
-    private void abortQuietly(Backup b) {
-        fail(b, AbortReason.ENGINE);
+    /** A checking runtime learns the pages are free now (the draft pool shares the page ids). */
+    private void retireHostPages(int[] pages, int off, int n) {
+        hostPool.retirePages(pages, off, n);
+        if (draftPool != null) {
+            draftPool.retirePages(pages, off, n);
+        }
     }
 
     private void onHostEvicted(RadixNode node, HostValue value) {
@@ -1079,45 +1116,29 @@ public final class HiCacheController implements AutoCloseable {
         hp.copyHostPages(scratchPages, 0);
         if (n > 0) {
             allocator.free(scratchPages, 0, n);
+            retireHostPages(scratchPages, 0, n);
         }
         LaneDescription l = hp.lanes();
-        budgetUsedPages -= budgetOf(l.startPage(), l.pageCount(), l.totalPages());
+        budget.give(budget.costOf(l));
         metrics.add(Metric.HOST_PAGES_EVICTED, n);
     }
 
     private void evictHostBudget(long needed) {
-        long target = budgetUsedPages - needed;
+        long target = budget.usedPages() - needed;
         if (cpSize == 1) {
             tree.evictHost((int) Math.min(Integer.MAX_VALUE, needed), hostEvictionListener);
             return;
         }
-        while (budgetUsedPages > target) {
+        while (budget.usedPages() > target) {
             if (tree.evictHost(1, hostEvictionListener) == 0) {
                 return;
             }
         }
     }
 
-    /** Host budget of a node: the largest number of its positions any rank of the group owns. */
-    private int budgetOf(int startPage, int pages, int totalPages) {
-        if (cpSize == 1) {
-            return pages;
-        }
-        int max = 0;
-        for (int r = 0; r < cpSize; r++) {
-            max = Math.max(max, lanes.ownedCount(r, startPage, pages, totalPages, cpSize));
-        }
-        return max;
-    }
-
-    /**
-     * Budget of a committed host value split by the tree: the halves may each need more than their share
-     * under CP lanes; the difference is accounted here.
-     */
+    /** A committed host value split by the tree (see {@link HostBudget#onSplit}). */
     void onHostValueSplit(LaneDescription whole, LaneDescription head, LaneDescription tail) {
-        budgetUsedPages += budgetOf(head.startPage(), head.pageCount(), head.totalPages())
-            + budgetOf(tail.startPage(), tail.pageCount(), tail.totalPages())
-            - budgetOf(whole.startPage(), whole.pageCount(), whole.totalPages());
+        budget.onSplit(whole, head, tail);
     }
 
     // ------------------------------------------------------------------ failure and close
@@ -1155,6 +1176,7 @@ public final class HiCacheController implements AutoCloseable {
             throw new IllegalStateException("close must be called by the scheduler thread " + owner.getName());
         }
         closed = true;
+        ring.close(); // hooks and waitLayer throw from now on, touching nothing
         if (submitterRunner != null) {
             submitterRunner.close();
             completionRunner.close();
@@ -1172,7 +1194,7 @@ public final class HiCacheController implements AutoCloseable {
         while (fifo.size() > 0) {
             fifo.pop();
         }
-        for (ForwardSlot s : slots) {
+        for (ForwardSlot s : slotPool.all()) {
             for (CudaEvent e : s.targetEvents) {
                 quietly(() -> runtime.destroyEvent(e));
             }
@@ -1198,6 +1220,7 @@ public final class HiCacheController implements AutoCloseable {
         }
         quietly(hostPool::close);
         allocator.close();
+        agentErrors.logSummary();
     }
 
     /** True once {@link #close()} ran. */
@@ -1210,6 +1233,19 @@ public final class HiCacheController implements AutoCloseable {
             r.run();
         } catch (RuntimeException e) {
             LOG.debug("ignored during cleanup", e);
+        }
+    }
+
+    private void checkHooksOpen(String call) {
+        if (ring.closed()) {
+            throw new IllegalStateException(call + " on a closed controller");
+        }
+    }
+
+    private void checkOpen(String call) {
+        checkOwner();
+        if (closed) {
+            throw new IllegalStateException(call + " on a closed controller");
         }
     }
 
@@ -1234,294 +1270,6 @@ public final class HiCacheController implements AutoCloseable {
         if (stickyError != null) {
             throw new IllegalStateException("controller stopped after sticky CUDA error " + stickyError.errorName()
                 + ": " + stickyError.getMessage());
-        }
-    }
-
-
-    // ------------------------------------------------------------------ builder
-
-    /**
-     * Configuration of a {@link HiCacheController}. Required: {@link #runtime}, {@link #targetLayout} and a host
-     * pool size ({@link #hostPages}, {@link #hostBytes} or {@link #hostRatioToDevice}). {@link #build()} validates
-     * everything, naming the bad setting. Cold path; not thread-safe.
-     */
-    public static final class Builder {
-        CudaRuntime runtime;
-        CudaStream computeStream;
-        DeviceKvLayout targetLayout;
-        DeviceKvLayout draftLayout;
-        int hostPages;
-        long hostBytes;
-        double hostRatio;
-        io.hicache.core.memory.HostLayout hostLayout = io.hicache.core.memory.HostLayout.LAYER_FIRST;
-        io.hicache.core.memory.HostMemoryKind hostMemoryKind;
-        int cpSize = 1;
-        int cpRank;
-        OwnerLanes lanes = OwnerLanes.ROUND_ROBIN;
-        RankAgreement agreement;
-        RankAgreement loadAgreement;
-        int loadThresholdTokens = 10;
-        LoadListener loadListener;
-        WritePolicy writePolicy = WritePolicy.WRITE_THROUGH;
-        int hitThreshold;
-        BackupMode backupMode = BackupMode.LAYERED;
-        io.hicache.radix.EvictionPolicy deviceEviction = io.hicache.radix.EvictionPolicy.LRU;
-        io.hicache.radix.EvictionPolicy hostEviction = io.hicache.radix.EvictionPolicy.LRU;
-        ThreadingMode threadingMode = ThreadingMode.DEDICATED;
-        java.util.function.Supplier<org.agrona.concurrent.IdleStrategy> idleStrategySupplier =
-            () -> new org.agrona.concurrent.BackoffIdleStrategy(100, 10, 1_000, 100_000);
-        LongSupplier clock = System::nanoTime;
-        long leaseNs = 30_000_000_000L;
-        int maxForwardsInFlight = 8;
-        boolean coalesce = true;
-        boolean batchedCopies = true;
-        boolean checkThread = true;
-        BackupListener listener;
-
-        Builder() {
-        }
-
-        /** The CUDA runtime (native or simulated). Required. */
-        public Builder runtime(CudaRuntime runtime) {
-            this.runtime = runtime;
-            return this;
-        }
-
-        /** The engine's compute stream the hooks record on; default: a stream the controller creates. */
-        public Builder computeStream(CudaStream stream) {
-            this.computeStream = stream;
-            return this;
-        }
-
-        /** The target model's device KV layout. Required; its page size is the tree's. */
-        public Builder targetLayout(DeviceKvLayout layout) {
-            this.targetLayout = layout;
-            return this;
-        }
-
-        /** The draft/MTP model's device KV layout (same page size and device page ids); none by default. */
-        public Builder draftLayout(DeviceKvLayout layout) {
-            this.draftLayout = layout;
-            return this;
-        }
-
-        /** Host pool size in pages. */
-        public Builder hostPages(int pages) {
-            this.hostPages = pages;
-            return this;
-        }
-
-        /** Host pool size in bytes (rounded down to whole pages). */
-        public Builder hostBytes(long bytes) {
-            this.hostBytes = bytes;
-            return this;
-        }
-
-        /** Host pool size as a ratio of the device pool ({@code > 0}). */
-        public Builder hostRatioToDevice(double ratio) {
-            this.hostRatio = ratio;
-            return this;
-        }
-
-        /** Host byte order (default {@code LAYER_FIRST}). */
-        public Builder hostLayout(io.hicache.core.memory.HostLayout layout) {
-            this.hostLayout = layout;
-            return this;
-        }
-
-        /** Where host memory comes from (default: the pool's default, {@code cudaHostAlloc}). */
-        public Builder hostMemoryKind(io.hicache.core.memory.HostMemoryKind kind) {
-            this.hostMemoryKind = kind;
-            return this;
-        }
-
-        /** The CP group: size, this rank, the owner-lane strategy and the agreement among ranks. */
-        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement) {
-            this.cpSize = size;
-            this.cpRank = rank;
-            this.lanes = lanes;
-            this.agreement = agreement;
-            return this;
-        }
-
-        /**
-         * The CP group with a separate agreement for loads (an engine's collective may serve both; in-process
-         * groups need two {@link io.hicache.core.cp.InProcessRankAgreement}s).
-         */
-        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement, RankAgreement loadAgreement) {
-            cpGroup(size, rank, lanes, agreement);
-            this.loadAgreement = loadAgreement;
-            return this;
-        }
-
-        /** Host hits shorter than this many tokens are not loaded back (default 10, as SGLang). */
-        public Builder loadThresholdTokens(int tokens) {
-            this.loadThresholdTokens = tokens;
-            return this;
-        }
-
-        /** Listener for finished and failed loads (default none). */
-        public Builder loadListener(LoadListener listener) {
-            this.loadListener = listener;
-            return this;
-        }
-
-        /** Write policy (default write-through). */
-        public Builder writePolicy(WritePolicy policy) {
-            this.writePolicy = policy;
-            return this;
-        }
-
-        /** Hit threshold of write-through-selective (default 2; write-through uses 1). */
-        public Builder hitThreshold(int threshold) {
-            this.hitThreshold = threshold;
-            return this;
-        }
-
-        /** Backup mode (default {@link BackupMode#LAYERED}). */
-        public Builder backupMode(BackupMode mode) {
-            this.backupMode = mode;
-            return this;
-        }
-
-        /** Eviction policies of the device and host tiers (default LRU for both). */
-        public Builder eviction(io.hicache.radix.EvictionPolicy device, io.hicache.radix.EvictionPolicy host) {
-            this.deviceEviction = device;
-            this.hostEviction = host;
-            return this;
-        }
-
-        /** Threading of the agents (default {@link ThreadingMode#DEDICATED}). */
-        public Builder threadingMode(ThreadingMode mode) {
-            this.threadingMode = mode;
-            return this;
-        }
-
-        /** Idle strategy of the agent threads (a new one per agent). */
-        public Builder idleStrategy(java.util.function.Supplier<org.agrona.concurrent.IdleStrategy> supplier) {
-            this.idleStrategySupplier = supplier;
-            return this;
-        }
-
-        /** Clock in nanoseconds for leases and latencies (default {@code System::nanoTime}; the simulated device's clock in simulation). */
-        public Builder clock(LongSupplier clockNs) {
-            this.clock = clockNs;
-            return this;
-        }
-
-        /** Lease of a reservation: not sealed within it, the backup is aborted (default 30 s; 0 disables). */
-        public Builder leaseNs(long leaseNs) {
-            this.leaseNs = leaseNs;
-            return this;
-        }
-
-        /** Forwards with backups that may be in flight at once (default 8). */
-        public Builder maxForwardsInFlight(int n) {
-            this.maxForwardsInFlight = n;
-            return this;
-        }
-
-        /** Whether pages contiguous on both sides are copied in one call (default true). */
-        public Builder coalesce(boolean coalesce) {
-            this.coalesce = coalesce;
-            return this;
-        }
-
-        /** Whether a layer's copies go in one batched call where the runtime supports it (default true). */
-        public Builder batchedCopies(boolean batched) {
-            this.batchedCopies = batched;
-            return this;
-        }
-
-        /** Whether scheduler-thread calls are checked to come from one thread (default true). */
-        public Builder checkThread(boolean check) {
-            this.checkThread = check;
-            return this;
-        }
-
-        /** Listener for commits and aborts (default none). */
-        public Builder listener(BackupListener listener) {
-            this.listener = listener;
-            return this;
-        }
-
-        HostKvPool.Builder hostPoolBuilder(CudaRuntime rt, DeviceKvLayout layout) {
-            HostKvPool.Builder pb = HostKvPool.builder(rt, layout.shape()).layout(hostLayout);
-            if (hostMemoryKind != null) {
-                pb.memoryKind(hostMemoryKind);
-            }
-            if (hostPages > 0) {
-                pb.pageCount(hostPages);
-            } else if (hostBytes > 0) {
-                pb.bytes(hostBytes);
-            } else {
-                pb.ratioToDevice(layout, hostRatio);
-            }
-            return pb;
-        }
-
-        /**
-         * Validates and builds; allocates the host pool, streams and events (released again if any step fails).
-         *
-         * @throws IllegalArgumentException naming the bad setting
-         * @throws io.hicache.cuda.CudaException if the runtime fails
-         */
-        public HiCacheController build() {
-            if (runtime == null) {
-                throw new IllegalArgumentException("runtime is required");
-            }
-            if (targetLayout == null) {
-                throw new IllegalArgumentException("targetLayout is required");
-            }
-            if (draftLayout != null && draftLayout.pageSizeTokens() != targetLayout.pageSizeTokens()) {
-                throw new IllegalArgumentException("draftLayout page size " + draftLayout.pageSizeTokens()
-                    + " differs from the target's " + targetLayout.pageSizeTokens());
-            }
-            int sizes = (hostPages > 0 ? 1 : 0) + (hostBytes > 0 ? 1 : 0) + (hostRatio > 0 ? 1 : 0);
-            if (sizes != 1) {
-                throw new IllegalArgumentException("set exactly one positive host pool size (hostPages, hostBytes or "
-                    + "hostRatioToDevice); got pages=" + hostPages + ", bytes=" + hostBytes + ", ratio=" + hostRatio);
-            }
-            if (cpSize < 1 || cpRank < 0 || cpRank >= cpSize) {
-                throw new IllegalArgumentException("CP rank " + cpRank + " outside a group of size " + cpSize);
-            }
-            if (lanes == null) {
-                throw new IllegalArgumentException("lanes must not be null");
-            }
-            if (agreement == null) {
-                if (cpSize != 1) {
-                    throw new IllegalArgumentException("a CP group of size " + cpSize + " needs a RankAgreement");
-                }
-                agreement = new io.hicache.core.internal.cp.LocalRankAgreement();
-            }
-            if (loadAgreement == null) {
-                loadAgreement = agreement.loadChannel();
-            }
-            if (loadAgreement == agreement && cpSize > 1) {
-                throw new IllegalArgumentException("backups and loads need separate RankAgreement instances");
-            }
-            if (loadThresholdTokens < 0) {
-                throw new IllegalArgumentException("loadThresholdTokens " + loadThresholdTokens + " must be >= 0");
-            }
-            if (agreement.groupSize() != cpSize) {
-                throw new IllegalArgumentException("RankAgreement of size " + agreement.groupSize()
-                    + " for a CP group of size " + cpSize);
-            }
-            if (writePolicy == null || backupMode == null || threadingMode == null || deviceEviction == null
-                || hostEviction == null || clock == null || idleStrategySupplier == null || hostLayout == null) {
-                throw new IllegalArgumentException("writePolicy, backupMode, threadingMode, eviction policies, clock, "
-                    + "idle strategy and hostLayout must not be null");
-            }
-            if (hitThreshold < 0) {
-                throw new IllegalArgumentException("hitThreshold " + hitThreshold + " must be >= 1 (0 = policy default)");
-            }
-            if (leaseNs < 0) {
-                throw new IllegalArgumentException("leaseNs " + leaseNs + " must be >= 0");
-            }
-            if (maxForwardsInFlight < 1 || maxForwardsInFlight > 1024) {
-                throw new IllegalArgumentException("maxForwardsInFlight " + maxForwardsInFlight + " outside [1, 1024]");
-            }
-            return new HiCacheController(this);
         }
     }
 }

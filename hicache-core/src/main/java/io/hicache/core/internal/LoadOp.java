@@ -11,7 +11,7 @@ import io.hicache.radix.RadixNode;
  * ({@link HiCacheController#waitLayer}). The nodes become device hits only when the load is acknowledged on
  * every rank; until then a match sees them as host-only.
  */
-public final class LoadOp implements io.hicache.core.LoadHandle {
+public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle {
 
     final long seq;
     final long requestId;
@@ -38,6 +38,21 @@ public final class LoadOp implements io.hicache.core.LoadHandle {
         this.nodePageStart = nodePageStart;
         this.pageCount = pageCount;
         this.devicePages = devicePages;
+    }
+
+    @Override
+    public long seq() {
+        return seq;
+    }
+
+    @Override
+    public boolean unresolved() {
+        return local == Local.UNRESOLVED;
+    }
+
+    @Override
+    public boolean failedLocally() {
+        return local == Local.FAILED;
     }
 
     /** The engine's id of the request this load serves. */

@@ -28,7 +28,7 @@ import java.util.function.LongSupplier;
  * <p>Owned by the scheduler thread, except {@link #waitLayer}, which the forward thread calls. Event sets live in
  * a ring of {@link #RING} so the next batch's load can be issued before the previous one is consumed.
  */
-final class Loader {
+final class Loader implements AgreedFifo.Retirer<LoadOp> {
     static final int RING = 3;
 
     private final CudaRuntime runtime;
@@ -39,10 +39,10 @@ final class Loader {
     private final CopyPlanner draftPlanner;
     private final CopyPlan plan = new CopyPlan(256);
     private final boolean batched;
-    private final RankAgreement agreement;
     private final int rank;
     private final LongSupplier clock;
     private final HiCacheMetrics metrics;
+    private final AgentErrors errors;
     private final LoadListener listener;
     private final int thresholdTokens;
     private final int pageSize;
@@ -54,11 +54,8 @@ final class Loader {
 
     private LoadOp[] queued = new LoadOp[8];
     private int queuedCount;
-    private final SeqRing<LoadOp> fifo = new SeqRing<>(64);
+    private final AgreedFifo<LoadOp> fifo;
     private long nextSeq;
-    private long round;
-    private boolean roundOpen;
-    private final long[] agreed = new long[3];
     private final java.util.IdentityHashMap<RadixNode, LoadOp> loading = new java.util.IdentityHashMap<>();
     private final PagePairs pairs = new PagePairs(64);
     private final PagePairs drafts = new PagePairs(64);
@@ -66,7 +63,7 @@ final class Loader {
 
     Loader(CudaRuntime runtime, CudaStream computeStream, RadixTree tree, CopyPlanner targetPlanner,
            CopyPlanner draftPlanner, boolean batched, RankAgreement agreement, int rank, LongSupplier clock,
-           HiCacheMetrics metrics, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
+           HiCacheMetrics metrics, AgentErrors errors, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
            SpscArrayQueue<LoadSet> issued, SpscArrayQueue<LoadSet> acks, java.util.List<CudaEvent> created) {
         this.runtime = runtime;
         this.computeStream = computeStream;
@@ -74,16 +71,31 @@ final class Loader {
         this.targetPlanner = targetPlanner;
         this.draftPlanner = draftPlanner;
         this.batched = batched;
-        this.agreement = agreement;
         this.rank = rank;
         this.clock = clock;
         this.metrics = metrics;
+        this.errors = errors;
         this.listener = listener;
         this.thresholdTokens = thresholdTokens;
         this.pageSize = tree.pageSize();
         this.issued = issued;
         this.acks = acks;
+        this.fifo = new AgreedFifo<>(agreement, rank);
         this.loadStream = runtime.createStream(0);
+        try {
+            createSets(created, targetLayers, draftLayers);
+        } catch (RuntimeException | Error e) {
+            // the caller destroys the events in created; the stream is this constructor's to give back
+            try {
+                runtime.destroyStream(loadStream);
+            } catch (RuntimeException ignored) {
+                // poisoned context: nothing to free
+            }
+            throw e;
+        }
+    }
+
+    private void createSets(java.util.List<CudaEvent> created, int targetLayers, int draftLayers) {
         for (int i = 0; i < RING; i++) {
             CudaEvent start = ev(created);
             CudaEvent[] t = new CudaEvent[targetLayers];
@@ -196,6 +208,7 @@ final class Loader {
         set.opCount = 0;
         set.submitError = 0;
         set.submitErrorCall = null;
+        set.agentError = false;
         set.finalRecorded = false;
         set.status = 0;
         set.generation = ++generation;
@@ -255,6 +268,25 @@ final class Loader {
             } catch (CudaException dead) {
                 // the context is dead: nothing queued will run
             }
+        } catch (RuntimeException e) {
+            // not a CUDA error: the load fails (agreed like any failure); its final event still orders the release
+            // of its pages after the copies already queued, or, if even that cannot be recorded, the load stream
+            // is drained here first
+            errors.record("scheduler", "issuing a load", e);
+            set.agentError = true;
+            try {
+                runtime.recordEvent(set.finalEvent, loadStream);
+                set.finalRecorded = true;
+            } catch (RuntimeException again) {
+                try {
+                    runtime.synchronizeStream(loadStream);
+                } catch (RuntimeException ignored) {
+                    // nothing more can be done; the failure is reported below
+                }
+                set.finalRecorded = false;
+                set.submitError = io.hicache.cuda.CudaError.UNKNOWN.code();
+                set.submitErrorCall = "recordEvent";
+            }
         }
         if (!issued.offer(set)) {
             throw new IllegalStateException("load queue full");
@@ -291,14 +323,14 @@ final class Loader {
 
     /** Scheduler: drain acks, agree, attach or roll back. Returns loads finished. */
     int poll() {
-        int changes = 0;
         LoadSet s;
         while ((s = acks.poll()) != null) {
             for (int i = 0; i < s.opCount; i++) {
                 LoadOp op = s.ops[i];
                 s.ops[i] = null;
-                op.local = s.status == 0 ? LoadOp.Local.OK : LoadOp.Local.FAILED;
-                if (s.status == 0) {
+                boolean ok = s.status == 0 && !s.agentError;
+                op.local = ok ? LoadOp.Local.OK : LoadOp.Local.FAILED;
+                if (ok) {
                     metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);
                     metrics.loadLatencyNs().record(s.completedNs - op.issuedNs);
                 }
@@ -309,47 +341,28 @@ final class Loader {
         if (fifo.size() == 0) {
             return 0;
         }
-        if (!roundOpen) {
-            long prefix = nextSeq;
-            long firstFailed = Long.MAX_VALUE;
-            for (int i = 0; i < fifo.size(); i++) {
-                LoadOp op = fifo.at(i);
-                if (op.local == LoadOp.Local.UNRESOLVED) {
-                    prefix = op.seq;
-                    break;
-                }
-                if (op.local == LoadOp.Local.FAILED && firstFailed == Long.MAX_VALUE) {
-                    firstFailed = op.seq;
-                }
-            }
-            agreement.contribute(rank, round, prefix, firstFailed);
-            roundOpen = true;
-        }
-        if (!agreement.tryResult(rank, round, agreed)) {
-            return 0;
-        }
-        roundOpen = false;
-        round++;
-        if (agreed[2] != 0) {
-            // a rank of the group failed: no load completes everywhere; roll back each once its copies are done
-            while (fifo.size() > 0 && fifo.at(0).local != LoadOp.Local.UNRESOLVED) {
-                rollBack(fifo.pop());
-                changes++;
-            }
-            return changes;
-        }
-        long g = agreed[0];
-        long f = agreed[1];
-        long limit = Math.min(g, f);
-        while (fifo.size() > 0 && fifo.at(0).seq < limit) {
-            attach(fifo.pop());
-            changes++;
-        }
-        if (f < g && fifo.size() > 0 && fifo.at(0).seq == f) {
+        return Math.max(0, fifo.runRound(nextSeq, this));
+    }
+
+    @Override
+    public void retireComplete(LoadOp op) {
+        attach(op);
+    }
+
+    @Override
+    public void retireFailed(LoadOp op) {
+        rollBack(op);
+    }
+
+    /** A rank of the group failed: no load completes everywhere; each rolls back once its own copies are done. */
+    @Override
+    public int retireDegraded() {
+        int retired = 0;
+        while (fifo.size() > 0 && !fifo.at(0).unresolved()) {
             rollBack(fifo.pop());
-            changes++;
+            retired++;
         }
-        return changes;
+        return retired;
     }
 
     /**

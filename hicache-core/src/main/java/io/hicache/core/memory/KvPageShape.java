@@ -14,6 +14,12 @@ package io.hicache.core.memory;
  */
 public record KvPageShape(int layerCount, int bufferCount, int pageSizeTokens, long bytesPerTokenPerBuffer) {
 
+    /**
+     * Validates the shape.
+     *
+     * @throws IllegalArgumentException naming the field when a value is out of range or the page bytes
+     *                                  overflow a {@code long}
+     */
     public KvPageShape {
         if (layerCount < 1) {
             throw new IllegalArgumentException("layerCount must be >= 1, was " + layerCount);

@@ -13,7 +13,7 @@ public enum Metric {
     BACKUPS_ABORTED,
     /** Reservations refused because the host pool had no room after one host eviction (scheduler). */
     RESERVE_NO_ROOM,
-    /** Entries into the all-layer fallback (scheduler or forward thread; counted under the metrics' monitor). */
+    /** Entries into the all-layer fallback (scheduler or submitter; counted under the metrics' monitor). */
     FALLBACK_ENTRIES,
     /** Host pages freed by host eviction (scheduler). */
     HOST_PAGES_EVICTED,
@@ -50,7 +50,12 @@ public enum Metric {
     /** Host pages in use by reserved and committed backups, in budget units: a level, not a counter (scheduler). */
     HOST_PAGES_USED,
     /** Host pages the budget allows: a level, set once at build (scheduler). */
-    HOST_PAGES_CAPACITY;
+    HOST_PAGES_CAPACITY,
+    /**
+     * Unexpected exceptions an agent caught while handling one forward or load (submitter and completion, through
+     * an atomic increment); the item was aborted and the agent went on.
+     */
+    AGENT_ERRORS;
 
     private static final Metric[] VALUES = values();
 

@@ -3,6 +3,7 @@ package io.hicache.sim.engine;
 import io.hicache.core.internal.Backup;
 import io.hicache.core.DevicePageSink;
 import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.internal.LoadOp;
 import io.hicache.core.ThreadingMode;
@@ -153,7 +154,7 @@ final class Instance {
                     draft = db.packedFrom(draftBase[r]).build();
                 }
                 SimulatedCudaRuntime runtime = rt[r];
-                HiCacheController.Builder b = HiCacheController.builder().runtime(runtime).targetLayout(target)
+                ControllerBuilder b = HiCacheController.builder().runtime(runtime).targetLayout(target)
                         .draftLayout(draft).hostPages(hostPagesPerRank).threadingMode(ThreadingMode.INVOKER)
                         .clock(runtime::nowNs).leaseNs(0).loadThresholdTokens(1).maxForwardsInFlight(64)
                         .writePolicy(backups ? config.writePolicy() : WritePolicy.WRITE_THROUGH)
