@@ -137,32 +137,29 @@ public final class RedisPageStore extends AbstractPageStore {
         UnifiedJedis client = null;
         boolean cluster;
         try {
-            JedisPooled probe = new JedisPooled(new HostAndPort(first.host(), first.port()), clientConfig, pool);
+            // one plain connection first: it surfaces the server's own answer (NOAUTH, WRONGPASS, TLS)
+            // where a pool would only say that it could not validate a connection
             boolean enabled;
-            try {
-                probe.ping();
-                enabled = loc.cluster() != null ? loc.cluster() : probe.info("cluster").contains("cluster_enabled:1");
-            } catch (RuntimeException e) {
-                probe.close();
-                throw e;
+            try (redis.clients.jedis.Jedis direct = new redis.clients.jedis.Jedis(
+                    new HostAndPort(first.host(), first.port()), clientConfig)) {
+                direct.ping();
+                enabled = loc.cluster() != null ? loc.cluster() : direct.info("cluster").contains("cluster_enabled:1");
             }
             cluster = enabled;
             if (cluster) {
-                probe.close();
                 Set<HostAndPort> nodes = new HashSet<>();
                 for (RedisLocation.Endpoint ep : loc.endpoints()) {
                     nodes.add(new HostAndPort(ep.host(), ep.port()));
                 }
                 client = new JedisCluster(nodes, clientConfig, 3, pool);
-                client.ping();
             } else {
                 if (loc.endpoints().size() > 1) {
-                    probe.close();
                     throw new IllegalArgumentException("redis location names " + loc.endpoints().size()
                             + " servers but " + first + " is not in cluster mode; name one server, or a cluster");
                 }
-                client = probe;
+                client = new JedisPooled(new HostAndPort(first.host(), first.port()), clientConfig, pool);
             }
+            client.ping();
         } catch (IllegalArgumentException e) {
             throw e;
         } catch (RuntimeException e) {
