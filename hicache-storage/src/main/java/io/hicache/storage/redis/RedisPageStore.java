@@ -57,7 +57,8 @@ import java.util.zip.CRC32C;
  *
  * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). A connection error
  * fails the attempt and the base class retries with backoff. Connections come from a pool of
- * {@link StoreConfig#redisConnections()}, tested on borrow, so a restarted server is reconnected.
+ * {@link StoreConfig#redisConnections()}; a connection broken by a server restart fails one attempt and
+ * is dropped, and the retry reconnects.
  *
  * <p><b>Security.</b> {@code AUTH} with a password or an ACL user and password (from the location or
  * {@link StoreConfig#redisCredentials}), TLS with {@code rediss://} (server certificate and host name
@@ -128,7 +129,9 @@ public final class RedisPageStore extends AbstractPageStore {
         pool.setMaxTotal(config.redisConnections());
         pool.setMaxIdle(config.redisConnections());
         pool.setMinIdle(0);
-        pool.setTestOnBorrow(true);
+        // no PING per borrow: a connection broken by a server restart fails one attempt and is dropped,
+        // and the retry takes a fresh one
+        pool.setTestOnBorrow(false);
         pool.setBlockWhenExhausted(true);
         pool.setMaxWait(Duration.ofMillis(config.redisTimeoutMs()));
         pool.setJmxEnabled(false);

@@ -111,25 +111,6 @@ class RedisPageStoreTest {
     }
 
     @Test
-    void twoWritersOfOneKeyBothSucceedAndLeaveOneValidObject() {
-        RedisServer r = server();
-        PageStore a = open("redis://127.0.0.1:" + r.port, StoreConfig.defaults());
-        PageStore b = open("redis://127.0.0.1:" + r.port, StoreConfig.defaults());
-        PageKey key = keys(1, 2).get(0);
-        for (int round = 0; round < 10; round++) {
-            HostPage pa = page(arena, PAGE, 100 + round);
-            HostPage pb = page(arena, PAGE, 200 + round);
-            StoreOp<StoreResult> oa = a.put(List.of(key), List.of(pa));
-            StoreOp<StoreResult> ob = b.put(List.of(key), List.of(pb));
-            assertThat(await(oa).allOk()).isTrue();
-            assertThat(await(ob).allOk()).isTrue();
-            HostPage got = page(arena, PAGE, 0);
-            assertThat(await(a.get(List.of(key), List.of(got))).allOk()).isTrue();
-            assertThat(sameBytes(got, pa) || sameBytes(got, pb)).isTrue();
-        }
-    }
-
-    @Test
     void passwordAndAclUsersWorkAndBadCredentialsAreOneClearErrorThatNeverShowsThem() throws Exception {
         String pw = "pw-" + Long.toHexString(System.nanoTime()) + "-secret";
         String alicePw = "alice-" + Long.toHexString(System.nanoTime()) + "-pass";
