@@ -124,12 +124,6 @@ public final class FilePageStore extends AbstractPageStore {
         ownerOnlyDirectory(root);
         ownerOnlyDirectory(objects);
         ownerOnlyDirectory(staging);
-        for (int i = 0; i < 256; i++) {
-            Path fan = objects.resolve(String.format("%02x", i));
-            if (!Files.isDirectory(fan)) {
-                Files.createDirectories(fan, PosixFilePermissions.asFileAttribute(DIR_PERMS));
-            }
-        }
         this.blockSize = Math.max(512, Files.getFileStore(root).getBlockSize());
         this.directIo = config.fileDirectIo();
         int block = (int) blockSize;
@@ -328,7 +322,7 @@ public final class FilePageStore extends AbstractPageStore {
                 if (!Files.exists(tmp)) {
                     throw e;
                 }
-                // the fan-out directory was removed behind the store's back: make it again
+                // the first object of this fan-out directory (made on demand: opening stays cheap)
                 Files.createDirectories(target.getParent(), PosixFilePermissions.asFileAttribute(DIR_PERMS));
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
