@@ -115,7 +115,9 @@ class RedisPageStoreTest {
         String pw = "pw-" + Long.toHexString(System.nanoTime()) + "-secret";
         String alicePw = "alice-" + Long.toHexString(System.nanoTime()) + "-pass";
         RedisServer r = server("--requirepass", pw);
-        r.cli("-a", pw, "--no-auth-warning", "ACL", "SETUSER", "alice", "on", ">" + alicePw, "~hicache:*", "+@all");
+        // the least privilege docs/STORAGE.md recommends
+        r.cli("-a", pw, "--no-auth-warning", "ACL", "SETUSER", "alice", "on", ">" + alicePw, "~hicache:*", "+get", "+set",
+                "+del", "+strlen", "+getrange", "+exists", "+ping", "+info", "+client|setname");
 
         PrintStream err = System.err;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
