@@ -53,15 +53,19 @@ public final class StorageBench {
         Path dir = null;
         int redisPort = -1;
         int rounds = 3;
-        long fileMib = 256;
+        long fileMib = 512;
+        long filePageMib = 4;
         Path out = null;
         String command = "bench/storage-bench.sh";
+        String only = "";
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--dir" -> dir = Path.of(args[++i]);
                 case "--redis-port" -> redisPort = Integer.parseInt(args[++i]);
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--file-mib" -> fileMib = Long.parseLong(args[++i]);
+                case "--file-page-mib" -> filePageMib = Long.parseLong(args[++i]);
+                case "--only" -> only = args[++i];
                 case "--out" -> out = Path.of(args[++i]);
                 case "--command" -> command = args[++i];
                 case "--io-threads" -> IO_THREADS = Integer.parseInt(args[++i]);
@@ -83,12 +87,12 @@ public final class StorageBench {
         Files.createDirectories(dir);
         List<Row> rows = new ArrayList<>();
         try (Arena arena = Arena.ofShared()) {
-            long pageBytes = 1 << 20;
-            int pages = (int) fileMib;
-            for (boolean direct : new boolean[] {false, true}) {
+            long pageBytes = filePageMib << 20;
+            int pages = (int) (fileMib / filePageMib);
+            for (boolean direct : only.equals("redis") ? new boolean[0] : new boolean[] {false, true}) {
                 rows.addAll(fileRows(arena, dir, direct, pageBytes, pages, rounds));
             }
-            if (redisPort > 0) {
+            if (redisPort > 0 && !only.equals("file")) {
                 rows.addAll(redisRows(arena, redisPort, 1 << 20, 256, 16, rounds));
                 rows.addAll(redisRows(arena, redisPort, 64 << 10, 4096, 64, rounds));
             }
@@ -107,7 +111,7 @@ public final class StorageBench {
         String mode = direct ? "O_DIRECT" : "buffered";
         Path storeDir = dir.resolve("store-" + (direct ? "direct" : "buffered"));
         Path ddFile = dir.resolve("dd-" + (direct ? "direct" : "buffered") + ".bin");
-        int batch = 64;
+        int batch = (int) Math.max(1, Math.min(64, (64L << 20) / pageBytes));
         List<PageKey> keys = keys(pages, direct ? 7 : 5);
         List<HostPage> src = pages(arena, batch, pageBytes, true);
         List<List<HostPage>> dst = new ArrayList<>();
@@ -125,11 +129,15 @@ public final class StorageBench {
             Files.deleteIfExists(ddFile);
             String bs = "bs=" + pageBytes;
             String count = "count=" + pages;
+            // each timed phase starts with no dirty data left by the one before (sync is untimed)
+            sync();
             bestDdW = Math.max(bestDdW, direct ? dd("if=/dev/zero", "of=" + ddFile, bs, count, "oflag=direct")
                     : dd("if=/dev/zero", "of=" + ddFile, bs, count));
+            sync();
             try (PageStore store = PageStores.open("file:" + storeDir, config)) {
                 bestPut = Math.max(bestPut, bytes / run(store, keys, List.of(src, src), true, batch));
             }
+            sync();
             bestDdR = Math.max(bestDdR, direct ? dd("if=" + ddFile, "of=/dev/null", bs, "iflag=direct")
                     : dd("if=" + ddFile, "of=/dev/null", bs));
             try (PageStore store = PageStores.open("file:" + storeDir, config)) {
@@ -140,6 +148,10 @@ public final class StorageBench {
         Files.deleteIfExists(ddFile);
         return List.of(new Row("file (" + mode + ")", "put", pageBytes, bestPut, "dd write " + mode, bestDdW),
                 new Row("file (" + mode + ")", "get", pageBytes, bestGet, "dd read " + mode, bestDdR));
+    }
+
+    private static void sync() throws IOException, InterruptedException {
+        new ProcessBuilder("sync").inheritIO().start().waitFor(10, TimeUnit.MINUTES);
     }
 
     /** Runs {@code dd}; returns bytes per second as dd measured them. */
@@ -317,12 +329,19 @@ public final class StorageBench {
     private static String markdown(List<Row> rows, String command, Path dir, int rounds) {
         StringBuilder sb = new StringBuilder();
         sb.append("## L3 storage backends against dd and redis-benchmark (`").append(command).append("`)\n\n");
+        String load = "";
+        try {
+            load = ", load average " + Files.readString(Path.of("/proc/loadavg")).trim().split(" ")[0] + " at the end";
+        } catch (IOException | RuntimeException e) {
+            // not Linux: no load figure
+        }
         sb.append("Generated on ").append(Instant.now()).append(", ").append(Runtime.getRuntime().availableProcessors())
-                .append(" CPUs, scratch directory on the disk of `").append(dir.toAbsolutePath()).append("`. ")
+                .append(" CPUs").append(load).append(", scratch directory on the disk of `").append(dir.toAbsolutePath()).append("`. ")
                 .append("Best of ").append(rounds).append(" rounds each. File rows: ").append(IO_THREADS)
-                .append(" I/O threads, batches of 64 pages of 1 MiB, one object per page (atomic rename, commit marker, CRC-32C) ")
-                .append("against `dd` moving the same bytes in 1 MiB blocks to or from one file (`/dev/zero` source, `/dev/null` sink); ")
-                .append("buffered rows run through the page cache on both sides, O_DIRECT rows bypass it on both sides. ")
+                .append(" I/O threads, batches of 64 MiB, one object per page (atomic rename, commit marker, CRC-32C) ")
+                .append("against `dd` moving the same bytes in blocks of one page to or from one file (`/dev/zero` source, `/dev/null` sink); ")
+                .append("buffered rows run through the page cache on both sides, O_DIRECT rows bypass it on both sides; ")
+                .append("`sync` (untimed) before each write, so neither side pays for the other's write-back. ")
                 .append("Redis rows: a local redis-server without persistence, ").append(IO_THREADS)
                 .append(" connections, pipelined batches of the depth named, distinct keys, against `redis-benchmark` ")
                 .append("with the same connections, pipeline depth and value size.\n\n");

@@ -55,7 +55,8 @@ import java.util.zip.CRC32C;
  * (foreign value, wrong size) is {@link StoreStatus#CORRUPT}. Two writers of a key both succeed and
  * the last {@code SET} leaves one valid object (data and marker cannot pair across writers).
  *
- * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). A connection error
+ * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). Replies are read in 1 MiB
+ * steps (the system property {@code jedis.bufferSize.input}, set when absent). A connection error
  * fails the attempt and the base class retries with backoff. Connections come from a pool of
  * {@link StoreConfig#redisConnections()}; a connection broken by a server restart fails one attempt and
  * is dropped, and the retry reconnects.
@@ -72,6 +73,14 @@ import java.util.zip.CRC32C;
 public final class RedisPageStore extends AbstractPageStore {
     private static final Logger LOG = LoggerFactory.getLogger(RedisPageStore.class);
     private static final byte[] KEY_PREFIX = "hicache:".getBytes(StandardCharsets.US_ASCII);
+
+    static {
+        // Jedis reads replies through a per-connection buffer (8 KiB unless set): pages are large, so read them
+        // in 1 MiB steps. Read once by Jedis when its input stream class loads; an explicit setting wins.
+        if (System.getProperty("jedis.bufferSize.input") == null && System.getProperty("jedis.bufferSize") == null) {
+            System.setProperty("jedis.bufferSize.input", Integer.toString(1 << 20));
+        }
+    }
     private static final byte OK = (byte) StoreStatus.OK.ordinal();
     private static final byte MISS = (byte) StoreStatus.MISS.ordinal();
     private static final byte FAILED = (byte) StoreStatus.FAILED.ordinal();
@@ -82,7 +91,7 @@ public final class RedisPageStore extends AbstractPageStore {
     private final ThreadLocal<CRC32C> crcs = ThreadLocal.withInitial(CRC32C::new);
 
     private RedisPageStore(RedisLocation location, StoreConfig config, UnifiedJedis client, boolean cluster) {
-        super("redis", config);
+        super("redis", "L3 redis store " + location.describe(), config);
         this.location = location;
         this.client = client;
         this.cluster = cluster;
