@@ -75,10 +75,14 @@ public final class RedisPageStore extends AbstractPageStore {
     private static final byte[] KEY_PREFIX = "hicache:".getBytes(StandardCharsets.US_ASCII);
 
     static {
-        // Jedis reads replies through a per-connection buffer (8 KiB unless set): pages are large, so read them
-        // in 1 MiB steps. Read once by Jedis when its input stream class loads; an explicit setting wins.
-        if (System.getProperty("jedis.bufferSize.input") == null && System.getProperty("jedis.bufferSize") == null) {
-            System.setProperty("jedis.bufferSize.input", Integer.toString(1 << 20));
+        // Jedis moves bytes through per-connection buffers (8 KiB unless set): pages are large, so read and
+        // write in 1 MiB steps. Read once by Jedis when its stream classes load; an explicit setting wins.
+        if (System.getProperty("jedis.bufferSize") == null) {
+            for (String p : new String[] {"jedis.bufferSize.input", "jedis.bufferSize.output"}) {
+                if (System.getProperty(p) == null) {
+                    System.setProperty(p, Integer.toString(1 << 20));
+                }
+            }
         }
     }
     private static final byte OK = (byte) StoreStatus.OK.ordinal();
@@ -89,6 +93,8 @@ public final class RedisPageStore extends AbstractPageStore {
     private final UnifiedJedis client;
     private final boolean cluster;
     private final ThreadLocal<CRC32C> crcs = ThreadLocal.withInitial(CRC32C::new);
+    /** A single server's pipeline writes each command as it is appended, so one value buffer per thread serves a batch. */
+    private final ThreadLocal<byte[]> values = new ThreadLocal<>();
 
     private RedisPageStore(RedisLocation location, StoreConfig config, UnifiedJedis client, boolean cluster) {
         super("redis", "L3 redis store " + location.describe(), config);
@@ -265,13 +271,25 @@ public final class RedisPageStore extends AbstractPageStore {
         return k;
     }
 
-    /** The value a put stores for {@code page} under {@code key}: data then marker (tests build foreign values from it). */
-    byte[] encode(PageKey key, HostPage page) {
+    /**
+     * The value a put stores for {@code page} under {@code key}: data then marker. With {@code reuse}, the
+     * thread's previous value array is refilled when it has the right size (a single server's pipeline has
+     * written the previous command out before the next is appended); a cluster pipeline holds every value
+     * until it syncs, so it gets fresh arrays.
+     */
+    byte[] encode(PageKey key, HostPage page, boolean reuse) {
         long size = page.byteSize();
         if (size + CommitMarker.BYTES > Integer.MAX_VALUE - 16) {
             throw new IllegalArgumentException("a page of " + size + " bytes exceeds a Redis value");
         }
-        byte[] v = new byte[(int) size + CommitMarker.BYTES];
+        int length = (int) size + CommitMarker.BYTES;
+        byte[] v = reuse ? values.get() : null;
+        if (v == null || v.length != length) {
+            v = new byte[length];
+            if (reuse) {
+                values.set(v);
+            }
+        }
         MemorySegment dst = MemorySegment.ofArray(v);
         page.copyTo(dst, 0);
         CRC32C crc = crcs.get();
@@ -333,7 +351,7 @@ public final class RedisPageStore extends AbstractPageStore {
         PipeliningBase p = pipeline();
         try {
             for (int i = 0; i < keys.size(); i++) {
-                replies.add(p.set(redisKey(keys.get(i)), encode(keys.get(i), pages.get(i))));
+                replies.add(p.set(redisKey(keys.get(i)), encode(keys.get(i), pages.get(i), !cluster)));
             }
             sync(p);
         } finally {
