@@ -30,22 +30,71 @@ import java.util.regex.Pattern;
  * {@code bench/storage-bench.sh}): the file backend's batch put/get against {@code dd} writing and
  * reading the same number of bytes in blocks of one page (buffered, and with O_DIRECT on both sides);
  * the Redis backend's put/get against {@code redis-benchmark} SET/GET of the same value size with the same
- * connections and pipeline depth. Each figure is the best of {@code --rounds}. Prints a Markdown section
- * and, with {@code --out}, writes it into that file between {@code <!-- storage-bench -->} markers.
+ * connections and pipeline depth. Each round runs the reference and then ours back to back; the ratio is the
+ * median over rounds of the per-round ratios, the MB/s columns the best round of each side. Prints a Markdown
+ * section and, with {@code --out}, writes it into that file between {@code <!-- storage-bench -->} markers.
  *
  * <p>Arguments: {@code --dir DIR} (scratch directory on the disk under test, required),
  * {@code --redis-port P} (a running redis-server on 127.0.0.1; omit to skip Redis), {@code --rounds N}
- * (default 3), {@code --file-mib N} (bytes per file run, default 256), {@code --out FILE},
- * {@code --command TEXT} (shown in the report).
+ * (default 3), {@code --file-mib N} (bytes per file run, default 512), {@code --file-page-mib N} (default 4),
+ * {@code --io-threads N} (default 2), {@code --only file|redis}, {@code --out FILE}, {@code --command TEXT}
+ * (shown in the report).
  */
 public final class StorageBench {
     private static final String BEGIN = "<!-- storage-bench begin -->";
     private static final String END = "<!-- storage-bench end -->";
     private static int IO_THREADS = 2;
 
-    private record Row(String backend, String op, long pageBytes, double ours, String reference, double theirs) {
+    /** One comparison measured round after round: each round runs the reference and ours back to back. */
+    private static final class Paired {
+        final List<Double> ours = new ArrayList<>();
+        final List<Double> theirs = new ArrayList<>();
+        private double pendingTheirs = Double.NaN;
+
+        void theirs(double v) {
+            pendingTheirs = v;
+        }
+
+        void ours(double v) {
+            ours.add(v);
+            theirs.add(pendingTheirs);
+        }
+
+        void clear() {
+            ours.clear();
+            theirs.clear();
+        }
+
+        double bestOurs() {
+            return ours.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
+        }
+
+        double bestTheirs() {
+            return theirs.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
+        }
+
+        /** Median over rounds of ours / reference in the same round: robust to load that drifts between rounds. */
+        double medianRatio() {
+            double[] r = new double[ours.size()];
+            for (int i = 0; i < r.length; i++) {
+                r[i] = ours.get(i) / theirs.get(i);
+            }
+            java.util.Arrays.sort(r);
+            return r.length == 0 ? Double.NaN : r.length % 2 == 1 ? r[r.length / 2] : (r[r.length / 2 - 1] + r[r.length / 2]) / 2;
+        }
+    }
+
+    private record Row(String backend, String op, long pageBytes, String reference, Paired p) {
+        double ours() {
+            return p.bestOurs();
+        }
+
+        double theirs() {
+            return p.bestTheirs();
+        }
+
         double ratio() {
-            return ours / theirs;
+            return p.medianRatio();
         }
     }
 
@@ -119,11 +168,13 @@ public final class StorageBench {
             dst.add(pages(arena, batch, pageBytes, false));
         }
         long bytes = pageBytes * pages;
-        double bestPut = 0, bestGet = 0, bestDdW = 0, bestDdR = 0;
+        Paired put = new Paired();
+        Paired get = new Paired();
         StoreConfig config = StoreConfig.builder().fileDirectIo(direct).ioThreads(IO_THREADS).maxBatchPages(batch).build();
         for (int r = -2; r < rounds; r++) { // rounds -2 and -1 warm the JIT up (CRC-32C, NIO) and are not counted
             if (r == 0) {
-                bestPut = bestGet = bestDdW = bestDdR = 0;
+                put.clear();
+                get.clear();
             }
             deleteTree(storeDir);
             Files.deleteIfExists(ddFile);
@@ -131,23 +182,23 @@ public final class StorageBench {
             String count = "count=" + pages;
             // each timed phase starts with no dirty data left by the one before (sync is untimed)
             sync();
-            bestDdW = Math.max(bestDdW, direct ? dd("if=/dev/zero", "of=" + ddFile, bs, count, "oflag=direct")
+            put.theirs(direct ? dd("if=/dev/zero", "of=" + ddFile, bs, count, "oflag=direct")
                     : dd("if=/dev/zero", "of=" + ddFile, bs, count));
             sync();
             try (PageStore store = PageStores.open("file:" + storeDir, config)) {
-                bestPut = Math.max(bestPut, bytes / run(store, keys, List.of(src, src), true, batch));
+                put.ours(bytes / run(store, keys, List.of(src, src), true, batch));
             }
             sync();
-            bestDdR = Math.max(bestDdR, direct ? dd("if=" + ddFile, "of=/dev/null", bs, "iflag=direct")
+            get.theirs(direct ? dd("if=" + ddFile, "of=/dev/null", bs, "iflag=direct")
                     : dd("if=" + ddFile, "of=/dev/null", bs));
             try (PageStore store = PageStores.open("file:" + storeDir, config)) {
-                bestGet = Math.max(bestGet, bytes / run(store, keys, dst, false, batch));
+                get.ours(bytes / run(store, keys, dst, false, batch));
             }
         }
         deleteTree(storeDir);
         Files.deleteIfExists(ddFile);
-        return List.of(new Row("file (" + mode + ")", "put", pageBytes, bestPut, "dd write " + mode, bestDdW),
-                new Row("file (" + mode + ")", "get", pageBytes, bestGet, "dd read " + mode, bestDdR));
+        return List.of(new Row("file (" + mode + ")", "put", pageBytes, "dd write " + mode, put),
+                new Row("file (" + mode + ")", "get", pageBytes, "dd read " + mode, get));
     }
 
     private static void sync() throws IOException, InterruptedException {
@@ -181,27 +232,29 @@ public final class StorageBench {
             dst.add(pages(arena, pipeline, pageBytes, false));
         }
         long bytes = pageBytes * pages;
-        double bestPut = 0, bestGet = 0, bestSet = 0, bestBGet = 0;
+        Paired put = new Paired();
+        Paired get = new Paired();
         StoreConfig config = StoreConfig.builder().ioThreads(IO_THREADS).redisConnections(IO_THREADS)
                 .maxBatchPages(pipeline).build();
         for (int r = -2; r < rounds; r++) { // rounds -2 and -1 warm the JIT up and are not counted
             if (r == 0) {
-                bestPut = bestGet = bestSet = bestBGet = 0;
+                put.clear();
+                get.clear();
             }
             cli(port, "FLUSHALL");
             double[] ref = redisBenchmark(port, pageBytes, pages, pipeline);
-            bestSet = Math.max(bestSet, ref[0] * pageBytes);
-            bestBGet = Math.max(bestBGet, ref[1] * pageBytes);
+            put.theirs(ref[0] * pageBytes);
+            get.theirs(ref[1] * pageBytes);
             cli(port, "FLUSHALL");
             try (PageStore store = PageStores.open("redis://127.0.0.1:" + port, config)) {
-                bestPut = Math.max(bestPut, bytes / run(store, keys, List.of(src, src), true, pipeline));
-                bestGet = Math.max(bestGet, bytes / run(store, keys, dst, false, pipeline));
+                put.ours(bytes / run(store, keys, List.of(src, src), true, pipeline));
+                get.ours(bytes / run(store, keys, dst, false, pipeline));
             }
         }
         cli(port, "FLUSHALL");
         String ref = "redis-benchmark -c " + IO_THREADS + " -P " + pipeline;
-        return List.of(new Row("redis", "put", pageBytes, bestPut, ref + " SET", bestSet),
-                new Row("redis", "get", pageBytes, bestGet, ref + " GET", bestBGet));
+        return List.of(new Row("redis", "put", pageBytes, ref + " SET", put),
+                new Row("redis", "get", pageBytes, ref + " GET", get));
     }
 
     /** SET and GET requests per second from redis-benchmark with our connection count and pipeline depth. */
@@ -337,7 +390,9 @@ public final class StorageBench {
         }
         sb.append("Generated on ").append(Instant.now()).append(", ").append(Runtime.getRuntime().availableProcessors())
                 .append(" CPUs").append(load).append(", scratch directory on the disk of `").append(dir.toAbsolutePath()).append("`. ")
-                .append("Best of ").append(rounds).append(" rounds each. File rows: ").append(IO_THREADS)
+                .append(rounds).append(" rounds after two warm-up rounds; each round runs the reference and then hicache ")
+                .append("back to back. MB/s columns: the best round of each side; ratio: the median over rounds of ")
+                .append("hicache / reference in the same round (robust to load that drifts between rounds). File rows: ").append(IO_THREADS)
                 .append(" I/O threads, batches of 64 MiB, one object per page (atomic rename, commit marker, CRC-32C) ")
                 .append("against `dd` moving the same bytes in blocks of one page to or from one file (`/dev/zero` source, `/dev/null` sink); ")
                 .append("buffered rows run through the page cache on both sides, O_DIRECT rows bypass it on both sides; ")
@@ -345,7 +400,7 @@ public final class StorageBench {
                 .append("Redis rows: a local redis-server without persistence, ").append(IO_THREADS)
                 .append(" connections, pipelined batches of the depth named, distinct keys, against `redis-benchmark` ")
                 .append("with the same connections, pipeline depth and value size.\n\n");
-        sb.append("| backend | operation | page bytes | hicache MB/s | reference | reference MB/s | ratio | target 0.8 |\n");
+        sb.append("| backend | operation | page bytes | hicache MB/s | reference | reference MB/s | ratio (median) | target 0.8 |\n");
         sb.append("|---|---|---:|---:|---|---:|---:|---|\n");
         for (Row r : rows) {
             sb.append(String.format(Locale.ROOT, "| %s | %s | %d | %.1f | %s | %.1f | %.2f | %s |%n", r.backend(), r.op(),
