@@ -8,6 +8,7 @@ import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.ProgressListener;
 import io.hicache.core.WritePolicy;
 import io.hicache.sim.CoreNames;
+import io.hicache.sim.Router;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
 import io.hicache.sim.report.SimResult;
@@ -39,9 +40,9 @@ import java.util.function.Function;
  * (unknown option or preset, bad value, contradictory options), always refused before any work.
  * One invocation per instance, on the calling thread.
  */
-@Command(name = "hicache-sim", mixinStandardHelpOptions = true, version = "hicache-sim 0.1.0",
+@Command(name = "hicache-sim", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = {"Replays request traces through the HiCache radix tree and backup controller.",
-                "With no arguments: compare on the bundled trace, writing report.html."},
+                "With no arguments: compare on the bundled trace on a fleet of 8 instances, writing report.html."},
         footer = {"", "Exit status: 0 ok, 1 run failed, 2 usage error."})
 public final class Main implements Callable<Integer> {
 
@@ -57,6 +58,20 @@ public final class Main implements Callable<Integer> {
      */
     public record Env(EngineFactory engines, PrintStream out, PrintStream err, Path workDir, Path repoRoot,
                       boolean tty) {
+    }
+
+    /** The build's version, from a resource the build fills in (the version is set once, in the root POM). */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() throws java.io.IOException {
+            var props = new java.util.Properties();
+            try (var in = Main.class.getResourceAsStream("/io/hicache/sim/version.properties")) {
+                if (in != null) {
+                    props.load(in);
+                }
+            }
+            return new String[] {"hicache-sim " + props.getProperty("version", "(unknown version)")};
+        }
     }
 
     /** System property the launcher sets to the repository root. */
@@ -92,12 +107,14 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("replay", new Replay(main));
         cl.addSubcommand("compare", new Compare(main));
         cl.addSubcommand("sweep", new Sweep(main));
+        cl.addSubcommand("gen-multiturn", new GenerateMultiTurn(env));
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
         register(cl, WritePolicy.class, CoreNames::writePolicy);
         register(cl, BackupMode.class, BackupMode::byName);
         register(cl, Eviction.class, Eviction::byName);
         register(cl, OwnerLanes.class, CoreNames::lanes);
+        register(cl, Router.class, Router::byName);
         cl.setOut(new PrintWriter(env.out(), true, StandardCharsets.UTF_8));
         cl.setErr(new PrintWriter(env.err(), true, StandardCharsets.UTF_8));
         cl.setParameterExceptionHandler((ex, a) -> {
@@ -129,12 +146,20 @@ public final class Main implements Callable<Integer> {
         });
     }
 
-    /** No subcommand: {@code compare} with defaults on the bundled trace, writing {@code report.html}. */
+    /** Instances of the no-argument run (a fleet, as operators size it). */
+    public static final int DEFAULT_FLEET = 8;
+
+    /**
+     * No subcommand: {@code compare} with defaults on the bundled trace on a fleet of {@link #DEFAULT_FLEET}
+     * instances behind the cache-aware router, writing {@code report.html}.
+     */
     @Override
     public Integer call() {
         SimOptions defaults = new SimOptions();
         defaults.htmlFile = Paths.get(DEFAULT_HTML);
-        return execute(spec, defaults, Kind.COMPARE);
+        ServingOptions fleet = new ServingOptions();
+        fleet.instances = List.of(DEFAULT_FLEET);
+        return execute(spec, defaults, fleet, Kind.COMPARE);
     }
 
     enum Kind {
@@ -166,7 +191,9 @@ public final class Main implements Callable<Integer> {
         GpuPreset gpu;
 
         @Option(names = "--device-capacity-tokens", paramLabel = "TOKENS",
-                description = "Device KV capacity in simulated tokens (k/M/G suffixes; default about 3M prompt tokens).")
+                description = "Device KV capacity per instance in simulated tokens (k/M/G suffixes; default: the KV "
+                        + "room of the instance's GPUs after the weights, about 1.1M tokens for llama3-70b at TP 4 on "
+                        + "H200; --cache-only: about 3M).")
         String deviceCapacity;
 
         @Option(names = "--host-capacity-tokens", paramLabel = "TOKENS", split = ",",
@@ -209,6 +236,11 @@ public final class Main implements Callable<Integer> {
 
         @Option(names = "--html", paramLabel = "FILE", description = "Write a self-contained HTML report.")
         Path htmlFile;
+
+        @Option(names = "--jfr", paramLabel = "FILE",
+                description = "Record the run with JDK Flight Recorder (every io.hicache event) into FILE; read it "
+                        + "with 'jfr summary FILE' or JDK Mission Control.")
+        Path jfrFile;
     }
 
     /** A subcommand: the shared options, run as one {@link Kind} of run. */
@@ -219,6 +251,8 @@ public final class Main implements Callable<Integer> {
         CommandSpec spec;
         @Mixin
         SimOptions options;
+        @Mixin
+        ServingOptions serving;
 
         SimCommand(Main main, Kind kind) {
             this.main = main;
@@ -227,7 +261,7 @@ public final class Main implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            return main.execute(spec, options, kind);
+            return main.execute(spec, options, serving, kind);
         }
     }
 
@@ -239,7 +273,8 @@ public final class Main implements Callable<Integer> {
     }
 
     @Command(name = "compare", mixinStandardHelpOptions = true,
-            description = "Replay with backup modes layered, all-layers and none side by side.")
+            description = "Replay with backup modes layered, all-layers and none side by side "
+                    + "(for every --instances and --router given as lists).")
     static final class Compare extends SimCommand {
         Compare(Main main) {
             super(main, Kind.COMPARE);
@@ -254,23 +289,26 @@ public final class Main implements Callable<Integer> {
         }
     }
 
-    Integer execute(CommandSpec at, SimOptions o, Kind kind) {
-        RunPlan plan = RunPlan.build(at.commandLine(), o, kind, env);
+    Integer execute(CommandSpec at, SimOptions o, ServingOptions s, Kind kind) {
+        RunPlan plan = RunPlan.build(at.commandLine(), o, s, kind, env);
         return plan.run("hicache-sim " + String.join(" ", args));
     }
 
     /** Summary line for a result, printed to standard output. */
     static String summary(String label, SimResult r) {
-        return String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
+        String line = String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
                 label, r.blockHitRatio(), r.tokenHitRatio(), r.deviceHitTokens(), r.hostHitTokens(),
                 r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds());
+        var s = r.serving();
+        return s == null ? line : line + String.format(Locale.ROOT, " %11.1f %11.1f %11.1f %10.1f %7.3f",
+                s.ttftMs().p50(), s.ttftMs().p99(), s.tpotMs().p50(), s.throughputOutputTokensPerS(), s.goodput());
     }
 
     /** Header of {@link #summary}. */
     static String summaryHeader() {
-        return String.format(Locale.ROOT, "%-26s %8s %8s %14s %14s %12s %12s %12s %10s",
+        return String.format(Locale.ROOT, "%-26s %8s %8s %14s %14s %12s %12s %12s %10s %11s %11s %11s %10s %7s",
                 "configuration", "blk_hit", "tok_hit", "device_hit_tok", "host_hit_tok", "backups", "exposed_ms",
-                "commit_p99ms", "wall_s");
+                "commit_p99ms", "wall_s", "ttft_p50ms", "ttft_p99ms", "tpot_p50ms", "out_tok/s", "goodput");
     }
 
     static ProgressListener progress(Env env) {
