@@ -149,6 +149,21 @@ public interface CudaRuntime extends AutoCloseable {
      */
     void launchHostFunc(CudaStream stream, Runnable fn);
 
+    /**
+     * Whether this runtime checks {@link #retire} declarations (a checking simulator does; a real device does
+     * not). Callers skip computing the ranges when false.
+     */
+    default boolean tracksRetiredMemory() {
+        return false;
+    }
+
+    /**
+     * Declares that {@code [address, address + bytes)} was freed or handed to a new owner now: copies issued before
+     * this call must not touch it when they run. A checking runtime reports those that do; others ignore the call.
+     */
+    default void retire(long address, long bytes) {
+    }
+
     /** Releases what the runtime object holds (not device state created through it). Idempotent. */
     @Override
     void close();

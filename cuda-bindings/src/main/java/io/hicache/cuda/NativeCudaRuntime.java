@@ -33,12 +33,14 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * arrays preallocated in this runtime's shared arena under a lock held for the call only; the arrays
  * grow (doubling) when a batch is larger than any before, and never shrink.
  *
- * <p><b>Critical downcalls.</b> Record, query, stream-wait and {@code cudaMemcpyAsync} are bound
- * with {@link Linker.Option#critical(boolean) Linker.Option.critical(false)}: the call skips the
- * thread-state transition, which saves tens of nanoseconds but holds off safepoints (GC) while it
- * runs. That is right for these short, non-blocking calls on pinned memory; a
- * {@code cudaMemcpyAsync} from pageable memory can block, so whoever copies pageable memory (or
- * suspects safepoint stalls) sets {@code -D}{@value #CRITICAL_PROPERTY}{@code =false}.
+ * <p><b>Critical downcalls.</b> Only calls that never block are bound with
+ * {@link Linker.Option#critical(boolean) Linker.Option.critical(false)} ({@link #CRITICAL_CALLS}: {@code
+ * cudaEventQuery}): the call skips the thread-state transition, which saves tens of nanoseconds but holds off
+ * safepoints (GC) while it runs. Calls that enqueue work on a stream ({@code cudaEventRecord},
+ * {@code cudaStreamWaitEvent}, {@code cudaMemcpyAsync}) can block when the device's launch queue is full (and a
+ * copy from pageable memory can block anyway), so they are ordinary downcalls: a thread blocked there must not
+ * stall every other thread's safepoint. {@code -D}{@value #CRITICAL_PROPERTY}{@code =false} turns the critical
+ * binding off altogether.
  *
  * <p><b>Batched copies.</b> {@code cudaMemcpyBatchAsync} is used where the runtime reports 12.8 or
  * newer and exports it: CUDA 12.8/12.9 take an extra {@code failIdx} argument that 13.0 dropped, and
@@ -54,7 +56,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 @SuppressWarnings("restricted")
 public final class NativeCudaRuntime implements CudaRuntime {
 
-    /** System property: {@code false} binds the hot calls without {@code Linker.Option.critical}. Default {@code true}. */
+    /** The only calls bound as critical downcalls (when enabled): those that never block. */
+    static final java.util.Set<String> CRITICAL_CALLS = java.util.Set.of("cudaEventQuery");
+
+    /** System property: {@code false} binds no call with {@code Linker.Option.critical}. Default {@code true}. */
     public static final String CRITICAL_PROPERTY = "hicache.cuda.criticalDowncalls";
 
     private static final int STREAM_NON_BLOCKING = 0x01;
@@ -94,13 +99,13 @@ public final class NativeCudaRuntime implements CudaRuntime {
         this.criticalDowncalls = criticalDowncalls;
         this.runtimeVersion = queryRuntimeVersion();
         this.eventRecord = wordHandle(cuda_runtime_api_h.cudaEventRecord$address(),
-                cuda_runtime_api_h.cudaEventRecord$descriptor(), criticalDowncalls);
+                cuda_runtime_api_h.cudaEventRecord$descriptor(), critical("cudaEventRecord"));
         this.eventQuery = wordHandle(cuda_runtime_api_h.cudaEventQuery$address(),
-                cuda_runtime_api_h.cudaEventQuery$descriptor(), criticalDowncalls);
+                cuda_runtime_api_h.cudaEventQuery$descriptor(), critical("cudaEventQuery"));
         this.streamWaitEvent = wordHandle(cuda_runtime_api_h.cudaStreamWaitEvent$address(),
-                cuda_runtime_api_h.cudaStreamWaitEvent$descriptor(), criticalDowncalls);
+                cuda_runtime_api_h.cudaStreamWaitEvent$descriptor(), critical("cudaStreamWaitEvent"));
         this.memcpyAsync = wordHandle(cuda_runtime_api_h.cudaMemcpyAsync$address(),
-                cuda_runtime_api_h.cudaMemcpyAsync$descriptor(), criticalDowncalls);
+                cuda_runtime_api_h.cudaMemcpyAsync$descriptor(), critical("cudaMemcpyAsync"));
 
         int form = batchFormFor(runtimeVersion);
         if (form != BATCH_FORM_NONE && !cuda_runtime_api_h.hasSymbol("cudaMemcpyBatchAsync")) {
@@ -145,7 +150,12 @@ public final class NativeCudaRuntime implements CudaRuntime {
         return CudartLibrary.isAvailable();
     }
 
-    /** True when the hot calls are bound with {@code Linker.Option.critical(false)}. */
+    /** Whether {@code call} is bound as a critical downcall in this runtime. */
+    boolean critical(String call) {
+        return criticalDowncalls && CRITICAL_CALLS.contains(call);
+    }
+
+    /** True when the non-blocking calls ({@link #CRITICAL_CALLS}) are bound with {@code Linker.Option.critical(false)}. */
     public boolean criticalDowncalls() {
         return criticalDowncalls;
     }

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.SplittableRandom;
 import java.util.concurrent.locks.ReentrantLock;
@@ -159,6 +160,15 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
 
     private final SimulatedCudaConfig config;
     private final ReentrantLock lock = new ReentrantLock();
+    // use-after-free check: retired ranges with the last op issued before each retirement (guarded by lock)
+    private boolean uafCheck;
+    private long[] retiredFrom = new long[64];
+    private long[] retiredTo = new long[64];
+    private long[] retiredSeq = new long[64];
+    private int retiredCount;
+    private long queuedCopies;
+    private long useAfterFree;
+    private final ArrayList<String> uafReports = new ArrayList<>();
     private final SplittableRandom random;
 
     private final Long2ObjectHashMap<StreamState> streams = new Long2ObjectHashMap<>();
@@ -922,6 +932,80 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         }
     }
 
+    /**
+     * Turns the use-after-free check on or off (default off). While on, {@link #retire} records ranges that were
+     * freed or handed to a new owner, and a copy issued before a retirement that runs after it and reads or writes
+     * the retired range is reported ({@link #useAfterFreeCount()}, {@link #useAfterFreeReports()}): the copy touched
+     * memory its issuer no longer owned. Its bytes still move, as they would on a real device.
+     */
+    public void checkUseAfterFree(boolean on) {
+        lock.lock();
+        try {
+            this.uafCheck = on;
+            if (!on) {
+                retiredCount = 0;
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean tracksRetiredMemory() {
+        return uafCheck;
+    }
+
+    /**
+     * Declares {@code [address, address + bytes)} freed or handed to a new owner as of now (no-op unless
+     * {@link #checkUseAfterFree} is on). Copies issued from now on may use it freely; copies issued before that
+     * are still queued must not touch it.
+     */
+    @Override
+    public void retire(long address, long bytes) {
+        lock.lock();
+        try {
+            if (!uafCheck || bytes <= 0) {
+                return;
+            }
+            if (queuedCopies == 0) {
+                retiredCount = 0; // nothing issued before can run any more
+                return;
+            }
+            if (retiredCount == retiredFrom.length) {
+                int cap = retiredCount * 2;
+                retiredFrom = java.util.Arrays.copyOf(retiredFrom, cap);
+                retiredTo = java.util.Arrays.copyOf(retiredTo, cap);
+                retiredSeq = java.util.Arrays.copyOf(retiredSeq, cap);
+            }
+            retiredFrom[retiredCount] = address;
+            retiredTo[retiredCount] = address + bytes;
+            retiredSeq[retiredCount] = lastSeq;
+            retiredCount++;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Copies that touched a range retired after they were issued (see {@link #checkUseAfterFree}). */
+    public long useAfterFreeCount() {
+        lock.lock();
+        try {
+            return useAfterFree;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Descriptions of the first use-after-free copies (at most 16). */
+    public List<String> useAfterFreeReports() {
+        lock.lock();
+        try {
+            return List.copyOf(uafReports);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Sets (or, with null, removes) the observer of completed operations. */
     public void setOpListener(OpListener listener) {
         lock.lock();
@@ -1335,6 +1419,9 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
 
     private void submit(StreamState s, Op op) {
         op.seq = ++lastSeq;
+        if (op.type == OP_COPY) {
+            queuedCopies++;
+        }
         op.stream = s;
         s.queue.addLast(op);
         if (s.queue.size() == 1) {
@@ -1404,6 +1491,13 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         int failCode = op.failCode;
         switch (op.type) {
             case OP_COPY -> {
+                queuedCopies--;
+                if (retiredCount > 0) {
+                    checkRetired(op);
+                    if (queuedCopies == 0) {
+                        retiredCount = 0;
+                    }
+                }
                 copyBytes(op, failCode == 0 ? op.bytes : op.bytes / 2);
                 if (failCode == 0) {
                     bytesCopiedByKind[op.kindValue] += op.bytes;
@@ -1476,6 +1570,34 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         }
     }
 
+    /** Reports {@code op} if any row it reads or writes lies in a range retired after it was issued. */
+    private void checkRetired(Op op) {
+        for (int i = 0; i < op.segCount; i++) {
+            long width = op.width[i];
+            for (long row = 0; row < op.height[i] && width > 0; row++) {
+                long dst = op.dst[i].base + op.dstOff[i] + row * op.dstPitch[i];
+                long src = op.src[i].base + op.srcOff[i] + row * op.srcPitch[i];
+                for (int r = 0; r < retiredCount; r++) {
+                    if (retiredSeq[r] < op.seq) {
+                        continue; // retired before the copy was issued: the issuer may own it again
+                    }
+                    boolean dstHit = dst < retiredTo[r] && retiredFrom[r] < dst + width;
+                    boolean srcHit = src < retiredTo[r] && retiredFrom[r] < src + width;
+                    if (dstHit || srcHit) {
+                        useAfterFree++;
+                        if (uafReports.size() < 16) {
+                            uafReports.add("copy op " + op.seq + " " + kindName(op.kindValue) + " ran at " + nowNs
+                                + " ns and " + (dstHit ? "wrote " + hex(dst) : "read " + hex(src)) + " +" + width
+                                + " inside [" + hex(retiredFrom[r]) + ", " + hex(retiredTo[r])
+                                + "), retired after op " + retiredSeq[r] + " while the copy was queued");
+                        }
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
     /** Copies the first {@code budgetBytes} of the op's ranges, row by row, in range order. */
     private static void copyBytes(Op op, long budgetBytes) {
         long left = budgetBytes;
@@ -1523,6 +1645,9 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
             Op op;
             while ((op = s.queue.pollFirst()) != null) {
                 opsDropped++;
+                if (op.type == OP_COPY) {
+                    queuedCopies--;
+                }
                 releaseRefs(op);
                 recycle(op);
             }

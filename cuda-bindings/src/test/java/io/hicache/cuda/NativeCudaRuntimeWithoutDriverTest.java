@@ -203,6 +203,18 @@ class NativeCudaRuntimeWithoutDriverTest {
         assertThat(cuda.criticalDowncalls()).isTrue();
     }
 
+    @Test
+    void only_calls_that_never_block_are_critical_downcalls() {
+        // enqueueing calls block when the launch queue is full: a critical downcall there would hold off safepoints
+        for (String call : new String[] {"cudaMemcpyAsync", "cudaEventRecord", "cudaStreamWaitEvent"}) {
+            assertThat(cuda.critical(call)).as(call).isFalse();
+        }
+        assertThat(cuda.critical("cudaEventQuery")).isTrue();
+        NativeCudaRuntime plain = NativeCudaRuntime.load(false);
+        assertThat(plain.critical("cudaEventQuery")).isFalse();
+        plain.close();
+    }
+
     private static void expectInsufficientDriver(ThrowingCallable call, String callName) {
         assertThatThrownBy(call).as(callName).isInstanceOfSatisfying(CudaException.class, e -> {
             assertThat(e.code()).isEqualTo(INSUFFICIENT_DRIVER);

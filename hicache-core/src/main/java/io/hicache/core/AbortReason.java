@@ -19,7 +19,12 @@ public enum AbortReason {
     /** The controller was closed while the backup was in flight. */
     SHUTDOWN,
     /** The engine aborted it for a reason of its own. */
-    ENGINE;
+    ENGINE,
+    /**
+     * An agent (submitter or completion) failed with an unexpected exception while handling the forward; the
+     * error is counted ({@code AGENT_ERRORS}) and logged once per distinct error, and the agent goes on.
+     */
+    AGENT_ERROR;
 
     private static final AbortReason[] VALUES = values();
 

@@ -116,6 +116,13 @@ final class DstHarness implements AutoCloseable {
     final int loadThresholdTokens;
     final double h2dFaultProbability;
     final double refuseAllocationProbability;
+    /**
+     * The lease suite ({@link LeaseDstTest}): several forwards open at once, short leases, few forward slots, so
+     * leases expire while the forward goes on hooking its old handle and the slot is reused right after.
+     */
+    final boolean leases;
+    final int maxOpenForwards;
+    final int maxForwardsInFlight;
 
     final Rank[] ranks;
     private final ArrayDeque<Integer> freeDevice = new ArrayDeque<>();
@@ -125,9 +132,11 @@ final class DstHarness implements AutoCloseable {
     private final List<Request> requests = new ArrayList<>();
     private final int[][] familyTokens;
     private int uniqueToken = 1_000_000;
-    private Forward open;
+    /** Forwards in progress (at most {@link #maxOpenForwards}), in the order they began. */
+    private final List<Forward> opens = new ArrayList<>();
     private int nextTag = 2;
     private int nextGroup;
+    private int nextForwardId;
     private boolean stickyInjected;
     private boolean closed;
     private boolean manualHostEviction;
@@ -155,8 +164,13 @@ final class DstHarness implements AutoCloseable {
     }
 
     DstHarness(long seed, boolean loads) {
+        this(seed, loads, false);
+    }
+
+    DstHarness(long seed, boolean loads, boolean leases) {
         this.seed = seed;
         this.loads = loads;
+        this.leases = leases;
         this.rnd = new SplittableRandom(seed);
         this.cp = 1 + rnd.nextInt(4);
         OwnerLanes l = OwnerLanes.values()[rnd.nextInt(OwnerLanes.values().length)];
@@ -170,7 +184,7 @@ final class DstHarness implements AutoCloseable {
         this.policy = p < 60 ? WritePolicy.WRITE_THROUGH : p < 85 ? WritePolicy.WRITE_THROUGH_SELECTIVE
             : WritePolicy.WRITE_BACK;
         this.mode = rnd.nextInt(100) < 15 ? BackupMode.ALL_LAYERS : BackupMode.LAYERED;
-        this.leaseNs = rnd.nextInt(5) == 0 ? 40_000 + rnd.nextInt(400_000) : 0;
+        long leaseDrawn = rnd.nextInt(5) == 0 ? 40_000 + rnd.nextInt(400_000) : 0;
         this.copyFailureProbability = rnd.nextInt(10) < 3 ? rnd.nextDouble() * 0.01 : 0;
         this.delayProbability = rnd.nextInt(10) < 3 ? 0.3 : 0;
         this.stickyRun = cp == 1 && rnd.nextInt(10) == 0;
@@ -195,6 +209,17 @@ final class DstHarness implements AutoCloseable {
             this.loadThresholdTokens = 10;
             this.h2dFaultProbability = 0;
             this.refuseAllocationProbability = 0;
+        }
+
+        if (leases) {
+            // drawn after the shared configuration, so the other suites' schedules stay as they were
+            this.leaseNs = 20_000 + rnd.nextInt(120_000);
+            this.maxOpenForwards = 2 + rnd.nextInt(3);
+            this.maxForwardsInFlight = 1 + rnd.nextInt(3);
+        } else {
+            this.leaseNs = leaseDrawn;
+            this.maxOpenForwards = 1;
+            this.maxForwardsInFlight = 8;
         }
 
         int families = 2 + rnd.nextInt(4);
@@ -267,6 +292,7 @@ final class DstHarness implements AutoCloseable {
                 cb.delayedCompletions(delayProbability, 20_000);
             }
             rt = new SimulatedCudaRuntime(cb.build());
+            rt.checkUseAfterFree(true);
             boolean traceOps = Boolean.getBoolean("hicache.dst.trace");
             if (traceOps || loads) {
                 rt.setOpListener((op, type, stream, startNs, endNs, err) -> {
@@ -298,7 +324,8 @@ final class DstHarness implements AutoCloseable {
             HiCacheController.Builder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(hostPages).hostLayout(hostLayout).threadingMode(ThreadingMode.INVOKER)
                 .clock(rt::nowNs).leaseNs(leaseNs).checkThread(false).writePolicy(policy).backupMode(mode)
-                .coalesce(coalesce).batchedCopies(batched).listener(new Listener(this));
+                .coalesce(coalesce).batchedCopies(batched).listener(new Listener(this))
+                .maxForwardsInFlight(maxForwardsInFlight);
             if (cp > 1) {
                 hb.cpGroup(cp, r, lanes, agreement);
             }
@@ -453,7 +480,8 @@ final class DstHarness implements AutoCloseable {
             + " devicePages=" + devicePages + " hostPages=" + hostPages + " policy=" + policy + " mode=" + mode
             + " leaseNs=" + leaseNs + " copyFailureP=" + String.format("%.3f", copyFailureProbability) + " delayP="
             + delayProbability + " sticky=" + stickyRun + " steps=" + steps + " attention=" + attention
-            + " hostLayout=" + hostLayout + (loads ? " loadThreshold=" + loadThresholdTokens + " h2dFaultP="
+            + " hostLayout=" + hostLayout + (leases ? " maxOpenForwards=" + maxOpenForwards + " maxForwardsInFlight="
+            + maxForwardsInFlight : "") + (loads ? " loadThreshold=" + loadThresholdTokens + " h2dFaultP="
             + h2dFaultProbability + " refuseP=" + refuseAllocationProbability : "");
     }
 
@@ -467,13 +495,13 @@ final class DstHarness implements AutoCloseable {
             return;
         }
         if (k < 12) {
-            if (open == null && !stickyInjected && consistent()) {
+            if (opens.size() < maxOpenForwards && !stickyInjected && consistent()) {
                 engineRequest();
                 return;
             }
         } else if (k < 40) {
-            if (open != null) {
-                forwardStep();
+            if (!opens.isEmpty()) {
+                forwardStep(opens.get(rnd.nextInt(opens.size())));
                 return;
             }
         } else if (k < 42) {
@@ -555,7 +583,7 @@ final class DstHarness implements AutoCloseable {
         count("sticky");
         stickyInjected = true;
         ranks[0].rt.injectStickyError(CudaError.ILLEGAL_ADDRESS);
-        open = null;
+        opens.clear();
     }
 
     // ------------------------------------------------------------------ lockstep gate
@@ -727,10 +755,40 @@ final class DstHarness implements AutoCloseable {
         }
         count(forwardRecs.isEmpty() ? "forward.noBackup" : "forward.withBackups");
         ForwardHandle[] h = new ForwardHandle[cp];
+        int[] counts = new int[cp];
+        Arrays.fill(counts, forwardRecs.size());
+        boolean noSlot = false;
         for (Rank rank : ranks) {
-            h[rank.r] = rank.ctl.beginForward(per.get(rank.r));
+            try {
+                h[rank.r] = rank.ctl.beginForward(per.get(rank.r));
+            } catch (IllegalStateException e) {
+                // every slot is leased (forwards in flight, or handles that have not let go): the engine drops
+                // this forward's reservations on every rank and runs it without backups
+                if (!leases || !e.getMessage().contains("forwards with backups in flight")) {
+                    throw e;
+                }
+                noSlot = true;
+            }
         }
-        open = new Forward(h, forwardRecs, req, plan());
+        if (noSlot) {
+            trace("beginForward: no free slot on some rank; reservations dropped");
+            count("forward.noSlot");
+            for (Rec rec : forwardRecs) {
+                for (Rank rank : ranks) {
+                    rank.ctl.abort(rec.b[rank.r], AbortReason.ENGINE);
+                }
+            }
+            for (Rank rank : ranks) {
+                if (h[rank.r] == null) {
+                    h[rank.r] = rank.ctl.beginForward(List.of());
+                    counts[rank.r] = 0;
+                }
+            }
+            forwardRecs = new ArrayList<>();
+        }
+        Forward f = new Forward(h, forwardRecs, req, plan(), nextForwardId++, counts);
+        trace("forward " + f.id + " begins with " + forwardRecs.size() + " backups");
+        opens.add(f);
     }
 
     /** Target layers in order, draft layers in order interleaved among them, then END; sometimes a hook is left out. */
@@ -782,8 +840,7 @@ final class DstHarness implements AutoCloseable {
         return rec;
     }
 
-    private void forwardStep() {
-        Forward f = open;
+    private void forwardStep(Forward f) {
         int op = f.plan[f.pos++];
         int kind = op >>> 16;
         int layer = op & 0xFFFF;
@@ -792,12 +849,11 @@ final class DstHarness implements AutoCloseable {
                 case Forward.TARGET, Forward.TARGET_NO_HOOK -> {
                     int tag = nextTag++;
                     long kernelNs = 1_000 + rnd.nextInt(20_000);
-                    trace("target layer " + layer + (kind == Forward.TARGET ? " + hook" : " WITHOUT hook") + " tag " + tag);
+                    trace("forward " + f.id + " target layer " + layer + (kind == Forward.TARGET ? " + hook" : " WITHOUT hook") + " tag " + tag);
                     for (Rank rank : ranks) {
                         rank.rt.simulateKernel(rank.ctl.computeStream(), kernelNs);
                         queueWrite(rank, false, layer, f.req.newPages, tag);
-                        if (kind == Forward.TARGET) {
-                            f.h[rank.r].targetLayerStored(layer);
+                        if (kind == Forward.TARGET && hook(f, rank, false, layer)) {
                             if (mode == BackupMode.LAYERED) {
                                 expectLayer(rank, f.recs, false, layer);
                             }
@@ -809,12 +865,11 @@ final class DstHarness implements AutoCloseable {
                 }
                 case Forward.DRAFT, Forward.DRAFT_NO_HOOK -> {
                     int tag = nextTag++;
-                    trace("draft layer " + layer + (kind == Forward.DRAFT ? " + hook" : " WITHOUT hook") + " tag " + tag);
+                    trace("forward " + f.id + " draft layer " + layer + (kind == Forward.DRAFT ? " + hook" : " WITHOUT hook") + " tag " + tag);
                     for (Rank rank : ranks) {
                         rank.rt.simulateKernel(rank.ctl.computeStream(), 500 + rnd.nextInt(5_000));
                         queueWrite(rank, true, layer, f.req.newPages, tag);
-                        if (kind == Forward.DRAFT) {
-                            f.h[rank.r].draftLayerStored(layer);
+                        if (kind == Forward.DRAFT && hook(f, rank, true, layer)) {
                             if (mode == BackupMode.LAYERED) {
                                 expectLayer(rank, f.recs, true, layer);
                             }
@@ -825,10 +880,9 @@ final class DstHarness implements AutoCloseable {
                     }
                 }
                 default -> {
-                    trace("endForward");
+                    trace("forward " + f.id + " endForward");
                     for (Rank rank : ranks) {
-                        f.h[rank.r].endForward();
-                        if (mode == BackupMode.ALL_LAYERS) {
+                        if (hook(f, rank, false, -1) && mode == BackupMode.ALL_LAYERS) {
                             for (int l = 0; l < layers; l++) {
                                 expectLayer(rank, f.recs, false, l);
                             }
@@ -841,15 +895,75 @@ final class DstHarness implements AutoCloseable {
                         rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> req.computeDone[r] = true);
                     }
                     f.req.ended = true;
-                    open = null;
+                    opens.remove(f);
                 }
             }
         } catch (CudaException e) {
             if (!stickyInjected) {
                 throw e;
             }
-            open = null;
+            opens.clear();
         }
+    }
+
+    /**
+     * Calls one hook ({@code layer} -1: endForward) of {@code f} on {@code rank}. Returns false when the hook threw
+     * because the forward's lease expired: allowed only when the forward's backups on that rank were aborted, the
+     * hook must have touched no CUDA state, and every later hook of the handle must throw too (the forward thread
+     * goes on calling them, as a stalled engine would).
+     */
+    private boolean hook(Forward f, Rank rank, boolean isDraft, int layer) {
+        ForwardHandle h = f.h[rank.r];
+        long opsBefore = rank.rt.opsIssued();
+        try {
+            if (layer < 0) {
+                h.endForward();
+            } else if (isDraft) {
+                h.draftLayerStored(layer);
+            } else {
+                h.targetLayerStored(layer);
+            }
+        } catch (IllegalStateException e) {
+            if (!e.getMessage().contains("lease expired")) {
+                throw e;
+            }
+            if (rank.rt.opsIssued() != opsBefore) {
+                fail("rank " + rank.r + " forward " + f.id + ": a hook that threw for an expired lease issued "
+                    + (rank.rt.opsIssued() - opsBefore) + " device operations");
+            }
+            for (Rec rec : f.recs) {
+                BackupState s = rec.b[rank.r].state();
+                if (s != BackupState.DRAINING && s != BackupState.ABORTED) {
+                    fail("rank " + rank.r + " forward " + f.id + " hook threw a lease expiry but backup seq "
+                        + rec.seq + " is " + s);
+                }
+            }
+            if (!f.revoked[rank.r]) {
+                f.revoked[rank.r] = true;
+                trace("forward " + f.id + " rank " + rank.r + " lease expired; its hooks now throw");
+                count("lease.handleRevoked");
+            } else {
+                count("lease.hookAfterRevoked");
+            }
+            return false;
+        }
+        if (f.revoked[rank.r]) {
+            fail("rank " + rank.r + " forward " + f.id + ": a hook succeeded after an earlier one threw a lease expiry");
+        }
+        // the poll that expired the lease revoked the handle at once: a hook that still succeeds acts on a slot its
+        // forward no longer owns (before slot leases: re-recording the events of the forward that reused the slot)
+        for (Rec rec : f.recs) {
+            Backup b = rec.b[rank.r];
+            if (b.abortReason() == AbortReason.LEASE_EXPIRED) {
+                fail("rank " + rank.r + " forward " + f.id + ": a hook succeeded after the lease of backup seq "
+                    + rec.seq + " expired");
+            }
+        }
+        if (h.backupCount() != f.backupCounts[rank.r]) {
+            fail("rank " + rank.r + " forward " + f.id + " carries " + f.backupCounts[rank.r] + " backups but its handle reports "
+                + h.backupCount() + " (another forward's slot)");
+        }
+        return true;
     }
 
     /** Queues, on the compute stream, a write of a new pattern into layer {@code layer} of {@code pages}. */
@@ -1059,11 +1173,26 @@ final class DstHarness implements AutoCloseable {
             return;
         }
         rank.freeModel.set(page);
+        retireDevicePage(rank, page);
         if (!closing && !stickyInjected) {
             onDeviceFreed(rank, page);
         }
         if (rank.r == 0) {
             freeDevice.add(page);
+        }
+    }
+
+    /** The device learns the page is free now: a copy queued before that still touching it is a use-after-free. */
+    private void retireDevicePage(Rank rank, int page) {
+        for (int l = 0; l < layers; l++) {
+            for (int buf = 0; buf < rank.target.bufferCount(); buf++) {
+                rank.rt.retire(rank.target.pageAddress(l, buf, page), rank.target.pageBytes());
+            }
+        }
+        for (int d = 0; d < draftLayers; d++) {
+            for (int buf = 0; buf < rank.draft.bufferCount(); buf++) {
+                rank.rt.retire(rank.draft.pageAddress(d, buf, page), rank.draft.pageBytes());
+            }
         }
     }
 
@@ -1729,6 +1858,10 @@ final class DstHarness implements AutoCloseable {
     /** Checks every invariant on every rank; throws {@link AssertionError} on the first violations. */
     void checkAll() {
         for (Rank rank : ranks) {
+            if (rank.rt.useAfterFreeCount() != 0) {
+                violations.add("rank " + rank.r + ": " + rank.rt.useAfterFreeCount() + " copies ran on memory freed "
+                    + "while they were queued: " + rank.rt.useAfterFreeReports());
+            }
             checkRank(rank);
             if (!stickyInjected && !rank.ctl.isClosed()) {
                 checkDevicePages(rank);
@@ -1946,7 +2079,7 @@ final class DstHarness implements AutoCloseable {
     // ------------------------------------------------------------------ drain and final checks
 
     private boolean quiescent() {
-        if (open != null || !requests.isEmpty() || !loadRecs.isEmpty()) {
+        if (!opens.isEmpty() || !requests.isEmpty() || !loadRecs.isEmpty()) {
             return false;
         }
         for (Rec rec : recs.values()) {
@@ -1968,8 +2101,8 @@ final class DstHarness implements AutoCloseable {
     /** Steps agents, polls and devices (in seeded order) until nothing is in flight, checking after every round. */
     private void drain() {
         for (int i = 0; i < 20_000; i++) {
-            if (open != null) {
-                forwardStep();
+            if (!opens.isEmpty()) {
+                forwardStep(opens.get(rnd.nextInt(opens.size())));
             }
             for (Rank rank : ranks) {
                 agentStep(rank, true);
@@ -2226,13 +2359,22 @@ final class DstHarness implements AutoCloseable {
         final List<Rec> recs;
         final Request req;
         final int[] plan;
+        final int id;
+        /** Per rank: a hook threw because the forward's lease expired. */
+        final boolean[] revoked;
         int pos;
 
-        Forward(ForwardHandle[] h, List<Rec> recs, Request req, int[] plan) {
+        /** Per rank: backups its handle carries. */
+        final int[] backupCounts;
+
+        Forward(ForwardHandle[] h, List<Rec> recs, Request req, int[] plan, int id, int[] backupCounts) {
+            this.backupCounts = backupCounts;
             this.h = h;
             this.recs = recs;
             this.req = req;
             this.plan = plan;
+            this.id = id;
+            this.revoked = new boolean[h.length];
         }
     }
 

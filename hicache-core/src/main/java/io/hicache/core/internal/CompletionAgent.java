@@ -18,23 +18,28 @@ import java.util.function.LongSupplier;
  *
  * <p>Owns its two FIFOs; runs on its own thread under an {@code AgentRunner} or is stepped by the caller.
  * Allocation-free. A failed event is not an error of the agent: the code travels in the ack and the scheduler
- * aborts the affected backups or loads.
+ * aborts the affected backups or loads. An unexpected exception while handling one item marks that item
+ * {@link Tracked#agentError} (its backups or loads are aborted), is counted and logged once per distinct error by
+ * {@link AgentErrors}, and the agent goes on; the item is still acknowledged only once its final event is seen
+ * complete (or failed), so its pages are never released while its copies may run.
  */
 public final class CompletionAgent implements Agent {
     private final CudaRuntime runtime;
-    private final HiCacheMetrics metrics;
     private final LongSupplier clock;
+    private final HiCacheMetrics metrics;
+    private final AgentErrors errors;
     private final Fifo<ForwardSlot> backups;
     private final Fifo<LoadSet> loads;
 
     CompletionAgent(CudaRuntime runtime, SpscArrayQueue<ForwardSlot> sealed, SpscArrayQueue<ForwardSlot> acks,
                     SpscArrayQueue<LoadSet> loadsIssued, SpscArrayQueue<LoadSet> loadAcks,
-                    HiCacheMetrics metrics, LongSupplier clock, int capacity) {
+                    HiCacheMetrics metrics, AgentErrors errors, LongSupplier clock, int capacity) {
         this.runtime = runtime;
         this.metrics = metrics;
+        this.errors = errors;
         this.clock = clock;
-        this.backups = new Fifo<>(sealed, acks, capacity);
-        this.loads = new Fifo<>(loadsIssued, loadAcks, capacity);
+        this.backups = new Fifo<>(sealed, acks, capacity, "a sealed forward");
+        this.loads = new Fifo<>(loadsIssued, loadAcks, capacity, "an issued load");
     }
 
     @Override
@@ -55,14 +60,16 @@ public final class CompletionAgent implements Agent {
     private final class Fifo<T extends Tracked> implements MessagePassingQueue.Consumer<T> {
         private final SpscArrayQueue<T> in;
         private final SpscArrayQueue<T> out;
+        private final String what;
         private final Tracked[] items;
         private final int mask;
         private long head;
         private long tail;
 
-        Fifo(SpscArrayQueue<T> in, SpscArrayQueue<T> out, int capacity) {
+        Fifo(SpscArrayQueue<T> in, SpscArrayQueue<T> out, int capacity, String what) {
             this.in = in;
             this.out = out;
+            this.what = what;
             int cap = Integer.highestOneBit(Math.max(2, capacity) * 2 - 1);
             this.items = new Tracked[cap];
             this.mask = cap - 1;
@@ -83,26 +90,41 @@ public final class CompletionAgent implements Agent {
 
         @SuppressWarnings("unchecked")
         int doWork() {
-            int work = in.drain(this, items.length);
+            int work = in.drain(this, items.length - size());
             if (head == tail) {
                 return work;
             }
             long now = clock.getAsLong();
             for (long i = head; i < tail; i++) {
-                items[(int) (i & mask)].onPoll(runtime, now);
+                Tracked item = items[(int) (i & mask)];
+                if (!item.agentError) {
+                    try {
+                        item.onPoll(runtime, now);
+                    } catch (RuntimeException e) {
+                        onError(item, e);
+                    }
+                }
             }
             while (head != tail) {
                 Tracked item = items[(int) (head & mask)];
-                int status = item.finalRecorded || item.submitError == 0
-                    ? runtime.queryEventStatus(item.finalEvent) : item.submitError;
-                if (status == 0 && item.submitError != 0) {
-                    status = item.submitError; // queued copies drained; now report the submission failure
-                }
-                if (status == CudaError.NOT_READY.code()) {
+                int status;
+                try {
+                    status = item.finalRecorded || item.submitError == 0
+                        ? runtime.queryEventStatus(item.finalEvent) : item.submitError;
+                    if (status == 0 && item.submitError != 0) {
+                        status = item.submitError; // queued copies drained; now report the submission failure
+                    }
+                    if (status == CudaError.NOT_READY.code()) {
+                        break;
+                    }
+                    if (status == 0 && !item.agentError) {
+                        status = item.statusAfterFinal(runtime);
+                    }
+                } catch (RuntimeException e) {
+                    // the item stays at the head: its final event is queried again next cycle, and only its
+                    // completion (or failure) lets the scheduler release what its copies use
+                    onError(item, e);
                     break;
-                }
-                if (status == 0) {
-                    status = item.statusAfterFinal(runtime);
                 }
                 if (status != 0) {
                     metrics.increment(Metric.CUDA_ERRORS);
@@ -113,11 +135,17 @@ public final class CompletionAgent implements Agent {
                 items[(int) (head & mask)] = null;
                 head++;
                 if (!out.offer((T) item)) {
+                    // cannot happen: the ack queue holds every item in flight
                     throw new IllegalStateException("ack queue full: more items in flight than slots");
                 }
                 work++;
             }
             return work;
+        }
+
+        private void onError(Tracked item, RuntimeException e) {
+            errors.record(roleName(), what, e);
+            item.agentError = true;
         }
     }
 }

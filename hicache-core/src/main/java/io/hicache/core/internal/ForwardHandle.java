@@ -2,7 +2,6 @@ package io.hicache.core.internal;
 
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupMode;
-import com.lmax.disruptor.RingBuffer;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 
@@ -18,31 +17,46 @@ import java.util.function.LongSupplier;
  * ordered after the event on the backup stream and overlap with the following layers. In all-layer mode
  * the hooks only validate and {@code endForward} starts every copy.
  *
- * <p><b>Thread:</b> one forward thread at a time. Hooks never block, never touch the radix tree and
- * allocate nothing. <b>Failures:</b> a layer out of range throws {@link IllegalArgumentException}; a hook
- * after {@code endForward}, a repeated hook, or a draft hook when no draft layout is configured throws
- * {@link IllegalStateException}; in each case nothing is recorded or published. A CUDA error while
- * recording the event is rethrown as {@link io.hicache.cuda.CudaException} after marking the layer missing,
- * so the forward's backups are aborted at its end rather than published.
+ * <p><b>Lease.</b> The handle owns its forward slot (events, layer masks) from {@code beginForward} until
+ * {@code endForward} returns, or until a hook throws because the forward was revoked: its lease expired before
+ * it was sealed, or the controller closed. Such a hook throws {@link IllegalStateException} naming the lease expiry
+ * (or "closed") without recording or publishing anything, and so does every later call; the controller reuses the
+ * slot only after that. The controller hands the same handle object out again for a later forward once this one
+ * ended and was acknowledged: do not keep a handle after {@code endForward} (an invalidated handle is never
+ * handed out again).
+ *
+ * <p><b>Thread:</b> one forward thread at a time, and hooks of the handles of one controller never run
+ * concurrently (they share the single-producer hook ring). Hooks never block, never touch the radix tree and
+ * allocate nothing; with the hook ring full (the submitter fell behind) the forward's remaining layers are
+ * copied after its end, counted as {@code FallbackReason.HOOK_RING_FULL}. <b>Failures:</b> a layer out of range
+ * throws {@link IllegalArgumentException}; a hook after {@code endForward}, a repeated hook, or a draft hook when
+ * no draft layout is configured throws {@link IllegalStateException}; in each case nothing is recorded or
+ * published. A CUDA error while recording the event is rethrown as {@link io.hicache.cuda.CudaException} after
+ * marking the layer missing, so the forward's backups are aborted at its end rather than published.
  */
 public final class ForwardHandle implements io.hicache.core.ForwardHooks {
     private final ForwardSlot slot;
-    private final long generation;
     private final CudaRuntime runtime;
     private final CudaStream computeStream;
-    private final RingBuffer<HookEvent> ring;
+    private final HookRing ring;
     private final LongSupplier clock;
     private final int targetLayers;
     private final int draftLayers;
     private final long[] targetSeen;
     private final long[] draftSeen;
+    private long generation;
+    private int backupCount;
+    private int targetSeenCount;
+    private int draftSeenCount;
     private boolean ended;
-    private long endNs;
+    private boolean revoked;
+    private boolean overflowed;
+    /** Forward thread → scheduler for handles without a slot: free for the next forward without backups. */
+    private volatile boolean released = true;
 
-    ForwardHandle(ForwardSlot slot, long generation, CudaRuntime runtime, CudaStream computeStream,
-                  RingBuffer<HookEvent> ring, LongSupplier clock, int targetLayers, int draftLayers) {
+    ForwardHandle(ForwardSlot slot, CudaRuntime runtime, CudaStream computeStream, HookRing ring, LongSupplier clock,
+                  int targetLayers, int draftLayers) {
         this.slot = slot;
-        this.generation = generation;
         this.runtime = runtime;
         this.computeStream = computeStream;
         this.ring = ring;
@@ -51,6 +65,24 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
         this.draftLayers = draftLayers;
         this.targetSeen = new long[(targetLayers + 63) >>> 6];
         this.draftSeen = new long[Math.max(1, (draftLayers + 63) >>> 6)];
+    }
+
+    /** Scheduler: starts a new forward on this handle (its slot already reset to {@code generation}). */
+    void begin(long generation) {
+        this.generation = generation;
+        this.backupCount = slot == null ? 0 : slot.backupCount;
+        java.util.Arrays.fill(targetSeen, 0L);
+        java.util.Arrays.fill(draftSeen, 0L);
+        targetSeenCount = 0;
+        draftSeenCount = 0;
+        ended = false;
+        overflowed = false;
+        released = false;
+    }
+
+    /** Scheduler: whether a handle without a slot may be handed out again. */
+    boolean released() {
+        return released;
     }
 
     /** Hook: the target model has stored layer {@code layer} of this forward's KV. Forward thread. */
@@ -62,7 +94,8 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
         if (!ForwardSlot.testAndSet(targetSeen, layer)) {
             throw new IllegalStateException("target layer " + layer + " was already reported stored for this forward");
         }
-        if (slot != null && !slot.allLayers) {
+        targetSeenCount++;
+        if (slot != null && !slot.allLayers && !overflowed) {
             runtime.recordEvent(slot.targetEvents[layer], computeStream);
             publish(HookEvent.TARGET, layer);
         }
@@ -80,7 +113,8 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
         if (!ForwardSlot.testAndSet(draftSeen, layer)) {
             throw new IllegalStateException("draft layer " + layer + " was already reported stored for this forward");
         }
-        if (slot != null && !slot.allLayers && slot.hasDraft) {
+        draftSeenCount++;
+        if (slot != null && !slot.allLayers && slot.hasDraft && !overflowed) {
             runtime.recordEvent(slot.draftEvents[layer], computeStream);
             publish(HookEvent.DRAFT, layer);
         }
@@ -89,15 +123,26 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
     /**
      * Ends the forward: the submitter checks every declared layer was stored (else the backups are aborted
      * with {@link AbortReason#TARGET_LAYER_MISSING} or {@link AbortReason#DRAFT_LAYER_MISSING}) and seals it.
-     * Forward thread; once.
+     * Forward thread; once. The handle gives its slot back when this returns.
      */
     public void endForward() {
         checkOpen("endForward");
         ended = true;
-        endNs = clock.getAsLong();
-        if (slot != null) {
+        if (slot == null) {
+            released = true;
+            return;
+        }
+        try {
+            slot.hookMissingTarget = targetSeenCount != targetLayers;
+            slot.hookMissingDraft = slot.hasDraft && draftSeenCount != draftLayers;
             runtime.recordEvent(slot.endEvent, computeStream);
-            publish(HookEvent.END, 0);
+            if (!ring.tryPublish(slot, generation, HookEvent.END, 0)) {
+                slot.overflowGeneration = generation;
+                slot.endPendingGeneration = generation;
+                ring.endPending();
+            }
+        } finally {
+            slot.releasedGeneration = generation;
         }
     }
 
@@ -108,25 +153,47 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
 
     /** Number of backups this forward carries (0 for a forward with nothing to back up). */
     public int backupCount() {
-        return slot == null ? 0 : slot.backupCount;
+        return backupCount;
     }
 
     private void checkOpen(String call) {
+        if (ring.closed()) {
+            if (!ended) {
+                revoke();
+            }
+            throw new IllegalStateException(call + " on a closed controller: the forward was abandoned at close");
+        }
         if (ended) {
             throw new IllegalStateException(call + " after endForward: a forward handle is finished once ended");
         }
+        if (revoked) {
+            throw revokedError(call);
+        }
+        if (slot != null && slot.revokedGeneration == generation) {
+            revoke();
+            throw revokedError(call);
+        }
+    }
+
+    private void revoke() {
+        revoked = true;
+        if (slot != null) {
+            slot.releasedGeneration = generation;
+        } else {
+            released = true;
+        }
+    }
+
+    private IllegalStateException revokedError(String call) {
+        return new IllegalStateException(call + ": this forward's backup lease expired (or the controller closed) "
+            + "before it was sealed; its backups were aborted and the handle no longer owns its slot");
     }
 
     private void publish(int kind, int layer) {
-        long seq = ring.next();
-        try {
-            HookEvent e = ring.get(seq);
-            e.slot = slot;
-            e.generation = generation;
-            e.kind = kind;
-            e.layer = layer;
-        } finally {
-            ring.publish(seq);
+        if (!ring.tryPublish(slot, generation, kind, layer)) {
+            // the submitter fell behind: the rest of this forward is copied after its end
+            overflowed = true;
+            slot.overflowGeneration = generation;
         }
     }
 }

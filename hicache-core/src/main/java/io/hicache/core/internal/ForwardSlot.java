@@ -3,17 +3,29 @@ package io.hicache.core.internal;
 import io.hicache.cuda.CudaEvent;
 
 /**
- * The per-forward state shared by the threads of one backup round, preallocated in a ring so that a
- * forward allocates nothing. Fields are grouped by their single writer:
+ * The per-forward state shared by the threads of one backup round, preallocated by the {@link SlotPool} so that a
+ * forward allocates nothing.
+ *
+ * <p><b>Lease.</b> A slot belongs to one {@link ForwardHandle} from {@code beginForward} until that handle has
+ * ended or been invalidated ({@link #releasedGeneration}) <i>and</i> the forward was acknowledged by the
+ * completion agent ({@link #acked}); only then does the pool hand it out again. A forward whose lease expired is
+ * revoked ({@link #revokedGeneration}): its handle's next hook throws and releases the slot.
+ *
+ * <p><b>Owners and hand-offs.</b> Fields are grouped by their single writer; each hand-off orders the writer's
+ * stores before the next owner's loads:
  * <ul>
- *   <li>scheduler (before the handle reaches the forward thread, or before the slot is queued to the
- *       submitter): the backups, the merged page pairs, the declared layers, the mode, the command;</li>
- *   <li>forward thread: {@link #endNs};</li>
- *   <li>submitter: the submitted-layer masks, {@link #sealed}, {@link #cancelled}, the missing-layer flags;</li>
- *   <li>completion agent: {@link #status}, {@link #completedNs}.</li>
+ *   <li>scheduler, before the handle reaches the forward thread (engine hand-off) or before a command is queued
+ *       (SPSC queue): the backups, page pairs, mode, {@link #generation}, {@link #command};</li>
+ *   <li>forward thread, before publishing END (Disruptor ring, release) or storing {@link #endPendingGeneration}
+ *       (volatile): {@link #hookMissingTarget}, {@link #hookMissingDraft};</li>
+ *   <li>submitter: its private {@link #subGeneration}/{@link #subDone} (the only fields it reads to tell a stale
+ *       hook message from a live one), the submitted-layer masks, {@link #cancelled}, the missing-layer flags,
+ *       the submission error; reset by the submitter itself when it adopts a new generation, published to the
+ *       completion agent through the sealed queue;</li>
+ *   <li>completion agent: {@link #status}, {@link #completedNs}, {@link #endNs}, published through the ack
+ *       queue to the scheduler, which reads the submitter's and completion's results only after the ack.</li>
  * </ul>
- * Each hand-off goes through a queue or ring with release/acquire semantics (Disruptor sequence, JCTools
- * queues), which orders a writer's stores before the next owner's loads.
+ * The volatile fields are the only ones written and read concurrently.
  */
 final class ForwardSlot extends Tracked {
     static final int CMD_NONE = 0;
@@ -31,7 +43,7 @@ final class ForwardSlot extends Tracked {
      */
     final CudaEvent[] copiedEvents;
 
-    // ---- scheduler-written
+    // ---- scheduler-written (see the class comment for the hand-off)
     long generation;
     Backup[] backups = new Backup[8];
     int backupCount;
@@ -40,27 +52,39 @@ final class ForwardSlot extends Tracked {
     boolean allLayers;
     boolean hasDraft;
     int command;
-    boolean inUse;
     boolean acked;
     boolean writeBack;
+    /** The handle the pool gives out with this slot; replaced after an invalidation (never reused then). */
     ForwardHandle handle;
+
+    // ---- cross-thread flags, each a generation number so that a later forward never sees an earlier one's
+    /** Scheduler → forward thread: the forward of this generation was revoked (lease expired, shutdown). */
+    volatile long revokedGeneration;
+    /** Forward thread → scheduler: the handle of this generation ended or was invalidated; it touches nothing more. */
+    volatile long releasedGeneration;
+    /** Forward thread → submitter: a hook message of this generation was lost (hook ring full). */
+    volatile long overflowGeneration;
+    /** Forward thread → submitter: the END of this generation could not be published (hook ring full). */
+    volatile long endPendingGeneration;
+
+    // ---- forward-thread-written, read by the submitter after END (ring) or endPendingGeneration
+    boolean hookMissingTarget;
+    boolean hookMissingDraft;
 
     // ---- completion-written: when the end event (recorded on the compute stream at endForward, or by the
     // scheduler for a write-back) was seen complete: the device-time end of the forward
     long endNs;
 
     // ---- submitter-written
+    long subGeneration;
+    boolean subDone;
     final long[] targetSubmitted;
     final long[] draftSubmitted;
     int targetSubmittedCount;
     int draftSubmittedCount;
-    boolean sealed;
     boolean cancelled;
     boolean missingTarget;
     boolean missingDraft;
-    long sealedNs;
-    volatile boolean endSeen;
-
 
     ForwardSlot(int index, CudaEvent[] targetEvents, CudaEvent[] draftEvents, CudaEvent endEvent, CudaEvent finalEvent,
                 CudaEvent[] copiedEvents) {
@@ -74,7 +98,10 @@ final class ForwardSlot extends Tracked {
         this.draftSubmitted = new long[Math.max(1, (draftEvents.length + 63) >>> 6)];
     }
 
-    /** Scheduler: clears every field for a new forward. */
+    /**
+     * Scheduler: clears its own fields for a new forward of {@code generation}. The submitter's and completion's
+     * fields are reset by the submitter when it adopts the generation ({@link #adopt}).
+     */
     void reset(long generation) {
         this.generation = generation;
         java.util.Arrays.fill(backups, 0, backupCount, null);
@@ -84,24 +111,33 @@ final class ForwardSlot extends Tracked {
         allLayers = false;
         hasDraft = false;
         command = CMD_NONE;
-        endNs = 0;
+        acked = false;
+        writeBack = false;
+    }
+
+    /** Submitter: takes over a new generation, clearing its own and the completion agent's per-forward fields. */
+    void adopt(long generation) {
+        subGeneration = generation;
+        subDone = false;
         java.util.Arrays.fill(targetSubmitted, 0L);
         java.util.Arrays.fill(draftSubmitted, 0L);
         targetSubmittedCount = 0;
         draftSubmittedCount = 0;
-        sealed = false;
         cancelled = false;
         missingTarget = false;
         missingDraft = false;
-        sealedNs = 0;
-        endSeen = false;
         submitError = 0;
         submitErrorCall = null;
+        agentError = false;
         finalRecorded = false;
-        acked = false;
-        writeBack = false;
+        endNs = 0;
         status = 0;
         completedNs = 0;
+    }
+
+    /** Scheduler: whether the pool may hand the slot out again (acked, and its handle is done with it). */
+    boolean reusable() {
+        return acked && releasedGeneration == generation;
     }
 
     /** Scheduler: adds a backup and its owned (device, host) page pairs. */

@@ -9,8 +9,6 @@ import io.hicache.core.DevicePageSink;
 import io.hicache.core.LoadListener;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
-import com.lmax.disruptor.EventPoller;
-import com.lmax.disruptor.RingBuffer;
 import io.hicache.core.internal.copy.CopyPlanner;
 import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;
@@ -99,14 +97,15 @@ public final class HiCacheController implements AutoCloseable {
     private final int targetLayers;
     private final int draftLayers;
 
-    private final ForwardSlot[] slots;
-    private final ForwardSlot[] freeSlots;
-    private int freeSlotCount;
-    private final RingBuffer<HookEvent> ring;
+    private final SlotPool slotPool;
+    private final HookRing ring;
     private final SpscArrayQueue<ForwardSlot> commands;
     private final SpscArrayQueue<ForwardSlot> acks;
     private final Loader loader;
     private final java.util.List<CudaEvent> loaderEvents = new java.util.ArrayList<>();
+    private final AgentErrors agentErrors = new AgentErrors(metrics);
+    /** Write-back reservations waiting for a forward slot (scheduler-owned). */
+    private final java.util.ArrayList<Backup> writeBacksWaiting = new java.util.ArrayList<>();
     private final SubmitterAgent submitter;
     private final CompletionAgent completion;
     private final AgentRunner submitterRunner;
@@ -155,11 +154,15 @@ public final class HiCacheController implements AutoCloseable {
 
         this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction).hostPolicy(b.hostEviction).build();
 
-        // Native resources, released in reverse order if any step fails.
+        // Native resources and threads, released in reverse order if any step fails: build() either returns a
+        // working controller or leaves nothing behind.
         CudaStream createdCompute = null;
         CudaStream createdBackup = null;
         HostKvPool pool = null;
         HostKvPool dpool = null;
+        Loader createdLoader = null;
+        AgentRunner startedSubmitter = null;
+        AgentRunner startedCompletion = null;
         java.util.ArrayList<CudaEvent> events = new java.util.ArrayList<>();
         try {
             pool = b.hostPoolBuilder(runtime, targetLayout).allocate();
@@ -168,47 +171,101 @@ public final class HiCacheController implements AutoCloseable {
             if (b.computeStream == null) {
                 createdCompute = runtime.createStream(0);
             }
+            CudaStream compute = createdCompute != null ? createdCompute : b.computeStream;
             int slotCount = b.maxForwardsInFlight;
-            slots = new ForwardSlot[slotCount];
+            ForwardSlot[] slots = new ForwardSlot[slotCount];
             for (int i = 0; i < slotCount; i++) {
                 CudaEvent[] te = new CudaEvent[targetLayers];
                 for (int l = 0; l < targetLayers; l++) {
-                    te[l] = runtime.createEvent(true);
-                    events.add(te[l]);
+                    te[l] = event(events);
                 }
                 CudaEvent[] de = new CudaEvent[draftLayers];
                 for (int l = 0; l < draftLayers; l++) {
-                    de[l] = runtime.createEvent(true);
-                    events.add(de[l]);
+                    de[l] = event(events);
                 }
-                CudaEvent end = runtime.createEvent(true);
-                events.add(end);
-                CudaEvent fin = runtime.createEvent(true);
-                events.add(fin);
+                CudaEvent end = event(events);
+                CudaEvent fin = event(events);
                 CudaEvent[] copied = new CudaEvent[targetLayers + draftLayers];
                 for (int l = 0; l < copied.length; l++) {
-                    copied[l] = runtime.createEvent(true);
-                    events.add(copied[l]);
+                    copied[l] = event(events);
                 }
                 slots[i] = new ForwardSlot(i, te, de, end, fin, copied);
             }
-        } catch (RuntimeException e) {
-            for (CudaEvent ev : events) {
-                quietly(() -> runtime.destroyEvent(ev));
+            HookRing hookRing = new HookRing(b.hookRingCapacity > 0 ? b.hookRingCapacity
+                : HookRing.capacityFor(slotCount, targetLayers + draftLayers + 1));
+            LongSupplier clk = clock;
+            int tl = targetLayers;
+            int dl = draftLayers;
+            SlotPool pool0 = new SlotPool(slots, s -> new ForwardHandle(s, runtime, compute, hookRing, clk, tl, dl));
+            int qcap = Math.max(4, slotCount * 2);
+            SpscArrayQueue<ForwardSlot> cmds = new SpscArrayQueue<>(qcap);
+            SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
+            SpscArrayQueue<ForwardSlot> ackQueue = new SpscArrayQueue<>(qcap);
+            CopyPlanner tp = new CopyPlanner(targetLayout, pool, b.coalesce);
+            CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce);
+            SubmitterAgent sub = new SubmitterAgent(runtime, createdBackup, tp, dp, b.batchedCopies, targetLayers,
+                draftLayers, hookRing, slots, cmds, sealed, metrics, agentErrors);
+            SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(8);
+            SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(8);
+            CompletionAgent comp = new CompletionAgent(runtime, sealed, ackQueue, loadsIssued, loadAcks, metrics,
+                agentErrors, clock, qcap);
+            createdLoader = new Loader(runtime, compute, tree, new CopyPlanner(targetLayout, pool, b.coalesce),
+                draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce), b.batchedCopies,
+                b.loadAgreement, rank, clock, metrics, agentErrors, b.loadListener, b.loadThresholdTokens, targetLayers,
+                draftLayers, loadsIssued, loadAcks, loaderEvents);
+            if (b.threadingMode == ThreadingMode.DEDICATED) {
+                ErrorHandler errors = t -> agentErrors.record("agent runner", "a duty cycle", t);
+                startedSubmitter = new AgentRunner(b.idleStrategySupplier.get(), errors, null, sub);
+                AgentRunner.startOnThread(startedSubmitter);
+                startedCompletion = new AgentRunner(b.idleStrategySupplier.get(), errors, null, comp);
+                AgentRunner.startOnThread(startedCompletion);
+            }
+            this.slotPool = pool0;
+            this.ring = hookRing;
+            this.commands = cmds;
+            this.acks = ackQueue;
+            this.submitter = sub;
+            this.completion = comp;
+        } catch (RuntimeException | Error e) {
+            AgentRunner sr = startedSubmitter;
+            AgentRunner cr = startedCompletion;
+            if (sr != null) {
+                quietly(sr::close);
+            }
+            if (cr != null) {
+                quietly(cr::close);
             }
             CudaStream cc = createdCompute;
             CudaStream cb = createdBackup;
+            Loader ld = createdLoader;
+            if (cb != null) {
+                quietly(() -> runtime.synchronizeStream(cb));
+            }
+            if (ld != null) {
+                quietly(() -> runtime.synchronizeStream(ld.loadStream()));
+            }
+            for (CudaEvent ev : events) {
+                quietly(() -> runtime.destroyEvent(ev));
+            }
+            for (CudaEvent ev : loaderEvents) {
+                quietly(() -> runtime.destroyEvent(ev));
+            }
+            if (ld != null) {
+                ld.destroy();
+            }
             if (cc != null) {
                 quietly(() -> runtime.destroyStream(cc));
             }
             if (cb != null) {
                 quietly(() -> runtime.destroyStream(cb));
             }
-            if (dpool != null) {
-                dpool.close();
+            HostKvPool dp0 = dpool;
+            HostKvPool p0 = pool;
+            if (dp0 != null) {
+                quietly(dp0::close);
             }
-            if (pool != null) {
-                pool.close();
+            if (p0 != null) {
+                quietly(p0::close);
             }
             throw e;
         }
@@ -219,44 +276,19 @@ public final class HiCacheController implements AutoCloseable {
         this.computeStream = createdCompute != null ? createdCompute : b.computeStream;
         this.allocator = new HostPageAllocator(hostPool.pageCount());
         this.budgetCapacityPages = hostPool.pageCount();
-
-        this.freeSlots = new ForwardSlot[slots.length];
-        for (int i = slots.length - 1; i >= 0; i--) {
-            freeSlots[freeSlotCount++] = slots[i];
-        }
-        int ringSize = Integer.highestOneBit(Math.max(4, slots.length * (targetLayers + draftLayers + 1)) * 2 - 1);
-        this.ring = RingBuffer.createSingleProducer(HookEvent::new, ringSize);
-        EventPoller<HookEvent> poller = ring.newPoller();
-        ring.addGatingSequences(poller.getSequence());
-        int qcap = Math.max(4, slots.length * 2);
-        this.commands = new SpscArrayQueue<>(qcap);
-        SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
-        this.acks = new SpscArrayQueue<>(qcap);
-        CopyPlanner tp = new CopyPlanner(targetLayout, hostPool, b.coalesce);
-        CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, draftPool, b.coalesce);
-        this.submitter = new SubmitterAgent(runtime, backupStream, tp, dp, b.batchedCopies, targetLayers, draftLayers,
-            poller, commands, sealed, metrics, clock);
-        SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(8);
-        SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(8);
-        this.completion = new CompletionAgent(runtime, sealed, acks, loadsIssued, loadAcks, metrics, clock, qcap);
-        this.loader = new Loader(runtime, computeStream, tree, new CopyPlanner(targetLayout, hostPool, b.coalesce),
-            draftLayout == null ? null : new CopyPlanner(draftLayout, draftPool, b.coalesce), b.batchedCopies,
-            b.loadAgreement, rank, clock, metrics, b.loadListener, b.loadThresholdTokens, targetLayers, draftLayers,
-            loadsIssued, loadAcks, loaderEvents);
-        if (b.threadingMode == ThreadingMode.DEDICATED) {
-            ErrorHandler errors = t -> LOG.error("HiCache agent error", t);
-            this.submitterRunner = new AgentRunner(b.idleStrategySupplier.get(), errors, null, submitter);
-            this.completionRunner = new AgentRunner(b.idleStrategySupplier.get(), errors, null, completion);
-            AgentRunner.startOnThread(submitterRunner);
-            AgentRunner.startOnThread(completionRunner);
-        } else {
-            this.submitterRunner = null;
-            this.completionRunner = null;
-        }
+        this.loader = createdLoader;
+        this.submitterRunner = startedSubmitter;
+        this.completionRunner = startedCompletion;
         if (configuredMode == BackupMode.ALL_LAYERS) {
             LOG.warn("HiCache backup mode ALL_LAYERS configured: every layer is copied after the forward, "
                 + "so copies no longer overlap with compute");
         }
+    }
+
+    private CudaEvent event(java.util.List<CudaEvent> created) {
+        CudaEvent e = runtime.createEvent(true);
+        created.add(e);
+        return e;
     }
 
     /** A builder; see {@link Builder} for the required parts. */
@@ -279,11 +311,13 @@ public final class HiCacheController implements AutoCloseable {
 
     /** The target host pool (scheduler thread; for reading host KV in tests and storage tiers). */
     public HostKvPool hostPool() {
+        checkOpen("hostPool");
         return hostPool;
     }
 
     /** The draft host pool, or null. */
     public HostKvPool draftHostPool() {
+        checkOpen("draftHostPool");
         return draftPool;
     }
 
@@ -355,6 +389,9 @@ public final class HiCacheController implements AutoCloseable {
     public int doAgentWork() {
         if (submitterRunner != null) {
             throw new IllegalStateException("doAgentWork in DEDICATED threading mode: the agents run on their own threads");
+        }
+        if (closed) {
+            throw new IllegalStateException("doAgentWork on a closed controller");
         }
         try {
             return submitter.doWork() + completion.doWork();
@@ -520,7 +557,7 @@ public final class HiCacheController implements AutoCloseable {
             }
         }
         if (n == 0) {
-            return new ForwardHandle(null, 0, runtime, computeStream, ring, clock, targetLayers, draftLayers);
+            return slotPool.emptyHandle(0);
         }
         ForwardSlot slot = takeSlot();
         boolean allLayers = configuredMode == BackupMode.ALL_LAYERS || hooksUnavailable;
@@ -535,7 +572,9 @@ public final class HiCacheController implements AutoCloseable {
             countFallback(configuredMode == BackupMode.ALL_LAYERS ? FallbackReason.CONFIGURED
                 : FallbackReason.HOOKS_UNAVAILABLE);
         }
-        return new ForwardHandle(slot, slot.generation, runtime, computeStream, ring, clock, targetLayers, draftLayers);
+        ForwardHandle handle = slot.handle;
+        handle.begin(slot.generation);
+        return handle;
     }
 
     /**
@@ -565,27 +604,13 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     private ForwardSlot takeSlot() {
-        if (freeSlotCount == 0) {
-            reclaimSlots();
-            if (freeSlotCount == 0) {
-                throw new IllegalStateException("more than " + slots.length
-                    + " forwards with backups in flight: call poll() to retire finished ones, or raise maxForwardsInFlight");
-            }
+        ForwardSlot slot = slotPool.take();
+        if (slot == null) {
+            throw new IllegalStateException("more than " + slotPool.capacity() + " forwards with backups in flight ("
+                + slotPool.retiring() + " acknowledged but still held by a handle that has not ended): call poll() "
+                + "to retire finished ones, end their forwards, or raise maxForwardsInFlight");
         }
-        ForwardSlot slot = freeSlots[--freeSlotCount];
-        freeSlots[freeSlotCount] = null;
-        slot.reset(++generation);
-        slot.inUse = true;
         return slot;
-    }
-
-    private void reclaimSlots() {
-        for (ForwardSlot s : slots) {
-            if (s.inUse && s.acked && (s.endSeen || s.cancelled || s.writeBack)) {
-                s.inUse = false;
-                freeSlots[freeSlotCount++] = s;
-            }
-        }
     }
 
     // ------------------------------------------------------------------ poll
@@ -608,14 +633,16 @@ public final class HiCacheController implements AutoCloseable {
             onAck(s);
         }
         expireLeases();
+        issueWriteBacks();
         agree();
         return changes + loader.poll();
     }
 
     private void onAck(ForwardSlot slot) {
-        slot.acked = true;
         int status = slot.status;
-        if (status != 0) {
+        if (slot.agentError) {
+            LOG.warn("HiCache backup of a forward aborted after an agent error (counted in AGENT_ERRORS)");
+        } else if (status != 0) {
             LOG.warn("HiCache backup copies failed: {} ({}) in {}", runtime.errorName(status), status,
                 slot.submitErrorCall != null ? slot.submitErrorCall : "cudaEventQuery");
             if (CudaError.of(status).sticky() && stickyError == null) {
@@ -634,6 +661,8 @@ public final class HiCacheController implements AutoCloseable {
                 continue; // already released when an earlier ack of this poll stopped the controller (sticky error)
             } else if (b.state == BackupState.DRAINING) {
                 fail(b, b.abortReason);
+            } else if (slot.agentError) {
+                fail(b, AbortReason.AGENT_ERROR);
             } else if (status != 0) {
                 fail(b, AbortReason.CUDA_ERROR);
             } else if (slot.cancelled) {
@@ -647,12 +676,7 @@ public final class HiCacheController implements AutoCloseable {
                 b.local = Backup.Local.OK;
             }
         }
-        if (slot.cancelled || slot.endSeen || slot.writeBack) {
-            slot.inUse = false;
-            java.util.Arrays.fill(slot.backups, 0, slot.backupCount, null);
-            slot.backupCount = 0;
-            freeSlots[freeSlotCount++] = slot;
-        }
+        slotPool.onAcked(slot);
         if (stickyError != null) {
             stopAfterStickyError();
         }
@@ -670,14 +694,23 @@ public final class HiCacheController implements AutoCloseable {
             }
             if (b.state == BackupState.RESERVED) {
                 fail(b, AbortReason.LEASE_EXPIRED);
-            } else if (b.state == BackupState.COPYING && b.slot != null && !b.cancelSent) {
+            } else if ((b.state == BackupState.COPYING || b.state == BackupState.DRAINING) && b.slot != null
+                && !b.cancelSent) {
+                // the forward was not sealed in time: revoke its lease (its handle throws at its next hook) and
+                // have the submitter seal it after the copies already queued
                 ForwardSlot slot = b.slot;
                 for (int j = 0; j < slot.backupCount; j++) {
-                    slot.backups[j].cancelSent = true;
-                    slot.backups[j].state = BackupState.DRAINING;
-                    slot.backups[j].abortReason = AbortReason.LEASE_EXPIRED;
+                    Backup sb = slot.backups[j];
+                    sb.cancelSent = true;
+                    if (!sb.state.terminal()) {
+                        sb.state = BackupState.DRAINING;
+                        if (sb.abortReason == null) {
+                            sb.abortReason = AbortReason.LEASE_EXPIRED;
+                        }
+                    }
                 }
                 slot.command = ForwardSlot.CMD_CANCEL;
+                slotPool.revoke(slot);
                 if (!commands.offer(slot)) {
                     throw new IllegalStateException("submitter command queue full");
                 }
@@ -780,6 +813,7 @@ public final class HiCacheController implements AutoCloseable {
         tree.unlock(b.node);
         if (b.ownedCount > 0) {
             allocator.free(b.hostPages, 0, b.ownedCount);
+            retireHostPages(b.hostPages, 0, b.ownedCount);
         }
         budgetUsedPages -= b.budgetPages;
         b.abortReason = reason;
@@ -885,11 +919,13 @@ public final class HiCacheController implements AutoCloseable {
      * never the CPU) for that layer's loads. A no-op for token -1 or a load long finished.
      */
     public void waitLayer(long consumer, int layer) {
+        checkHooksOpen("waitLayer");
         loader.waitLayer(consumer, layer, false);
     }
 
     /** Forward thread: as {@link #waitLayer} for draft layer {@code layer}. */
     public void waitDraftLayer(long consumer, int layer) {
+        checkHooksOpen("waitDraftLayer");
         loader.waitLayer(consumer, layer, true);
     }
 
@@ -922,23 +958,46 @@ public final class HiCacheController implements AutoCloseable {
         deviceEvictionListener.writeBacks = 0;
         int evicted = tree.evictDevice(pages, deviceEvictionListener);
         deviceEvictionListener.sink = null;
-        if (deviceEvictionListener.writeBackSlot != null) {
-            ForwardSlot slot = deviceEvictionListener.writeBackSlot;
-            deviceEvictionListener.writeBackSlot = null;
-            runtime.recordEvent(slot.endEvent, computeStream);
-            slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
-            countFallback(FallbackReason.WRITE_BACK);
-            if (!commands.offer(slot)) {
-                throw new IllegalStateException("submitter command queue full");
+        issueWriteBacks();
+        return evicted;
+    }
+
+    /**
+     * Starts the copies of the write-back reservations waiting for a forward slot, all in one slot. Whether a slot is
+     * free depends on this rank's acks, so the reservations themselves never do (that would let the ranks' trees
+     * diverge): they wait, RESERVED, and a later {@link #poll()} issues them.
+     */
+    private void issueWriteBacks() {
+        if (writeBacksWaiting.isEmpty()) {
+            return;
+        }
+        ForwardSlot slot = slotPool.take();
+        if (slot == null) {
+            return;
+        }
+        slot.allLayers = true;
+        slot.writeBack = true;
+        slot.releasedGeneration = slot.generation; // no handle: the scheduler ends it
+        for (int i = 0; i < writeBacksWaiting.size(); i++) {
+            Backup b = writeBacksWaiting.get(i);
+            if (b.state == BackupState.RESERVED) {
+                b.slot = slot;
+                b.state = BackupState.COPYING;
+                slot.add(b);
             }
         }
-        return evicted;
+        writeBacksWaiting.clear();
+        runtime.recordEvent(slot.endEvent, computeStream);
+        slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
+        countFallback(FallbackReason.WRITE_BACK);
+        if (!commands.offer(slot)) {
+            throw new IllegalStateException("submitter command queue full");
+        }
     }
 
     private final class WriteBackEvictionListener implements DeviceEvictionListener {
         RadixNode[] writeBackPath = new RadixNode[16];
         DevicePageSink sink;
-        ForwardSlot writeBackSlot;
         int writeBacks;
 
         @Override
@@ -969,21 +1028,7 @@ public final class HiCacheController implements AutoCloseable {
             if (b == null) {
                 return false;
             }
-            if (writeBackSlot == null) {
-                if (freeSlotCount == 0) {
-                    reclaimSlots();
-                }
-                if (freeSlotCount == 0) {
-                    abortQuietly(b);
-                    return false;
-                }
-                writeBackSlot = takeSlot();
-                writeBackSlot.allLayers = true;
-                writeBackSlot.writeBack = true;
-            }
-            b.slot = writeBackSlot;
-            b.state = BackupState.COPYING;
-            writeBackSlot.add(b);
+            writeBacksWaiting.add(b);
             writeBacks++;
             return true;
         }
@@ -994,8 +1039,12 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
-    private void abortQuietly(Backup b) {
-        fail(b, AbortReason.ENGINE);
+    /** A checking runtime learns the pages are free now (the draft pool shares the page ids). */
+    private void retireHostPages(int[] pages, int off, int n) {
+        hostPool.retirePages(pages, off, n);
+        if (draftPool != null) {
+            draftPool.retirePages(pages, off, n);
+        }
     }
 
     private void onHostEvicted(RadixNode node, HostValue value) {
@@ -1007,6 +1056,7 @@ public final class HiCacheController implements AutoCloseable {
         hp.copyHostPages(scratchPages, 0);
         if (n > 0) {
             allocator.free(scratchPages, 0, n);
+            retireHostPages(scratchPages, 0, n);
         }
         LaneDescription l = hp.lanes();
         budgetUsedPages -= budgetOf(l.startPage(), l.pageCount(), l.totalPages());
@@ -1077,6 +1127,7 @@ public final class HiCacheController implements AutoCloseable {
             throw new IllegalStateException("close must be called by the scheduler thread " + owner.getName());
         }
         closed = true;
+        ring.close(); // hooks and waitLayer throw from now on, touching nothing
         if (submitterRunner != null) {
             submitterRunner.close();
             completionRunner.close();
@@ -1094,7 +1145,7 @@ public final class HiCacheController implements AutoCloseable {
         while (fifo.size() > 0) {
             fifo.pop();
         }
-        for (ForwardSlot s : slots) {
+        for (ForwardSlot s : slotPool.all()) {
             for (CudaEvent e : s.targetEvents) {
                 quietly(() -> runtime.destroyEvent(e));
             }
@@ -1120,6 +1171,7 @@ public final class HiCacheController implements AutoCloseable {
         }
         quietly(hostPool::close);
         allocator.close();
+        agentErrors.logSummary();
     }
 
     /** True once {@link #close()} ran. */
@@ -1132,6 +1184,19 @@ public final class HiCacheController implements AutoCloseable {
             r.run();
         } catch (RuntimeException e) {
             LOG.debug("ignored during cleanup", e);
+        }
+    }
+
+    private void checkHooksOpen(String call) {
+        if (ring.closed()) {
+            throw new IllegalStateException(call + " on a closed controller");
+        }
+    }
+
+    private void checkOpen(String call) {
+        checkOwner();
+        if (closed) {
+            throw new IllegalStateException(call + " on a closed controller");
         }
     }
 
@@ -1195,6 +1260,7 @@ public final class HiCacheController implements AutoCloseable {
         LongSupplier clock = System::nanoTime;
         long leaseNs = 30_000_000_000L;
         int maxForwardsInFlight = 8;
+        int hookRingCapacity;
         boolean coalesce = true;
         boolean batchedCopies = true;
         boolean checkThread = true;
@@ -1343,6 +1409,16 @@ public final class HiCacheController implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Entries of the hook ring (a power of two; default: twice what every slot's forward can publish, so it
+         * fills only when the submitter falls behind). Package-private: tests shrink it to reach the ring-full
+         * fallback.
+         */
+        Builder hookRingCapacity(int entries) {
+            this.hookRingCapacity = entries;
+            return this;
+        }
+
         /** Whether pages contiguous on both sides are copied in one call (default true). */
         public Builder coalesce(boolean coalesce) {
             this.coalesce = coalesce;
@@ -1439,6 +1515,9 @@ public final class HiCacheController implements AutoCloseable {
             }
             if (leaseNs < 0) {
                 throw new IllegalArgumentException("leaseNs " + leaseNs + " must be >= 0");
+            }
+            if (hookRingCapacity != 0 && (hookRingCapacity < 1 || Integer.bitCount(hookRingCapacity) != 1)) {
+                throw new IllegalArgumentException("hookRingCapacity " + hookRingCapacity + " must be a power of two");
             }
             if (maxForwardsInFlight < 1 || maxForwardsInFlight > 1024) {
                 throw new IllegalArgumentException("maxForwardsInFlight " + maxForwardsInFlight + " outside [1, 1024]");

@@ -42,6 +42,7 @@ final class Loader {
     private final int rank;
     private final LongSupplier clock;
     private final HiCacheMetrics metrics;
+    private final AgentErrors errors;
     private final LoadListener listener;
     private final int thresholdTokens;
     private final int pageSize;
@@ -65,7 +66,7 @@ final class Loader {
 
     Loader(CudaRuntime runtime, CudaStream computeStream, RadixTree tree, CopyPlanner targetPlanner,
            CopyPlanner draftPlanner, boolean batched, RankAgreement agreement, int rank, LongSupplier clock,
-           HiCacheMetrics metrics, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
+           HiCacheMetrics metrics, AgentErrors errors, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
            SpscArrayQueue<LoadSet> issued, SpscArrayQueue<LoadSet> acks, java.util.List<CudaEvent> created) {
         this.runtime = runtime;
         this.computeStream = computeStream;
@@ -77,12 +78,27 @@ final class Loader {
         this.rank = rank;
         this.clock = clock;
         this.metrics = metrics;
+        this.errors = errors;
         this.listener = listener;
         this.thresholdTokens = thresholdTokens;
         this.pageSize = tree.pageSize();
         this.issued = issued;
         this.acks = acks;
         this.loadStream = runtime.createStream(0);
+        try {
+            createSets(created, targetLayers, draftLayers);
+        } catch (RuntimeException | Error e) {
+            // the caller destroys the events in created; the stream is this constructor's to give back
+            try {
+                runtime.destroyStream(loadStream);
+            } catch (RuntimeException ignored) {
+                // poisoned context: nothing to free
+            }
+            throw e;
+        }
+    }
+
+    private void createSets(java.util.List<CudaEvent> created, int targetLayers, int draftLayers) {
         for (int i = 0; i < RING; i++) {
             CudaEvent start = ev(created);
             CudaEvent[] t = new CudaEvent[targetLayers];
@@ -195,6 +211,7 @@ final class Loader {
         set.opCount = 0;
         set.submitError = 0;
         set.submitErrorCall = null;
+        set.agentError = false;
         set.finalRecorded = false;
         set.status = 0;
         set.generation = ++generation;
@@ -254,6 +271,25 @@ final class Loader {
             } catch (CudaException dead) {
                 // the context is dead: nothing queued will run
             }
+        } catch (RuntimeException e) {
+            // not a CUDA error: the load fails (agreed like any failure); its final event still orders the release
+            // of its pages after the copies already queued, or, if even that cannot be recorded, the load stream
+            // is drained here first
+            errors.record("scheduler", "issuing a load", e);
+            set.agentError = true;
+            try {
+                runtime.recordEvent(set.finalEvent, loadStream);
+                set.finalRecorded = true;
+            } catch (RuntimeException again) {
+                try {
+                    runtime.synchronizeStream(loadStream);
+                } catch (RuntimeException ignored) {
+                    // nothing more can be done; the failure is reported below
+                }
+                set.finalRecorded = false;
+                set.submitError = io.hicache.cuda.CudaError.UNKNOWN.code();
+                set.submitErrorCall = "recordEvent";
+            }
         }
         if (!issued.offer(set)) {
             throw new IllegalStateException("load queue full");
@@ -296,8 +332,9 @@ final class Loader {
             for (int i = 0; i < s.opCount; i++) {
                 LoadOp op = s.ops[i];
                 s.ops[i] = null;
-                op.local = s.status == 0 ? LoadOp.Local.OK : LoadOp.Local.FAILED;
-                if (s.status == 0) {
+                boolean ok = s.status == 0 && !s.agentError;
+                op.local = ok ? LoadOp.Local.OK : LoadOp.Local.FAILED;
+                if (ok) {
                     metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);
                 }
             }

@@ -14,6 +14,11 @@ abstract class Tracked {
     String submitErrorCall;
     /** True when the final event was recorded after everything queued (then it is waited for even after an error). */
     boolean finalRecorded;
+    /**
+     * True when an agent failed with an unexpected exception while handling this item (set by that agent before
+     * it hands the item on): its backups or loads are aborted with {@link AbortReason#AGENT_ERROR}.
+     */
+    boolean agentError;
     volatile int status;
     long completedNs;
 

@@ -9,6 +9,11 @@ public enum FallbackReason {
     /** The engine declared per-layer hooks unavailable (e.g. it runs the forward as a CUDA graph). */
     HOOKS_UNAVAILABLE,
     /** A write-back backup: the forward is already over when the device evicts the node. */
-    WRITE_BACK;
+    WRITE_BACK,
+    /**
+     * The hook ring to the submitter was full (the submitter fell behind): the forward's remaining layers are
+     * copied after its end. Sized so that this is rare.
+     */
+    HOOK_RING_FULL;
 
 }

@@ -12,7 +12,7 @@ public enum Metric {
     BACKUPS_ABORTED,
     /** Reservations refused because the host pool had no room after one host eviction (scheduler). */
     RESERVE_NO_ROOM,
-    /** Entries into the all-layer fallback (scheduler or forward thread; counted under the metrics' monitor). */
+    /** Entries into the all-layer fallback (scheduler or submitter; counted under the metrics' monitor). */
     FALLBACK_ENTRIES,
     /** Host pages freed by host eviction (scheduler). */
     HOST_PAGES_EVICTED,
@@ -43,7 +43,12 @@ public enum Metric {
     /** Copy calls issued for loads (scheduler). */
     H2D_COPIES,
     /** Sum of load durations, issue to agreed completion (scheduler). */
-    LOAD_DURATION_NS;
+    LOAD_DURATION_NS,
+    /**
+     * Unexpected exceptions an agent caught while handling one forward or load (submitter and completion, through
+     * an atomic increment); the item was aborted and the agent went on.
+     */
+    AGENT_ERRORS;
 
     private static final Metric[] VALUES = values();
 

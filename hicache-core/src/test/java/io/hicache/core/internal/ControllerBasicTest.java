@@ -59,31 +59,49 @@ class ControllerBasicTest {
         }
     }
 
+    /**
+     * An abort while copies are queued keeps the host pages and the device lock through every poll until the copies
+     * drained (the device never reports a copy into a freed page), and releases them at the first poll after.
+     */
     @Test
     void abortMidCopyReleasesPagesOnlyAfterDrain() {
         try (SimRig rig = SimRig.builder().layers(4, 0).pages(4, 64, 64).build()) {
+            HiCacheController c = rig.ctl[0];
             RadixNode[] last = rig.insert(tokens(0, 16));
             List<List<Backup>> b = rig.reserveByPolicy(last, false);
             Backup backup = b.get(0).get(0);
-            ForwardHandle h = rig.ctl[0].beginForward(b.get(0));
-            h.targetLayerStored(0);
-            rig.ctl[0].doAgentWork();
-            assertThat(rig.ctl[0].abort(backup, AbortReason.REQUEST_CANCELLED)).isTrue();
-            assertThat(backup.state()).isEqualTo(BackupState.DRAINING);
-            assertThat(rig.ctl[0].allocator().allocatedPages()).isEqualTo(4);
-            assertThat(last[0].lockRef()).isPositive();
-            for (int l = 1; l < rig.layers; l++) {
+            ForwardHandle h = c.beginForward(b.get(0));
+            for (int l = 0; l < rig.layers; l++) {
+                rig.rt[0].simulateKernel(c.computeStream(), 10_000);
                 h.targetLayerStored(l);
             }
             h.endForward();
+            c.doAgentWork(); // every layer's copies and the final event are queued; none has run
+            assertThat(c.abort(backup, AbortReason.REQUEST_CANCELLED)).isTrue();
+            assertThat(backup.state()).isEqualTo(BackupState.DRAINING);
+            // poll while the copies are still queued or running: nothing may be released
+            int polls = 0;
+            while (!rig.rt[0].idle()) {
+                c.doAgentWork();
+                c.poll();
+                polls++;
+                assertThat(backup.state()).as("after poll %d with copies in flight", polls)
+                    .isEqualTo(BackupState.DRAINING);
+                assertThat(c.allocator().allocatedPages()).as("host pages after poll %d", polls).isEqualTo(4);
+                assertThat(last[0].lockRef()).as("device lock after poll %d", polls).isPositive();
+                assertThat(last[0].pending()).isSameAs(backup);
+                rig.rt[0].advanceToNextEvent();
+            }
+            assertThat(polls).as("polls while copies were in flight").isGreaterThan(1);
             rig.drain();
             assertThat(backup.state()).isEqualTo(BackupState.ABORTED);
             assertThat(backup.abortReason()).isEqualTo(AbortReason.REQUEST_CANCELLED);
             assertThat(last[0].hostValue()).isNull();
             assertThat(last[0].pending()).isNull();
             assertThat(last[0].lockRef()).isZero();
-            assertThat(rig.ctl[0].allocator().allocatedPages()).isZero();
-            assertThat(rig.ctl[0].abort(backup, AbortReason.ENGINE)).isFalse();
+            assertThat(c.allocator().allocatedPages()).isZero();
+            assertThat(rig.rt[0].useAfterFreeCount()).as("%s", rig.rt[0].useAfterFreeReports()).isZero();
+            assertThat(c.abort(backup, AbortReason.ENGINE)).isFalse();
         }
     }
 }

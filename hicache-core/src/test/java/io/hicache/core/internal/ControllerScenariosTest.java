@@ -123,9 +123,13 @@ class ControllerScenariosTest {
             assertThat(backup.abortReason()).isEqualTo(AbortReason.LEASE_EXPIRED);
             assertThat(rig.ctl[0].allocator().allocatedPages()).isZero();
             assertThat(last[0].lockRef()).isZero();
-            // the stalled forward may still call its hooks; they are ignored
-            h.targetLayerStored(1);
-            h.endForward();
+            // the stalled forward's next hook learns of the expiry and touches nothing; so does every later call
+            long recordsBefore = rig.rt[0].opsIssued();
+            assertThatThrownBy(() -> h.targetLayerStored(1)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("lease expired");
+            assertThatThrownBy(h::endForward).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("lease expired");
+            assertThat(rig.rt[0].opsIssued()).isEqualTo(recordsBefore);
             rig.stepAll();
             assertThat(last[0].hostValue()).isNull();
         }

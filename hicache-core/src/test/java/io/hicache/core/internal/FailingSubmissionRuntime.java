@@ -75,5 +75,7 @@ final class FailingSubmissionRuntime implements CudaRuntime {
     @Override public MemorySegment hostMemory(long hostPtr, long bytes) { return delegate.hostMemory(hostPtr, bytes); }
     @Override public boolean supportsBatchedCopy() { return delegate.supportsBatchedCopy(); }
     @Override public void launchHostFunc(CudaStream stream, Runnable fn) { delegate.launchHostFunc(stream, fn); }
+    @Override public boolean tracksRetiredMemory() { return delegate.tracksRetiredMemory(); }
+    @Override public void retire(long address, long bytes) { delegate.retire(address, bytes); }
     @Override public void close() { }
 }

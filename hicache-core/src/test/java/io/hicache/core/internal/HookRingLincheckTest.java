@@ -1,7 +1,6 @@
 package io.hicache.core.internal;
 
 import com.lmax.disruptor.EventPoller;
-import com.lmax.disruptor.RingBuffer;
 import io.hicache.cuda.CopyKind;
 import io.hicache.cuda.CudaEvent;
 import io.hicache.cuda.CudaRuntime;
@@ -16,7 +15,7 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * Lincheck model check of the hook hand-off: the real {@link ForwardHandle} on the forward thread publishes
- * (layer, event) into the controller's kind of single-producer Disruptor ring, and the submitter's side polls
+ * (layer, event) into the controller's {@link HookRing} (a single-producer Disruptor ring), and the submitter's side polls
  * it with an {@link EventPoller}, as {@link SubmitterAgent#doWork()} does. The poller must see every published
  * hook exactly once, in order, with the fields the forward thread wrote (no torn or stale event).
  */
@@ -24,8 +23,8 @@ import java.lang.foreign.MemorySegment;
 public class HookRingLincheckTest {
     private static final int LAYERS = 4;
 
-    private final RingBuffer<HookEvent> ring = RingBuffer.createSingleProducer(HookEvent::new, 16);
-    private final EventPoller<HookEvent> poller = ring.newPoller();
+    private final HookRing ring = new HookRing(16);
+    private final EventPoller<HookEvent> poller = ring.poller();
     private final ForwardSlot slot = new ForwardSlot(0, new CudaEvent[LAYERS], new CudaEvent[LAYERS],
         new CudaEvent(1), new CudaEvent(2), new CudaEvent[2 * LAYERS]);
     private final ForwardHandle handle;
@@ -37,10 +36,10 @@ public class HookRingLincheckTest {
     };
 
     public HookRingLincheckTest() {
-        ring.addGatingSequences(poller.getSequence());
         slot.reset(7);
         slot.hasDraft = true;
-        handle = new ForwardHandle(slot, 7, new NoOpRuntime(), CudaStream.DEFAULT, ring, () -> 0L, LAYERS, LAYERS);
+        handle = new ForwardHandle(slot, new NoOpRuntime(), CudaStream.DEFAULT, ring, () -> 0L, LAYERS, LAYERS);
+        handle.begin(7);
     }
 
     @Operation(nonParallelGroup = "forward")

@@ -10,7 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Leak accounting for a test class: every {@link SimulatedCudaRuntime} registered with {@link #track} while the
+ * Leak and use-after-free accounting for a test class: every {@link SimulatedCudaRuntime} registered with {@link #track} while the
  * class runs must end with no live streams, events, device or host allocations, and
  * {@link HostKvPool#openPoolBytes()} must be back to its value before the class. A runtime whose context was
  * poisoned by an injected sticky error is exempt from the device-side counts (a poisoned context frees nothing,
@@ -46,6 +46,10 @@ public final class LeakCheckExtension implements BeforeAllCallback, AfterAllCall
             checked = TRACKED.size();
             for (int i = 0; i < TRACKED.size(); i++) {
                 SimulatedCudaRuntime rt = TRACKED.get(i);
+                if (rt.useAfterFreeCount() != 0) {
+                    leaks.append("\n  runtime #").append(i).append(": ").append(rt.useAfterFreeCount())
+                        .append(" copies touched memory freed while they were queued: ").append(rt.useAfterFreeReports());
+                }
                 if (rt.stickyErrorCode() != 0) {
                     continue;
                 }

@@ -51,6 +51,7 @@ final class SimRig implements AutoCloseable {
         long seed = 1;
         Consumer<SimulatedCudaConfig.Builder> device = b -> { };
         Consumer<HiCacheController.Builder> controller = b -> { };
+        java.util.function.Function<io.hicache.cuda.CudaRuntime, io.hicache.cuda.CudaRuntime> wrap = r -> r;
 
         Builder cp(int cp, OwnerLanes lanes) {
             this.cp = cp;
@@ -86,6 +87,12 @@ final class SimRig implements AutoCloseable {
             return this;
         }
 
+        /** Wraps each rank's runtime before the controller gets it (fault injection); the rig keeps the raw one. */
+        Builder wrapRuntime(java.util.function.Function<io.hicache.cuda.CudaRuntime, io.hicache.cuda.CudaRuntime> w) {
+            this.wrap = w;
+            return this;
+        }
+
         Builder controller(Consumer<HiCacheController.Builder> c) {
             this.controller = c;
             return this;
@@ -114,6 +121,7 @@ final class SimRig implements AutoCloseable {
             SimulatedCudaConfig.Builder cb = SimulatedCudaConfig.builder().seed(b.seed * 31 + r);
             b.device.accept(cb);
             rt[r] = new SimulatedCudaRuntime(cb.build());
+            rt[r].checkUseAfterFree(true);
             LeakCheckExtension.track(rt[r]);
             DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(layers)
                 .pageSizeTokens(pageSize).bytesPerTokenPerBuffer(bytesPerToken).pageCount(devicePages);
@@ -126,7 +134,7 @@ final class SimRig implements AutoCloseable {
                 draft[r] = db.packedFrom(draftBase[r]).build();
             }
             SimulatedCudaRuntime runtime = rt[r];
-            HiCacheController.Builder hb = HiCacheController.builder().runtime(runtime).targetLayout(target[r])
+            HiCacheController.Builder hb = HiCacheController.builder().runtime(b.wrap.apply(runtime)).targetLayout(target[r])
                 .draftLayout(draft[r]).hostPages(b.hostPages).threadingMode(ThreadingMode.INVOKER)
                 .clock(runtime::nowNs).leaseNs(0).checkThread(false);
             if (cp > 1) {

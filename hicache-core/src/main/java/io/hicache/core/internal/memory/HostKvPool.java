@@ -206,6 +206,33 @@ public final class HostKvPool implements AutoCloseable {
     }
 
     /**
+     * Tells a runtime that checks use-after-free ({@link CudaRuntime#tracksRetiredMemory()}) that host pages
+     * {@code pages[off .. off+n)} are freed now, every layer and buffer, row by row. Nothing happens (and nothing is
+     * computed) on other runtimes. Allocation-free.
+     */
+    public void retirePages(int[] pages, int off, int n) {
+        if (!runtime.tracksRetiredMemory()) {
+            return;
+        }
+        long w = shape.bytesPerTokenPerBuffer();
+        int rows = shape.pageSizeTokens();
+        for (int i = 0; i < n; i++) {
+            for (int layer = 0; layer < shape.layerCount(); layer++) {
+                for (int buf = 0; buf < shape.bufferCount(); buf++) {
+                    long addr = pageAddress(layer, buf, pages[off + i]);
+                    if (tokenPitchBytes == w) {
+                        runtime.retire(addr, w * rows);
+                    } else {
+                        for (int t = 0; t < rows; t++) {
+                            runtime.retire(addr + t * tokenPitchBytes, w);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /**
      * The pool's bytes for CPU reads and writes (tests, storage tiers). Invalid after {@link #close()}:
      * access then throws {@link IllegalStateException} instead of touching freed memory.
      */

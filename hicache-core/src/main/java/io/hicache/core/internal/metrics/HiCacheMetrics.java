@@ -39,6 +39,11 @@ public final class HiCacheMetrics {
         return (long) ARRAY.getAcquire(values, metric.ordinal());
     }
 
+    /** Adds one to a counter that several threads write (an atomic increment; off the hot paths). Any thread. */
+    public void incrementShared(Metric metric) {
+        ARRAY.getAndAdd(values, metric.ordinal(), 1L);
+    }
+
     /** Counts an abort with its reason (scheduler thread). */
     public void countAbort(AbortReason reason) {
         int i = reason.ordinal();
@@ -51,7 +56,7 @@ public final class HiCacheMetrics {
         return (long) ARRAY.getAcquire(abortedByReason, reason.ordinal());
     }
 
-    /** Counts a fallback entry with its reason. Synchronized: the scheduler and the forward thread both count. */
+    /** Counts a fallback entry with its reason (synchronized: the scheduler and the submitter count fallbacks). */
     public synchronized void countFallback(FallbackReason reason) {
         int i = reason.ordinal();
         ARRAY.setRelease(fallbackByReason, i, (long) ARRAY.getOpaque(fallbackByReason, i) + 1);
