@@ -909,6 +909,7 @@ public final class RadixTree {
         }
         int freed = invalidateBelow(node, sink);
         devicePagesUnevictable -= unevictablePages(node);
+        devicePagesLocked -= lockedPages(node);
         node.loading = null;
         dropDevice(node);
         refresh(node);

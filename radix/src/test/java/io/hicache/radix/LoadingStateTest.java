@@ -107,6 +107,7 @@ class LoadingStateTest {
         other[11] = 98;
         t.insert(other, 0, 12, new int[] {100, 101, 102, 103, 500, 501, 502, 503, 600, 601, 700, 701}, 0);
         RadixNode branch = t.lastInsertNode();
+        t.lock(chain); // a request that joined the load locks its device prefix, which ends on the loading node
         t.checkInvariants();
         assertThat(t.devicePagesLocked()).isEqualTo(4 + 4 + 4); // anchor, chain, suffix path
         List<Integer> freed = new ArrayList<>();
@@ -128,8 +129,11 @@ class LoadingStateTest {
         MatchResult m = t.match(seq(1, 12), 0, 12, new MatchResult());
         assertThat(m.devicePageCount()).isEqualTo(4);
         assertThat(m.hostPageCount()).isEqualTo(4);
-        // the request's unlock after the failure is a no-op; the anchor lock is the loader's to drop
+        t.checkInvariants();
+        // the request's unlock after the failure is a no-op; the joiner's and the loader's locks remain theirs
         t.unlock(suffix);
+        assertThat(chain.lockRef()).isEqualTo(1);
+        t.unlock(chain);
         assertThat(chain.parent().lockRef()).isEqualTo(1);
         t.unlock(chain.parent());
         assertThat(t.devicePagesLocked()).isZero();
