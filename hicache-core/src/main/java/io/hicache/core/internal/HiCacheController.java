@@ -70,6 +70,9 @@ import java.util.function.LongSupplier;
  */
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
+    /** Reasons for {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} already logged: each is logged once. */
+    private static final java.util.Set<String> OVERLAP_REASONS_LOGGED =
+        java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private final CudaRuntime runtime;
     private final CudaStream computeStream;
@@ -281,7 +284,7 @@ public final class HiCacheController implements AutoCloseable {
         this.submitterRunner = startedSubmitter;
         this.completionRunner = startedCompletion;
         this.loadOverlap = b.loadOverlap;
-        if (b.loadOverlap == io.hicache.core.LoadOverlap.PREVIOUS_BATCH) {
+        if (b.loadOverlap == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason)) {
             LOG.warn("HiCache loads overlap with the previous batch, not the forward that uses them ({}): a host hit"
                 + " waits for the whole load and its agreement before its request runs", b.loadOverlapReason);
         }
