@@ -5,6 +5,8 @@
  * <p>Exported: {@code io.hicache.cuda}. Not exported: {@code io.hicache.cuda.ffi} (generated FFM layouts and
  * downcall handles).
  */
+// Agrona has no module descriptor; its automatic module name is stable (Automatic-Module-Name).
+@SuppressWarnings("requires-automatic")
 module io.hicache.cuda {
     requires org.agrona;
 

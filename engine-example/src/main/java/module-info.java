@@ -4,7 +4,7 @@
  * compile.
  */
 module io.hicache.example {
-    requires io.hicache.core;
+    requires transitive io.hicache.core;
 
     exports io.hicache.example;
 }

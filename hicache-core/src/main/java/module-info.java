@@ -8,6 +8,9 @@
  * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
  * the mutable metrics) is exported only to the project's own modules that build on it.
  */
+// Qualified exports may name modules that are not part of every build; Agrona is an automatic module with
+// a stable name, re-exported because HiCache.Builder takes an IdleStrategy.
+@SuppressWarnings({"module", "requires-automatic", "requires-transitive-automatic"})
 module io.hicache.core {
     requires transitive io.hicache.cuda;
     requires transitive io.hicache.radix;

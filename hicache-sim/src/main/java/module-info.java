@@ -2,8 +2,9 @@
  * The HiCache simulator: replays request traces through the real controller on the simulated device and
  * reports hit rates, overlap and timelines. Its command line is {@code io.hicache.sim.cli.Main}.
  */
+@SuppressWarnings("requires-automatic")
 module io.hicache.sim {
-    requires io.hicache.core;
+    requires transitive io.hicache.core;
     requires org.agrona;
     requires info.picocli;
     requires com.fasterxml.jackson.databind;

@@ -5,6 +5,8 @@
  * policies). {@code io.hicache.radix.spi} (the values and listeners the cache plugs into the tree) is exported
  * only to the modules that implement them.
  */
+// Qualified exports may name modules that are not part of every build.
+@SuppressWarnings("module")
 module io.hicache.radix {
     exports io.hicache.radix;
     exports io.hicache.radix.spi to io.hicache.core, io.hicache.sim, io.hicache.storage;

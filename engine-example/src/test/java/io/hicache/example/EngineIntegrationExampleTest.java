@@ -84,6 +84,7 @@ class EngineIntegrationExampleTest {
         assertThat(pool.allocate(pages.length, pages, 0)).isTrue();
         cache.insert(first, 0, first.length, pages, 0);
         RadixNode last = cache.lastInsertNode();
+        cache.lock(last);                                  // the request uses these pages until it finishes
         List<BackupHandle> backups = new ArrayList<>();
         cache.reserveByPolicy(last, false, backups);
         toForward.put(new ForwardJob(cache.beginForward(backups), -1, false));
@@ -91,7 +92,9 @@ class EngineIntegrationExampleTest {
         runUntilCommitted(cache, gpu, backups);
         committed.addAll(backups);
 
-        // the device needs room: evict request 1's pages; its host copy remains
+        // request 1 finished; the device needs room: evict its pages, whose host copy remains
+        assertThat(cache.evictDevice(pages.length, pool)).isZero();   // still locked
+        cache.unlock(last);
         assertThat(cache.evictDevice(pages.length, pool)).isEqualTo(pages.length);
 
         // request 2: a host hit; load it back, then run the forward waiting per layer

@@ -150,13 +150,15 @@ class HiCacheFacadeTest {
     }
 
     @Test
-    void afterCloseEveryCallButMetricsThrowsNamingClosed() {
+    void afterCloseEveryCallThatActsThrowsNamingClosed() {
         int[] tokens = insert(PAGE);
         RadixNode node = cache.lastInsertNode();
         cache.close();
 
         assertThat(cache.isClosed()).isTrue();
         assertThat(cache.metrics().get(Metric.BACKUPS_COMMITTED)).isZero();
+        assertThat(cache.targetLayers()).isEqualTo(LAYERS);
+        assertThat(cache.stickyError()).isNull();
         List<Runnable> calls = List.of(
             () -> cache.match(tokens, 0, tokens.length, new MatchResult()),
             () -> cache.insert(tokens, 0, tokens.length, new int[1], 0),
@@ -166,7 +168,13 @@ class HiCacheFacadeTest {
             () -> cache.beginForward(List.of()),
             () -> cache.poll(),
             () -> cache.startLoading(),
-            () -> cache.evictDevice(1, pool));
+            () -> cache.evictDevice(1, pool),
+            () -> cache.waitLayer(-1, 0),
+            () -> cache.doAgentWork(),
+            () -> cache.computeStream(),
+            () -> cache.backupsInFlight(),
+            () -> cache.tree().nodeCount(),
+            () -> cache.hostPool().freePages());
         for (Runnable call : calls) {
             assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
         }

@@ -11,8 +11,13 @@ package io.hicache.core;
  * following layers; in {@link BackupMode#ALL_LAYERS} mode the hooks only validate and {@code endForward}
  * starts every copy.
  *
- * <p><b>Thread:</b> one forward thread at a time (not necessarily the scheduler). Hooks never block, never
- * touch the radix tree and allocate nothing.
+ * <p><b>Thread:</b> one forward thread at a time (not necessarily the scheduler), and hooks of different
+ * forwards of one cache never run concurrently. Hooks never block (if the submitter falls behind, the rest of the
+ * forward is copied after its end), never touch the radix tree and allocate nothing.
+ *
+ * <p><b>Lease.</b> The hooks own their forward's slot from {@code beginForward} until {@code endForward} returns or
+ * a hook throws because the lease expired; the cache reuses the slot only after that. It hands the same object out
+ * again for a later forward once this one ended and was acknowledged: do not keep it after {@code endForward}.
  *
  * <p><b>Failures:</b> a layer out of range throws {@link IllegalArgumentException}; a hook after
  * {@code endForward}, a repeated hook, a draft hook without a draft layout, a hook on a handle whose lease

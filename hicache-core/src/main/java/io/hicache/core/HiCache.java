@@ -13,6 +13,7 @@ import io.hicache.cuda.CudaStream;
 import io.hicache.radix.EvictionPolicy;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTree;
 import org.agrona.concurrent.IdleStrategy;
 
 import java.util.ArrayList;
@@ -40,8 +41,11 @@ import java.util.function.Supplier;
  *
  * <p><b>Failures.</b> Misuse (a bad argument, a handle from another cache, a call in the wrong state) throws
  * {@link IllegalArgumentException} or {@link IllegalStateException} naming what was wrong, and changes
- * nothing. Every call after {@link #close()} other than {@code close}, {@link #isClosed()} and
- * {@link #metrics()} throws {@link IllegalStateException}. A CUDA error while copying aborts only the backups
+ * nothing. After {@link #close()} every call that acts or hands out native state (the tree and its view, the
+ * host pool view, backups, loads, hooks and {@code waitLayer}, eviction, agent work, {@link #computeStream()})
+ * throws {@link IllegalStateException} naming "closed" without touching CUDA; {@link #metrics()},
+ * {@link #isClosed()}, {@link #stickyError()} and the configuration accessors ({@link #rank()},
+ * {@link #targetLayers()}, {@link #draftLayers()}) keep answering, and {@code close} is idempotent. A CUDA error while copying aborts only the backups
  * or loads it touched (their pages are released, nothing is published); a sticky CUDA error (the device is
  * lost) stops the cache: {@link #stickyError()} reports it and later scheduler calls throw
  * {@link IllegalStateException}.
@@ -73,8 +77,7 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalArgumentException on null arrays or a range outside {@code tokens}
      */
     public MatchResult match(int[] tokens, int from, int len, MatchResult out) {
-        checkOpen();
-        return controller.tree().match(tokens, from, len, out);
+        return openTree().match(tokens, from, len, out);
     }
 
     /**
@@ -88,14 +91,12 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalArgumentException on null arrays or ranges outside the arrays
      */
     public int insert(int[] tokens, int from, int len, int[] devicePages, int pagesFrom) {
-        checkOpen();
-        return controller.tree().insert(tokens, from, len, devicePages, pagesFrom);
+        return openTree().insert(tokens, from, len, devicePages, pagesFrom);
     }
 
     /** The node the last {@link #insert} ended on (the root if it inserted nothing). Scheduler thread. */
     public RadixNode lastInsertNode() {
-        checkOpen();
-        return controller.tree().lastInsertNode();
+        return openTree().lastInsertNode();
     }
 
     /**
@@ -107,8 +108,7 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalStateException if {@code node} was removed from the tree, or the cache is closed
      */
     public void lock(RadixNode node) {
-        checkOpen();
-        controller.tree().lock(node);
+        openTree().lock(node);
     }
 
     /**
@@ -119,11 +119,10 @@ public final class HiCache implements AutoCloseable {
      *     was removed from the tree, or the cache is closed
      */
     public void unlock(RadixNode node) {
-        checkOpen();
-        controller.tree().unlock(node);
+        openTree().unlock(node);
     }
 
-    /** A read-only view of the tree's sizes and nodes. Scheduler thread, as every call on it. */
+    /** A read-only view of the tree's sizes and nodes. Scheduler thread, as every call on it; each throws once closed. */
     public TreeView tree() {
         return treeView;
     }
@@ -286,6 +285,7 @@ public final class HiCache implements AutoCloseable {
      * CPU.
      *
      * @throws IllegalArgumentException if {@code layer} is outside {@code [0, targetLayers())}
+     * @throws IllegalStateException if the cache is closed
      */
     public void waitLayer(long consumer, int layer) {
         controller.waitLayer(consumer, layer);
@@ -319,13 +319,18 @@ public final class HiCache implements AutoCloseable {
         return controller.metrics().snapshot();
     }
 
-    /** A read-only view of the host pool. Scheduler thread, as every call on it. */
+    /** A read-only view of the host pool. Scheduler thread, as every call on it; each throws once closed. */
     public HostPoolView hostPool() {
         return hostPoolView;
     }
 
-    /** The compute stream the hooks record on (the engine's, or one the cache created). Any thread. */
+    /**
+     * The compute stream the hooks record on (the engine's, or one the cache created). Any thread.
+     *
+     * @throws IllegalStateException if the cache is closed (a stream it created is destroyed then)
+     */
     public CudaStream computeStream() {
+        checkOpen();
         return controller.computeStream();
     }
 
@@ -346,11 +351,13 @@ public final class HiCache implements AutoCloseable {
 
     /** Backups not yet retired (reserved, copying, sealed, or aborted awaiting agreement). Scheduler thread. */
     public int backupsInFlight() {
+        checkOpen();
         return controller.backupsInFlight();
     }
 
     /** Loads queued, issued or awaiting agreement. Scheduler thread. */
     public int loadsInFlight() {
+        checkOpen();
         return controller.loadsInFlight();
     }
 
@@ -364,7 +371,7 @@ public final class HiCache implements AutoCloseable {
      * only; the thread that steps them must be the only one doing so.
      *
      * @return work done (0 when idle)
-     * @throws IllegalStateException in {@link ThreadingMode#DEDICATED} mode
+     * @throws IllegalStateException in {@link ThreadingMode#DEDICATED} mode, or if the cache is closed
      */
     public int doAgentWork() {
         return controller.doAgentWork();
@@ -393,6 +400,16 @@ public final class HiCache implements AutoCloseable {
         if (controller.isClosed()) {
             throw new IllegalStateException("HiCache is closed");
         }
+    }
+
+    private HiCacheController open() {
+        checkOpen();
+        return controller;
+    }
+
+    private RadixTree openTree() {
+        checkOpen();
+        return controller.tree();
     }
 
     private io.hicache.core.internal.Backup own(BackupHandle backup) {
@@ -473,109 +490,109 @@ public final class HiCache implements AutoCloseable {
     private final class Tree implements TreeView {
         @Override
         public int pageSize() {
-            return controller.tree().pageSize();
+            return openTree().pageSize();
         }
 
         @Override
         public RadixNode root() {
-            return controller.tree().root();
+            return openTree().root();
         }
 
         @Override
         public int nodeCount() {
-            return controller.tree().nodeCount();
+            return openTree().nodeCount();
         }
 
         @Override
         public long devicePagesCached() {
-            return controller.tree().devicePagesCached();
+            return openTree().devicePagesCached();
         }
 
         @Override
         public long devicePagesEvictable() {
-            return controller.tree().devicePagesEvictable();
+            return openTree().devicePagesEvictable();
         }
 
         @Override
         public long devicePagesLocked() {
-            return controller.tree().devicePagesLocked();
+            return openTree().devicePagesLocked();
         }
 
         @Override
         public long hostPagesCommitted() {
-            return controller.tree().hostPagesCommitted();
+            return openTree().hostPagesCommitted();
         }
 
         @Override
         public long hostPagesPending() {
-            return controller.tree().hostPagesPending();
+            return openTree().hostPagesPending();
         }
 
         @Override
         public EvictionPolicy devicePolicy() {
-            return controller.tree().devicePolicy();
+            return openTree().devicePolicy();
         }
 
         @Override
         public EvictionPolicy hostPolicy() {
-            return controller.tree().hostPolicy();
+            return openTree().hostPolicy();
         }
 
         @Override
         public String toString() {
-            return "TreeView{nodes=" + nodeCount() + ", devicePages=" + devicePagesCached() + '}';
+            return "TreeView{" + (controller.isClosed() ? "closed" : "nodes=" + nodeCount() + ", devicePages=" + devicePagesCached()) + '}';
         }
     }
 
     private final class Pool implements HostPoolView {
         @Override
         public int capacityPages() {
-            return controller.allocator().capacityPages();
+            return open().allocator().capacityPages();
         }
 
         @Override
         public int freePages() {
-            return controller.allocator().freePages();
+            return open().allocator().freePages();
         }
 
         @Override
         public long budgetUsedPages() {
-            return controller.hostBudgetUsedPages();
+            return open().hostBudgetUsedPages();
         }
 
         @Override
         public long budgetCapacityPages() {
-            return controller.hostBudgetCapacityPages();
+            return open().hostBudgetCapacityPages();
         }
 
         @Override
         public long bytesPerPage() {
-            return controller.hostPool().bytesPerPageAllLayers();
+            return open().hostPool().bytesPerPageAllLayers();
         }
 
         @Override
         public long totalBytes() {
-            return controller.hostPool().totalBytes();
+            return open().hostPool().totalBytes();
         }
 
         @Override
         public HostLayout layout() {
-            return controller.hostPool().layout();
+            return open().hostPool().layout();
         }
 
         @Override
         public HostMemoryKind memoryKind() {
-            return controller.hostPool().memoryKind();
+            return open().hostPool().memoryKind();
         }
 
         @Override
         public boolean hasDraft() {
-            return controller.draftHostPool() != null;
+            return open().draftHostPool() != null;
         }
 
         @Override
         public String toString() {
-            return "HostPoolView{pages=" + capacityPages() + ", free=" + freePages() + '}';
+            return "HostPoolView{" + (controller.isClosed() ? "closed" : "pages=" + capacityPages() + ", free=" + freePages()) + '}';
         }
     }
 

@@ -45,6 +45,8 @@ import java.util.List;
  * configurations one after another. Allocates per request only when buffers grow and per backup one
  * host value.
  */
+// It is the tree's eviction listener (io.hicache.radix.spi, exported to this module only).
+@SuppressWarnings("exports")
 public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionListener, HostEvictionListener {
 
     private static final PendingBackup INSTANT = (prefix, suffix) -> {

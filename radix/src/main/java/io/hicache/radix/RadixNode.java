@@ -19,6 +19,8 @@ import io.hicache.radix.spi.PendingLoad;
  * node; callers read it through the accessors. A node removed from the tree keeps its last key and
  * host value but reports {@link #isAttached()} false.
  */
+// hostValue() and pending() return io.hicache.radix.spi types, exported only to the cache that implements them.
+@SuppressWarnings("exports")
 public final class RadixNode {
 
     // ---- structure ----

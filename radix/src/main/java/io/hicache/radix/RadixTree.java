@@ -26,6 +26,8 @@ import java.util.function.LongSupplier;
  * arguments throw {@link IllegalArgumentException}, illegal states {@link IllegalStateException};
  * either leaves the tree unchanged.
  */
+// The methods taking io.hicache.radix.spi types are for the cache (io.hicache.core), to which spi is exported.
+@SuppressWarnings("exports")
 public final class RadixTree {
 
     /**

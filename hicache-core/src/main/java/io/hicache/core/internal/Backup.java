@@ -19,7 +19,7 @@ import java.util.Arrays;
  * <p>As the tree's {@link PendingBackup} it learns about splits of its node, so that every fragment is
  * published (or cleared) when the backup ends.
  */
-public final class Backup implements PendingBackup, io.hicache.core.BackupHandle {
+public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.core.BackupHandle {
 
     /** Local resolution of a backup on this rank, before the group agrees. */
     enum Local { UNRESOLVED, OK, FAILED }
@@ -37,7 +37,6 @@ public final class Backup implements PendingBackup, io.hicache.core.BackupHandle
     final int[] hostPages;
     final int budgetPages;
     final HostPages hostValue;
-    final long reservedNs;
     final long leaseDeadlineNs;
 
     RadixNode node;
@@ -52,7 +51,7 @@ public final class Backup implements PendingBackup, io.hicache.core.BackupHandle
     long forwardEndNs;
 
     Backup(Object owner, long seq, RadixNode node, int startPage, int[] devicePages, int[] ownedIndex, int ownedCount,
-           int[] hostPages, int budgetPages, HostPages hostValue, boolean withDraft, long reservedNs,
+           int[] hostPages, int budgetPages, HostPages hostValue, boolean withDraft,
            long leaseDeadlineNs) {
         this.owner = owner;
         this.seq = seq;
@@ -68,7 +67,6 @@ public final class Backup implements PendingBackup, io.hicache.core.BackupHandle
         this.budgetPages = budgetPages;
         this.hostValue = hostValue;
         this.withDraft = withDraft;
-        this.reservedNs = reservedNs;
         this.leaseDeadlineNs = leaseDeadlineNs;
     }
 
@@ -90,8 +88,19 @@ public final class Backup implements PendingBackup, io.hicache.core.BackupHandle
     }
 
     /** Sequence number, identical on every rank of the group for the same reservation. */
+    @Override
     public long seq() {
         return seq;
+    }
+
+    @Override
+    public boolean unresolved() {
+        return local == Local.UNRESOLVED;
+    }
+
+    @Override
+    public boolean failedLocally() {
+        return local == Local.FAILED;
     }
 
     /** Current state. Scheduler thread. */

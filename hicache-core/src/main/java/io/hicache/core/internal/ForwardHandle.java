@@ -1,5 +1,6 @@
 package io.hicache.core.internal;
 
+import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupMode;
 import io.hicache.cuda.CudaRuntime;

@@ -119,12 +119,26 @@ public final class HiCacheController implements AutoCloseable {
     private Thread owner;
     private long nextSeq;
     private long generation;
-    private final SeqRing<Backup> fifo = new SeqRing<>(64);
-    private long budgetUsedPages;
-    private final long budgetCapacityPages;
-    private long round;
-    private boolean roundOpen;
-    private final long[] agreed = new long[2];
+    private final AgreedFifo<Backup> fifo;
+    private final AgreedFifo.Retirer<Backup> backupRetirer = new AgreedFifo.Retirer<>() {
+        @Override
+        public void retireComplete(Backup b) {
+            if (!b.state.terminal()) {
+                // complete everywhere; an abort asked for after this rank reported it complete lost the race, and
+                // the bytes are whole, so it commits like on every other rank
+                commit(b);
+            }
+        }
+
+        @Override
+        public void retireFailed(Backup b) {
+            if (!b.state.terminal()) {
+                release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
+                    : AbortReason.RANK_FAILED);
+            }
+        }
+    };
+    private final HostBudget budget;
     private int changes;
     private int[] scratchPages = new int[64];
     private int[] scratchOffsets = new int[64];
@@ -156,6 +170,7 @@ public final class HiCacheController implements AutoCloseable {
         this.targetLayers = targetLayout.layerCount();
         this.draftLayers = draftLayout == null ? 0 : draftLayout.layerCount();
 
+        this.fifo = new AgreedFifo<>(agreement, rank);
         this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction).hostPolicy(b.hostEviction).build();
 
         // Native resources and threads, released in reverse order if any step fails: build() either returns a
@@ -279,7 +294,7 @@ public final class HiCacheController implements AutoCloseable {
         this.ownsComputeStream = createdCompute != null;
         this.computeStream = createdCompute != null ? createdCompute : b.computeStream;
         this.allocator = new HostPageAllocator(hostPool.pageCount());
-        this.budgetCapacityPages = hostPool.pageCount();
+        this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount());
         this.loader = createdLoader;
         this.submitterRunner = startedSubmitter;
         this.completionRunner = startedCompletion;
@@ -362,12 +377,12 @@ public final class HiCacheController implements AutoCloseable {
 
     /** Host pages reserved or committed in group budget units (see {@link #reserve}). Scheduler thread. */
     public long hostBudgetUsedPages() {
-        return budgetUsedPages;
+        return budget.usedPages();
     }
 
     /** Host pages the group budget allows. */
     public long hostBudgetCapacityPages() {
-        return budgetCapacityPages;
+        return budget.capacityPages();
     }
 
     /** Backups not yet agreed and retired (reserved, copying, sealed, or aborted awaiting agreement). */
@@ -455,10 +470,10 @@ public final class HiCacheController implements AutoCloseable {
             startPage += p.pageCount();
         }
         int totalPages = startPage + pages;
-        int budget = budgetOf(startPage, pages, totalPages);
-        if (budgetUsedPages + budget > budgetCapacityPages) {
-            evictHostBudget(budgetUsedPages + budget - budgetCapacityPages);
-            if (budgetUsedPages + budget > budgetCapacityPages) {
+        int cost = budget.costOf(startPage, pages, totalPages);
+        if (budget.overBy(cost) > 0) {
+            evictHostBudget(budget.overBy(cost));
+            if (budget.overBy(cost) > 0) {
                 metrics.increment(Metric.RESERVE_NO_ROOM);
                 return null;
             }
@@ -471,19 +486,19 @@ public final class HiCacheController implements AutoCloseable {
         if (owned > 0 && allocator.allocate(owned, hostPages, 0, seq) < 0) {
             // The budget bounds every rank's physical use, so this means the accounting is broken.
             throw new IllegalStateException("host allocator refused " + owned + " pages with budget "
-                + budgetUsedPages + "/" + budgetCapacityPages + " used: accounting bug");
+                + budget.usedPages() + "/" + budget.capacityPages() + " used: accounting bug");
         }
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
         HostPages value = new HostPages(hostPages, lane, withDraft, cpSize == 1 ? null : this);
         long now = clock.getAsLong();
-        Backup b = new Backup(this, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, budget, value, withDraft,
-            now, leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
+        Backup b = new Backup(this, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, cost, value, withDraft,
+            leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
         tree.markPending(node, b);
         tree.lock(node);
         nextSeq++;
-        budgetUsedPages += budget;
+        budget.take(cost);
         fifo.add(b);
         metrics.increment(Metric.BACKUPS_RESERVED);
         return b;
@@ -735,49 +750,7 @@ public final class HiCacheController implements AutoCloseable {
      */
     private void agree() {
         for (int rounds = 0; rounds < 64 && fifo.size() > 0; rounds++) {
-            if (!roundOpen) {
-                long prefix = nextSeq;
-                long firstFailed = Long.MAX_VALUE;
-                for (int i = 0; i < fifo.size(); i++) {
-                    Backup b = fifo.at(i);
-                    if (b.local == Backup.Local.UNRESOLVED) {
-                        prefix = b.seq;
-                        break;
-                    }
-                    if (b.local == Backup.Local.FAILED && firstFailed == Long.MAX_VALUE) {
-                        firstFailed = b.seq;
-                    }
-                }
-                agreement.contribute(rank, round, prefix, firstFailed);
-                roundOpen = true;
-            }
-            if (!agreement.tryResult(rank, round, agreed)) {
-                return;
-            }
-            roundOpen = false;
-            round++;
-            long g = agreed[0];
-            long f = agreed[1];
-            long limit = Math.min(g, f);
-            int retired = 0;
-            while (fifo.size() > 0 && fifo.at(0).seq < limit) {
-                Backup b = fifo.pop();
-                retired++;
-                if (!b.state.terminal()) {
-                    // complete everywhere; an abort asked for after this rank reported it complete lost the race,
-                    // and the bytes are whole, so it commits like on every other rank
-                    commit(b);
-                }
-            }
-            if (f < g && fifo.size() > 0 && fifo.at(0).seq == f) {
-                Backup b = fifo.pop();
-                retired++;
-                if (!b.state.terminal()) {
-                    release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
-                        : AbortReason.RANK_FAILED);
-                }
-            }
-            if (retired == 0) {
+            if (fifo.runRound(nextSeq, backupRetirer) <= 0) {
                 return;
             }
         }
@@ -824,7 +797,7 @@ public final class HiCacheController implements AutoCloseable {
             allocator.free(b.hostPages, 0, b.ownedCount);
             retireHostPages(b.hostPages, 0, b.ownedCount);
         }
-        budgetUsedPages -= b.budgetPages;
+        budget.give(b.budgetPages);
         b.abortReason = reason;
         b.state = BackupState.ABORTED;
         b.local = Backup.Local.FAILED;
@@ -1090,43 +1063,26 @@ public final class HiCacheController implements AutoCloseable {
             retireHostPages(scratchPages, 0, n);
         }
         LaneDescription l = hp.lanes();
-        budgetUsedPages -= budgetOf(l.startPage(), l.pageCount(), l.totalPages());
+        budget.give(budget.costOf(l));
         metrics.add(Metric.HOST_PAGES_EVICTED, n);
     }
 
     private void evictHostBudget(long needed) {
-        long target = budgetUsedPages - needed;
+        long target = budget.usedPages() - needed;
         if (cpSize == 1) {
             tree.evictHost((int) Math.min(Integer.MAX_VALUE, needed), hostEvictionListener);
             return;
         }
-        while (budgetUsedPages > target) {
+        while (budget.usedPages() > target) {
             if (tree.evictHost(1, hostEvictionListener) == 0) {
                 return;
             }
         }
     }
 
-    /** Host budget of a node: the largest number of its positions any rank of the group owns. */
-    private int budgetOf(int startPage, int pages, int totalPages) {
-        if (cpSize == 1) {
-            return pages;
-        }
-        int max = 0;
-        for (int r = 0; r < cpSize; r++) {
-            max = Math.max(max, lanes.ownedCount(r, startPage, pages, totalPages, cpSize));
-        }
-        return max;
-    }
-
-    /**
-     * Budget of a committed host value split by the tree: the halves may each need more than their share
-     * under CP lanes; the difference is accounted here.
-     */
+    /** A committed host value split by the tree (see {@link HostBudget#onSplit}). */
     void onHostValueSplit(LaneDescription whole, LaneDescription head, LaneDescription tail) {
-        budgetUsedPages += budgetOf(head.startPage(), head.pageCount(), head.totalPages())
-            + budgetOf(tail.startPage(), tail.pageCount(), tail.totalPages())
-            - budgetOf(whole.startPage(), whole.pageCount(), whole.totalPages());
+        budget.onSplit(whole, head, tail);
     }
 
     // ------------------------------------------------------------------ failure and close

@@ -12,7 +12,7 @@ import io.hicache.radix.RadixNode;
  * LOADING device nodes from {@link HiCacheController#loadBack} on; otherwise they become device hits only when the
  * load is acknowledged on every rank, and until then a match sees them as host-only.
  */
-public final class LoadOp implements io.hicache.core.LoadHandle, io.hicache.radix.spi.PendingLoad {
+public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle, io.hicache.radix.spi.PendingLoad {
 
     final long seq;
     final long requestId;
@@ -40,6 +40,21 @@ public final class LoadOp implements io.hicache.core.LoadHandle, io.hicache.radi
         this.nodePageStart = nodePageStart;
         this.pageCount = pageCount;
         this.devicePages = devicePages;
+    }
+
+    @Override
+    public long seq() {
+        return seq;
+    }
+
+    @Override
+    public boolean unresolved() {
+        return local == Local.UNRESOLVED;
+    }
+
+    @Override
+    public boolean failedLocally() {
+        return local == Local.FAILED;
     }
 
     /** The engine's id of the request this load serves. */

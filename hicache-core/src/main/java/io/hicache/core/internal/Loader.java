@@ -32,7 +32,7 @@ import java.util.function.LongSupplier;
  * <p>Owned by the scheduler thread, except {@link #waitLayer}, which the forward thread calls. Event sets live in
  * a ring of {@link #RING} so the next batch's load can be issued before the previous one is consumed.
  */
-final class Loader {
+final class Loader implements AgreedFifo.Retirer<LoadOp> {
     static final int RING = 3;
 
     private final CudaRuntime runtime;
@@ -43,7 +43,6 @@ final class Loader {
     private final CopyPlanner draftPlanner;
     private final CopyPlan plan = new CopyPlan(256);
     private final boolean batched;
-    private final RankAgreement agreement;
     private final int rank;
     private final LongSupplier clock;
     private final HiCacheMetrics metrics;
@@ -60,11 +59,8 @@ final class Loader {
 
     private LoadOp[] queued = new LoadOp[8];
     private int queuedCount;
-    private final SeqRing<LoadOp> fifo = new SeqRing<>(64);
+    private final AgreedFifo<LoadOp> fifo;
     private long nextSeq;
-    private long round;
-    private boolean roundOpen;
-    private final long[] agreed = new long[2];
     private final java.util.IdentityHashMap<RadixNode, LoadOp> loading = new java.util.IdentityHashMap<>();
     private final PagePairs pairs = new PagePairs(64);
     private final PagePairs drafts = new PagePairs(64);
@@ -93,7 +89,6 @@ final class Loader {
         this.targetPlanner = targetPlanner;
         this.draftPlanner = draftPlanner;
         this.batched = batched;
-        this.agreement = agreement;
         this.rank = rank;
         this.clock = clock;
         this.metrics = metrics;
@@ -103,6 +98,7 @@ final class Loader {
         this.pageSize = tree.pageSize();
         this.issued = issued;
         this.acks = acks;
+        this.fifo = new AgreedFifo<>(agreement, rank);
         this.loadStream = runtime.createStream(0);
         try {
             createSets(created, targetLayers, draftLayers);
@@ -368,7 +364,6 @@ final class Loader {
 
     /** Scheduler: drain acks, agree, attach or roll back. Returns loads finished. */
     int poll() {
-        int changes = 0;
         LoadSet s;
         while ((s = acks.poll()) != null) {
             for (int i = 0; i < s.opCount; i++) {
@@ -386,39 +381,17 @@ final class Loader {
         if (fifo.size() == 0) {
             return 0;
         }
-        if (!roundOpen) {
-            long prefix = nextSeq;
-            long firstFailed = Long.MAX_VALUE;
-            for (int i = 0; i < fifo.size(); i++) {
-                LoadOp op = fifo.at(i);
-                if (op.local == LoadOp.Local.UNRESOLVED) {
-                    prefix = op.seq;
-                    break;
-                }
-                if (op.local == LoadOp.Local.FAILED && firstFailed == Long.MAX_VALUE) {
-                    firstFailed = op.seq;
-                }
-            }
-            agreement.contribute(rank, round, prefix, firstFailed);
-            roundOpen = true;
-        }
-        if (!agreement.tryResult(rank, round, agreed)) {
-            return 0;
-        }
-        roundOpen = false;
-        round++;
-        long g = agreed[0];
-        long f = agreed[1];
-        long limit = Math.min(g, f);
-        while (fifo.size() > 0 && fifo.at(0).seq < limit) {
-            attach(fifo.pop());
-            changes++;
-        }
-        if (f < g && fifo.size() > 0 && fifo.at(0).seq == f) {
-            rollBack(fifo.pop());
-            changes++;
-        }
-        return changes;
+        return Math.max(0, fifo.runRound(nextSeq, this));
+    }
+
+    @Override
+    public void retireComplete(LoadOp op) {
+        attach(op);
+    }
+
+    @Override
+    public void retireFailed(LoadOp op) {
+        rollBack(op);
     }
 
     /**

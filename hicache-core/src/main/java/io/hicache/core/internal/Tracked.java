@@ -1,5 +1,6 @@
 package io.hicache.core.internal;
 
+import io.hicache.core.AbortReason;
 import io.hicache.cuda.CudaEvent;
 
 /**

@@ -9,11 +9,15 @@ package io.hicache.core.memory;
  * @param bufferCount            buffers per layer: 2 (K, V) for MHA, 1 (latent) for MLA
  * @param pageSizeTokens         tokens per page, at least 1
  * @param bytesPerTokenPerBuffer bytes one token occupies in one buffer of one layer, at least 1
- * @throws IllegalArgumentException naming the field when a value is out of range or the page bytes
- *                                  overflow a {@code long}
  */
 public record KvPageShape(int layerCount, int bufferCount, int pageSizeTokens, long bytesPerTokenPerBuffer) {
 
+    /**
+     * Validates the shape.
+     *
+     * @throws IllegalArgumentException naming the field when a value is out of range or the page bytes
+     *                                  overflow a {@code long}
+     */
     public KvPageShape {
         if (layerCount < 1) {
             throw new IllegalArgumentException("layerCount must be >= 1, was " + layerCount);

@@ -7,6 +7,8 @@ import io.hicache.core.metrics.Metric;
 import io.hicache.radix.RadixNode;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -15,19 +17,135 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * Allocation regression guard for the controller's hot paths on the simulated device: the per-layer hooks and
- * the steady-state commit path ({@link HiCacheController#poll()} draining acks, agreeing and publishing) must
- * allocate nothing. Counts bytes with {@link AllocationMeter} around only the measured calls; reservation,
- * agents and eviction run unmeasured in between. The minimum over several rounds after warm-up must be 0, so
- * a one-off JIT or class-loading allocation cannot fail it; nothing depends on timing.
+ * Allocation regression guard for the controller's hot paths on the simulated device: {@code beginForward}, the
+ * per-layer hooks, {@code endForward}, the submitter's and completion agent's duty cycles and the commit in
+ * {@link HiCacheController#poll()} must allocate nothing once warm. Bytes are counted with {@link AllocationMeter}
+ * around each controller call only (the rig's device advances and kernels, and the reservations, run unmeasured in
+ * between), and <b>every</b> measured round of {@link #wholeForwardFromBeginToCommitAllocatesNothing} must allocate 0
+ * bytes; nothing depends on timing. The two older, larger probes (2,304 hooks in a row; 32 commits per poll) keep
+ * the minimum over their measured rounds: a tier-up or deoptimization of the code they loop over occasionally
+ * reallocates a few hundred bytes of scalar-replaced objects inside their window.
  */
 class HotPathAllocationTest {
-    private static final int WARMUP_ROUNDS = 4;
-    private static final int MEASURED_ROUNDS = 6;
+    private static final int WARMUP_ROUNDS = 200;
+    private static final int MEASURED_ROUNDS = 20;
+    /** Rounds of 2,304 hooks each before measuring. */
+    private static final int HOOK_WARMUP_ROUNDS = 10;
 
     @BeforeAll
     static void meterWorks() {
         assumeTrue(AllocationMeter.supported(), "per-thread allocation counting unsupported by this JVM");
+    }
+
+    /** Sums the bytes the calling thread allocates inside {@link #start()}..{@link #stop()} sections. */
+    private static final class Meter {
+        long bytes;
+        private long from;
+
+        void start() {
+            from = AllocationMeter.threadAllocatedBytes();
+        }
+
+        void stop() {
+            bytes += AllocationMeter.threadAllocatedBytes() - from;
+        }
+    }
+
+    /** From beginForward to the commit: hooks, endForward, agent duty cycles and polls, each round 0 bytes. */
+    @ParameterizedTest(name = "cp={0}")
+    @ValueSource(ints = {1, 2})
+    void wholeForwardFromBeginToCommitAllocatesNothing(int cp) {
+        int layers = 8;
+        int draftLayers = 2;
+        try (SimRig rig = SimRig.builder().cp(cp, OwnerLanes.ROUND_ROBIN).layers(layers, draftLayers)
+            .pages(4, 64, 64).controller(b -> b.maxForwardsInFlight(2)).build()) {
+            Meter meter = new Meter();
+            ForwardHooksArray h = new ForwardHooksArray(cp);
+            for (int round = 0; round < WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
+                RadixNode[] last = rig.insert(ControllerBasicTest.tokens(1_000 * round, 8));
+                List<List<Backup>> backups = rig.reserveByPolicy(last, true);
+                meter.bytes = 0;
+                for (int r = 0; r < cp; r++) {
+                    List<Backup> mine = backups.get(r);
+                    meter.start();
+                    h.h[r] = rig.ctl[r].beginForward(mine);
+                    meter.stop();
+                }
+                for (int l = 0; l < layers; l++) {
+                    for (int r = 0; r < cp; r++) {
+                        rig.rt[r].simulateKernel(rig.ctl[r].computeStream(), 1_000);
+                        meter.start();
+                        h.h[r].targetLayerStored(l);
+                        meter.stop();
+                    }
+                }
+                for (int r = 0; r < cp; r++) {
+                    meter.start();
+                    for (int d = 0; d < draftLayers; d++) {
+                        h.h[r].draftLayerStored(d);
+                    }
+                    h.h[r].endForward();
+                    meter.stop();
+                }
+                for (int step = 0; step < 10_000 && !committedEverywhere(backups); step++) {
+                    for (int r = 0; r < cp; r++) {
+                        meter.start();
+                        rig.ctl[r].doAgentWork();
+                        meter.stop();
+                    }
+                    rig.advance();
+                    for (int r = 0; r < cp; r++) {
+                        meter.start();
+                        rig.ctl[r].poll();
+                        meter.stop();
+                    }
+                }
+                assertThat(committedEverywhere(backups)).as("round %d committed", round).isTrue();
+                for (int r = 0; r < cp; r++) {
+                    DevicePageSink sink = r == 0 ? rig::freeDevicePages : (pages, off, count) -> { };
+                    rig.ctl[r].evictDevice(2, sink);
+                }
+                if (round >= WARMUP_ROUNDS) {
+                    assertThat(meter.bytes).as("bytes allocated from beginForward to commit in measured round %d",
+                        round - WARMUP_ROUNDS).isZero();
+                }
+            }
+        }
+    }
+
+    private static final class ForwardHooksArray {
+        final ForwardHandle[] h;
+
+        ForwardHooksArray(int cp) {
+            h = new ForwardHandle[cp];
+        }
+    }
+
+    private static boolean committedEverywhere(List<List<Backup>> backups) {
+        for (List<Backup> perRank : backups) {
+            for (Backup b : perRank) {
+                if (b.state() != BackupState.COMMITTED) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Bytes the hooks of one forward allocate. A method of its own, so the measured window never contains an
+     * on-stack replacement or deoptimization of the large test method (which reallocates its scalar-replaced
+     * objects on this thread).
+     */
+    private static long hookBytes(ForwardHandle h, int layers, int draftLayers) {
+        long before = AllocationMeter.threadAllocatedBytes();
+        for (int l = 0; l < layers; l++) {
+            h.targetLayerStored(l);
+        }
+        for (int d = 0; d < draftLayers; d++) {
+            h.draftLayerStored(d);
+        }
+        return AllocationMeter.threadAllocatedBytes() - before;
     }
 
     @Test
@@ -37,24 +155,18 @@ class HotPathAllocationTest {
         try (SimRig rig = SimRig.builder().layers(layers, draftLayers).pages(4, 64, 64)
             .controller(b -> b.maxForwardsInFlight(2)).build()) {
             long min = Long.MAX_VALUE;
-            for (int round = 0; round < WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
+            for (int round = 0; round < HOOK_WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
                 RadixNode[] last = rig.insert(ControllerBasicTest.tokens(1_000 * round, 8));
                 List<List<Backup>> backups = rig.reserveByPolicy(last, true);
                 assertThat(backups.get(0)).hasSize(1);
                 ForwardHandle h = rig.ctl[0].beginForward(backups.get(0));
-                long before = AllocationMeter.threadAllocatedBytes();
-                for (int l = 0; l < layers; l++) {
-                    h.targetLayerStored(l);
-                }
-                for (int d = 0; d < draftLayers; d++) {
-                    h.draftLayerStored(d);
-                }
-                long used = AllocationMeter.threadAllocatedBytes() - before;
+                long used = hookBytes(h, layers, draftLayers);
                 h.endForward();
                 rig.drain();
                 assertThat(backups.get(0).get(0).state()).isEqualTo(BackupState.COMMITTED);
                 rig.ctl[0].evictDevice(2, rig::freeDevicePages);
-                if (round >= WARMUP_ROUNDS) {
+                rig.rt[0].runUntilIdle(); // the device's queues start every round empty
+                if (round >= HOOK_WARMUP_ROUNDS) {
                     min = Math.min(min, used);
                 }
             }
@@ -79,9 +191,9 @@ class HotPathAllocationTest {
         int pageSize = 4;
         try (SimRig rig = SimRig.builder().cp(cp, OwnerLanes.ROUND_ROBIN).layers(4, 0)
             .pages(pageSize, 256, 256).controller(b -> b.maxForwardsInFlight(4)).build()) {
-            long min = Long.MAX_VALUE;
             int nextToken = 0;
-            for (int round = 0; round < WARMUP_ROUNDS + MEASURED_ROUNDS; round++) {
+            long min = Long.MAX_VALUE;
+            for (int round = 0; round < 4 + MEASURED_ROUNDS / 4; round++) {
                 List<List<Backup>> perRank = new ArrayList<>();
                 for (int r = 0; r < cp; r++) {
                     perRank.add(new ArrayList<>());
@@ -110,7 +222,7 @@ class HotPathAllocationTest {
                     DevicePageSink sink = r == 0 ? rig::freeDevicePages : (pages, off, count) -> { };
                     rig.ctl[r].evictDevice(backupsPerRound * pagesPerBackup, sink);
                 }
-                if (round >= WARMUP_ROUNDS) {
+                if (round >= 4) {
                     min = Math.min(min, used);
                 }
             }
