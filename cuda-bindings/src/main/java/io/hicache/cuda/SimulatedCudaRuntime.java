@@ -159,6 +159,8 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     }
 
     private final SimulatedCudaConfig config;
+    /** {@link SimulatedCudaConfig#moveBytes()}, read on every copy completion. */
+    private final boolean moveBytes;
     private final ReentrantLock lock = new ReentrantLock();
     // use-after-free check: retired ranges with the last op issued before each retirement (guarded by lock)
     private boolean uafCheck;
@@ -218,6 +220,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     /** A runtime with the given settings; the clock starts at 0. */
     public SimulatedCudaRuntime(SimulatedCudaConfig config) {
         this.config = Objects.requireNonNull(config, "config");
+        this.moveBytes = config.moveBytes();
         this.random = new SplittableRandom(config.seed());
         this.copyFailureProbability = config.copyFailureProbability();
         this.randomFailureCode = config.randomFailureError().code();
@@ -1498,7 +1501,9 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
                         retiredCount = 0;
                     }
                 }
-                copyBytes(op, failCode == 0 ? op.bytes : op.bytes / 2);
+                if (moveBytes) {
+                    copyBytes(op, failCode == 0 ? op.bytes : op.bytes / 2);
+                }
                 if (failCode == 0) {
                     bytesCopiedByKind[op.kindValue] += op.bytes;
                 }
