@@ -524,6 +524,7 @@ final class Instance {
             q.load = null;
             q.loadDone = true;
         }
+        q.waitFor = null; // found again below: the loads this admission's prefix still waits for
         for (int r = 0; r < cp; r++) {
             ctl[r].tree().match(q.keys, 0, q.keys.length, match[r]);
         }
@@ -535,9 +536,16 @@ final class Instance {
             long refused = ctl[0].metrics().get(Metric.LOADS_REFUSED);
             recorder.reset();
             LoadOp op = ctl[0].loadBack(match[0], q.request.index(), Integer.MAX_VALUE, recorder);
+            LoadOp[] ops = sameForward && op != null ? new LoadOp[cp] : null;
+            if (ops != null) {
+                ops[0] = op;
+            }
             for (int r = 1; r < cp; r++) {
                 mirrors[r].reset();
-                ctl[r].loadBack(match[r], q.request.index(), Integer.MAX_VALUE, mirrors[r]);
+                LoadOp mine = ctl[r].loadBack(match[r], q.request.index(), Integer.MAX_VALUE, mirrors[r]);
+                if (ops != null) {
+                    ops[r] = mine;
+                }
             }
             if (op != null) {
                 queuedLoads.add(op);
@@ -549,6 +557,7 @@ final class Instance {
                 // same-forward: the chain is now a loading device prefix this step's forward computes on
                 q.loadDone = true;
                 q.loadedPages = op.pageCount();
+                q.waitFor = ops; // the latest load issued: waiting for it covers any load above it
                 for (int r = 0; r < cp; r++) {
                     ctl[r].tree().match(q.keys, 0, q.keys.length, match[r]);
                 }
@@ -560,7 +569,7 @@ final class Instance {
                 return 0;
             }
         }
-        if (sameForward && match[0].loadingNode() != null) {
+        if (sameForward && q.waitFor == null && match[0].loadingNode() != null) {
             // the prefix reaches a load in flight (this request's or another's): the forward waits for it
             q.waitFor = new LoadOp[cp];
             for (int r = 0; r < cp; r++) {
