@@ -4,6 +4,7 @@ import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
 import io.hicache.core.DevicePageSink;
 import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
@@ -65,7 +66,7 @@ public final class ControllerRig implements AutoCloseable {
                     .pageSizeTokens(pageSize).bytesPerTokenPerBuffer(bytesPerToken).pageCount(devicePages);
                 draft = db.packedFrom(rt.deviceMalloc(db.packedBytes())).build();
             }
-            HiCacheController.Builder b = HiCacheController.builder().runtime(rt).targetLayout(target)
+            ControllerBuilder b = HiCacheController.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.INVOKER).leaseNs(0)
                 .checkThread(false).maxForwardsInFlight(forwardsInFlight).coalesce(coalesce);
             if (rt instanceof SimulatedCudaRuntime sim) {

@@ -2,6 +2,7 @@ package io.hicache.core;
 
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
@@ -154,13 +155,19 @@ public final class HiCache implements AutoCloseable {
      *
      * @param out receives the backups reserved, top first
      * @return how many were reserved
+     * @throws IllegalArgumentException if {@code node} or {@code out} is null
      * @throws IllegalStateException if the cache is closed or stopped
      */
     public int reserveByPolicy(RadixNode node, boolean withDraft, List<? super BackupHandle> out) {
         checkOpen();
+        if (out == null) {
+            throw new IllegalArgumentException("out must not be null");
+        }
         reserved.clear();
         int n = controller.reserveByPolicy(node, withDraft, reserved);
-        out.addAll(reserved);
+        for (int i = 0, size = reserved.size(); i < size; i++) {
+            out.add(reserved.get(i));
+        }
         reserved.clear();
         return n;
     }
@@ -604,7 +611,7 @@ public final class HiCache implements AutoCloseable {
      * validates everything, naming the bad setting. Cold path; not thread-safe.
      */
     public static final class Builder {
-        private final HiCacheController.Builder b = HiCacheController.builder();
+        private final ControllerBuilder b = HiCacheController.builder();
 
         private Builder() {
         }

@@ -6,6 +6,7 @@ import io.hicache.core.BackupListener;
 import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
 import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.DevicePageAllocator;
 import io.hicache.core.internal.HostPages;
@@ -321,7 +322,7 @@ final class DstHarness implements AutoCloseable {
                 draft = null;
                 draftDev = null;
             }
-            HiCacheController.Builder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+            ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(hostPages).hostLayout(hostLayout).threadingMode(ThreadingMode.INVOKER)
                 .clock(rt::nowNs).leaseNs(leaseNs).checkThread(false).writePolicy(policy).backupMode(mode)
                 .coalesce(coalesce).batchedCopies(batched).listener(new Listener(this))
@@ -713,7 +714,7 @@ final class DstHarness implements AutoCloseable {
         boolean withDraft = draftLayers > 0 && rnd.nextInt(4) != 0;
         int group = nextGroup++;
         List<Rec> forwardRecs = new ArrayList<>();
-        if (forwardGroupsInFlight() < MAX_FORWARD_GROUPS && !last[0].isRoot()) {
+        if (forwardGroupsInFlight() < MAX_FORWARD_GROUPS && !last[0].isRoot() && !pathBeingWritten(last[0])) {
             if (rnd.nextInt(5) == 0) {
                 boolean can = ranks[0].tree.canBackUp(last[0]);
                 if (can) {
@@ -792,6 +793,34 @@ final class DstHarness implements AutoCloseable {
         Forward f = new Forward(h, forwardRecs, req, plan(), nextForwardId++, counts);
         trace("forward " + f.id + " begins with " + forwardRecs.size() + " backups");
         opens.add(f);
+    }
+
+    /**
+     * True when the path to {@code last} holds a page another open forward has not finished writing: an engine
+     * does not back up KV still being computed (the expected bytes at a hook would be overtaken by that forward's
+     * later writes, which no copy is ordered against).
+     */
+    private boolean pathBeingWritten(RadixNode last) {
+        if (opens.isEmpty()) {
+            return false;
+        }
+        BitSet writing = new BitSet(devicePages);
+        for (Forward f : opens) {
+            for (int p : f.req.newPages) {
+                writing.set(p);
+            }
+        }
+        for (RadixNode n = last; n != null && !n.isRoot(); n = n.parent()) {
+            if (n.hasDeviceValue()) {
+                for (int i = 0; i < n.pageCount(); i++) {
+                    if (writing.get(n.devicePage(i))) {
+                        count("reserve.pathBeingWritten");
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
     }
 
     /** Target layers in order, draft layers in order interleaved among them, then END; sometimes a hook is left out. */

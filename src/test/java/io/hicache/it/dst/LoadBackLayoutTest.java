@@ -4,6 +4,7 @@ import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
 import io.hicache.core.DevicePageAllocator;
 import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.internal.LoadOp;
 import io.hicache.core.ThreadingMode;
@@ -239,7 +240,7 @@ class LoadBackLayoutTest {
                 draft = null;
                 draftDev = null;
             }
-            HiCacheController.Builder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+            ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(4 * SEQ_PAGES).hostLayout(layout).threadingMode(ThreadingMode.INVOKER)
                 .clock(rt::nowNs).leaseNs(0).checkThread(false).loadThresholdTokens(1);
             if (cp > 1) {

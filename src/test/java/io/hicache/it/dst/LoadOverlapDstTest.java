@@ -163,7 +163,7 @@ class LoadOverlapDstTest {
                     draftBase = 0;
                     draft = null;
                 }
-                HiCacheController.Builder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+                io.hicache.core.internal.ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
                     .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.INVOKER).clock(rt::nowNs)
                     .leaseNs(0).checkThread(false).loadThresholdTokens(PAGE).loadListener(this).maxForwardsInFlight(64);
                 if (cp > 1) {

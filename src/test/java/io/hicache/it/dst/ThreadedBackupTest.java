@@ -6,6 +6,7 @@ import io.hicache.core.BackupListener;
 import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
 import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.internal.HostPages;
 import io.hicache.core.ThreadingMode;
@@ -237,7 +238,7 @@ class ThreadedBackupTest {
             draftBase = rt.deviceMalloc(db.packedBytes());
             draft = db.packedFrom(draftBase).build();
             draftDev = rt.deviceMemory(draftBase, db.packedBytes());
-            HiCacheController.Builder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+            ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(HOST_PAGES).threadingMode(ThreadingMode.DEDICATED)
                 .idleStrategy(() -> new BackoffIdleStrategy(10, 10, 1_000, 50_000)).clock(rt::nowNs).leaseNs(0)
                 .writePolicy(WritePolicy.WRITE_THROUGH).backupMode(BackupMode.LAYERED)

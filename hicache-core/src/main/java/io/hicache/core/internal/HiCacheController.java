@@ -66,7 +66,18 @@ import java.util.function.LongSupplier;
  * <p><b>Failures.</b> Bad arguments throw {@link IllegalArgumentException}, calls in the wrong state
  * {@link IllegalStateException}; neither changes anything. A CUDA error on a copy or event aborts the
  * affected backups (counted, reported to the {@link BackupListener}); a sticky (context-poisoning) error
- * stops the controller: every backup in flight is aborted and later reservations throw.
+ * stops the controller: every backup in flight is aborted and later reservations throw. An unexpected exception
+ * in an agent aborts the forward or load it was handling ({@link AbortReason#AGENT_ERROR}, counted, logged once
+ * per distinct error by {@link AgentErrors}) and the agent goes on. {@link ControllerBuilder#build()} either returns a
+ * working controller or releases everything it allocated; after {@link #close()} every call that acts (hooks
+ * and {@link #waitLayer} included) throws {@link IllegalStateException} naming "closed" without a CUDA call.
+ *
+ * <p><b>Slot leases and hand-offs.</b> A forward's {@link ForwardSlot} belongs to its {@link ForwardHandle} from
+ * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
+ * ({@link SlotPool}). A lease expiry revokes the handle (a volatile generation number on the slot): its next hook
+ * throws and lets go. Scheduler → forward thread: the engine's hand-off of the handle; forward thread →
+ * submitter: the hook ring (release/acquire); submitter → completion → scheduler: SPSC queues; the few flags
+ * written and read concurrently are volatile generation numbers ({@link ForwardSlot}).
  */
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
@@ -151,7 +162,7 @@ public final class HiCacheController implements AutoCloseable {
     private CudaException stickyError;
     private boolean closed;
 
-    private HiCacheController(Builder b) {
+    HiCacheController(ControllerBuilder b) {
         this.runtime = b.runtime;
         this.targetLayout = b.targetLayout;
         this.draftLayout = b.draftLayout;
@@ -315,9 +326,9 @@ public final class HiCacheController implements AutoCloseable {
         return e;
     }
 
-    /** A builder; see {@link Builder} for the required parts. */
-    public static Builder builder() {
-        return new Builder();
+    /** A builder; see {@link ControllerBuilder} for the required parts. */
+    public static ControllerBuilder builder() {
+        return new ControllerBuilder();
     }
 
     // ------------------------------------------------------------------ accessors
@@ -1208,328 +1219,6 @@ public final class HiCacheController implements AutoCloseable {
         if (stickyError != null) {
             throw new IllegalStateException("controller stopped after sticky CUDA error " + stickyError.errorName()
                 + ": " + stickyError.getMessage());
-        }
-    }
-
-
-    // ------------------------------------------------------------------ builder
-
-    /**
-     * Configuration of a {@link HiCacheController}. Required: {@link #runtime}, {@link #targetLayout} and a host
-     * pool size ({@link #hostPages}, {@link #hostBytes} or {@link #hostRatioToDevice}). {@link #build()} validates
-     * everything, naming the bad setting. Cold path; not thread-safe.
-     */
-    public static final class Builder {
-        CudaRuntime runtime;
-        CudaStream computeStream;
-        DeviceKvLayout targetLayout;
-        DeviceKvLayout draftLayout;
-        int hostPages;
-        long hostBytes;
-        double hostRatio;
-        io.hicache.core.memory.HostLayout hostLayout = io.hicache.core.memory.HostLayout.LAYER_FIRST;
-        io.hicache.core.memory.HostMemoryKind hostMemoryKind;
-        int cpSize = 1;
-        int cpRank;
-        OwnerLanes lanes = OwnerLanes.ROUND_ROBIN;
-        RankAgreement agreement;
-        RankAgreement loadAgreement;
-        int loadThresholdTokens = 10;
-        LoadListener loadListener;
-        io.hicache.core.LoadOverlap loadOverlap = io.hicache.core.LoadOverlap.SAME_FORWARD;
-        String loadOverlapReason;
-        WritePolicy writePolicy = WritePolicy.WRITE_THROUGH;
-        int hitThreshold;
-        BackupMode backupMode = BackupMode.LAYERED;
-        io.hicache.radix.EvictionPolicy deviceEviction = io.hicache.radix.EvictionPolicy.LRU;
-        io.hicache.radix.EvictionPolicy hostEviction = io.hicache.radix.EvictionPolicy.LRU;
-        ThreadingMode threadingMode = ThreadingMode.DEDICATED;
-        java.util.function.Supplier<org.agrona.concurrent.IdleStrategy> idleStrategySupplier =
-            () -> new org.agrona.concurrent.BackoffIdleStrategy(100, 10, 1_000, 100_000);
-        LongSupplier clock = System::nanoTime;
-        long leaseNs = 30_000_000_000L;
-        int maxForwardsInFlight = 8;
-        int hookRingCapacity;
-        boolean coalesce = true;
-        boolean batchedCopies = true;
-        boolean checkThread = true;
-        BackupListener listener;
-
-        Builder() {
-        }
-
-        /** The CUDA runtime (native or simulated). Required. */
-        public Builder runtime(CudaRuntime runtime) {
-            this.runtime = runtime;
-            return this;
-        }
-
-        /** The engine's compute stream the hooks record on; default: a stream the controller creates. */
-        public Builder computeStream(CudaStream stream) {
-            this.computeStream = stream;
-            return this;
-        }
-
-        /** The target model's device KV layout. Required; its page size is the tree's. */
-        public Builder targetLayout(DeviceKvLayout layout) {
-            this.targetLayout = layout;
-            return this;
-        }
-
-        /** The draft/MTP model's device KV layout (same page size and device page ids); none by default. */
-        public Builder draftLayout(DeviceKvLayout layout) {
-            this.draftLayout = layout;
-            return this;
-        }
-
-        /** Host pool size in pages. */
-        public Builder hostPages(int pages) {
-            this.hostPages = pages;
-            return this;
-        }
-
-        /** Host pool size in bytes (rounded down to whole pages). */
-        public Builder hostBytes(long bytes) {
-            this.hostBytes = bytes;
-            return this;
-        }
-
-        /** Host pool size as a ratio of the device pool ({@code > 0}). */
-        public Builder hostRatioToDevice(double ratio) {
-            this.hostRatio = ratio;
-            return this;
-        }
-
-        /** Host byte order (default {@code LAYER_FIRST}). */
-        public Builder hostLayout(io.hicache.core.memory.HostLayout layout) {
-            this.hostLayout = layout;
-            return this;
-        }
-
-        /** Where host memory comes from (default: the pool's default, {@code cudaHostAlloc}). */
-        public Builder hostMemoryKind(io.hicache.core.memory.HostMemoryKind kind) {
-            this.hostMemoryKind = kind;
-            return this;
-        }
-
-        /** The CP group: size, this rank, the owner-lane strategy and the agreement among ranks. */
-        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement) {
-            this.cpSize = size;
-            this.cpRank = rank;
-            this.lanes = lanes;
-            this.agreement = agreement;
-            return this;
-        }
-
-        /**
-         * The CP group with a separate agreement for loads (an engine's collective may serve both; in-process
-         * groups need two {@link io.hicache.core.cp.InProcessRankAgreement}s).
-         */
-        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement, RankAgreement loadAgreement) {
-            cpGroup(size, rank, lanes, agreement);
-            this.loadAgreement = loadAgreement;
-            return this;
-        }
-
-        /** Host hits shorter than this many tokens are not loaded back (default 10, as SGLang). */
-        public Builder loadThresholdTokens(int tokens) {
-            this.loadThresholdTokens = tokens;
-            return this;
-        }
-
-        /** Listener for finished and failed loads (default none). */
-        public Builder loadListener(LoadListener listener) {
-            this.loadListener = listener;
-            return this;
-        }
-
-        /**
-         * When a load's pages may be used (default {@link io.hicache.core.LoadOverlap#SAME_FORWARD});
-         * {@code reason} is required for {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} and logged once.
-         */
-        public Builder loadOverlap(io.hicache.core.LoadOverlap overlap, String reason) {
-            this.loadOverlap = overlap;
-            this.loadOverlapReason = reason;
-            return this;
-        }
-
-        /** Write policy (default write-through). */
-        public Builder writePolicy(WritePolicy policy) {
-            this.writePolicy = policy;
-            return this;
-        }
-
-        /** Hit threshold of write-through-selective (default 2; write-through uses 1). */
-        public Builder hitThreshold(int threshold) {
-            this.hitThreshold = threshold;
-            return this;
-        }
-
-        /** Backup mode (default {@link BackupMode#LAYERED}). */
-        public Builder backupMode(BackupMode mode) {
-            this.backupMode = mode;
-            return this;
-        }
-
-        /** Eviction policies of the device and host tiers (default LRU for both). */
-        public Builder eviction(io.hicache.radix.EvictionPolicy device, io.hicache.radix.EvictionPolicy host) {
-            this.deviceEviction = device;
-            this.hostEviction = host;
-            return this;
-        }
-
-        /** Threading of the agents (default {@link ThreadingMode#DEDICATED}). */
-        public Builder threadingMode(ThreadingMode mode) {
-            this.threadingMode = mode;
-            return this;
-        }
-
-        /** Idle strategy of the agent threads (a new one per agent). */
-        public Builder idleStrategy(java.util.function.Supplier<org.agrona.concurrent.IdleStrategy> supplier) {
-            this.idleStrategySupplier = supplier;
-            return this;
-        }
-
-        /** Clock in nanoseconds for leases and latencies (default {@code System::nanoTime}; the simulated device's clock in simulation). */
-        public Builder clock(LongSupplier clockNs) {
-            this.clock = clockNs;
-            return this;
-        }
-
-        /** Lease of a reservation: not sealed within it, the backup is aborted (default 30 s; 0 disables). */
-        public Builder leaseNs(long leaseNs) {
-            this.leaseNs = leaseNs;
-            return this;
-        }
-
-        /** Forwards with backups that may be in flight at once (default 8). */
-        public Builder maxForwardsInFlight(int n) {
-            this.maxForwardsInFlight = n;
-            return this;
-        }
-
-        /**
-         * Entries of the hook ring (a power of two; default: twice what every slot's forward can publish, so it
-         * fills only when the submitter falls behind). Package-private: tests shrink it to reach the ring-full
-         * fallback.
-         */
-        Builder hookRingCapacity(int entries) {
-            this.hookRingCapacity = entries;
-            return this;
-        }
-
-        /** Whether pages contiguous on both sides are copied in one call (default true). */
-        public Builder coalesce(boolean coalesce) {
-            this.coalesce = coalesce;
-            return this;
-        }
-
-        /** Whether a layer's copies go in one batched call where the runtime supports it (default true). */
-        public Builder batchedCopies(boolean batched) {
-            this.batchedCopies = batched;
-            return this;
-        }
-
-        /** Whether scheduler-thread calls are checked to come from one thread (default true). */
-        public Builder checkThread(boolean check) {
-            this.checkThread = check;
-            return this;
-        }
-
-        /** Listener for commits and aborts (default none). */
-        public Builder listener(BackupListener listener) {
-            this.listener = listener;
-            return this;
-        }
-
-        HostKvPool.Builder hostPoolBuilder(CudaRuntime rt, DeviceKvLayout layout) {
-            HostKvPool.Builder pb = HostKvPool.builder(rt, layout.shape()).layout(hostLayout);
-            if (hostMemoryKind != null) {
-                pb.memoryKind(hostMemoryKind);
-            }
-            if (hostPages > 0) {
-                pb.pageCount(hostPages);
-            } else if (hostBytes > 0) {
-                pb.bytes(hostBytes);
-            } else {
-                pb.ratioToDevice(layout, hostRatio);
-            }
-            return pb;
-        }
-
-        /**
-         * Validates and builds; allocates the host pool, streams and events (released again if any step fails).
-         *
-         * @throws IllegalArgumentException naming the bad setting
-         * @throws io.hicache.cuda.CudaException if the runtime fails
-         */
-        public HiCacheController build() {
-            if (runtime == null) {
-                throw new IllegalArgumentException("runtime is required");
-            }
-            if (targetLayout == null) {
-                throw new IllegalArgumentException("targetLayout is required");
-            }
-            if (draftLayout != null && draftLayout.pageSizeTokens() != targetLayout.pageSizeTokens()) {
-                throw new IllegalArgumentException("draftLayout page size " + draftLayout.pageSizeTokens()
-                    + " differs from the target's " + targetLayout.pageSizeTokens());
-            }
-            int sizes = (hostPages > 0 ? 1 : 0) + (hostBytes > 0 ? 1 : 0) + (hostRatio > 0 ? 1 : 0);
-            if (sizes != 1) {
-                throw new IllegalArgumentException("set exactly one positive host pool size (hostPages, hostBytes or "
-                    + "hostRatioToDevice); got pages=" + hostPages + ", bytes=" + hostBytes + ", ratio=" + hostRatio);
-            }
-            if (cpSize < 1 || cpRank < 0 || cpRank >= cpSize) {
-                throw new IllegalArgumentException("CP rank " + cpRank + " outside a group of size " + cpSize);
-            }
-            if (lanes == null) {
-                throw new IllegalArgumentException("lanes must not be null");
-            }
-            if (agreement == null) {
-                if (cpSize != 1) {
-                    throw new IllegalArgumentException("a CP group of size " + cpSize + " needs a RankAgreement");
-                }
-                agreement = new io.hicache.core.internal.cp.LocalRankAgreement();
-            }
-            if (loadAgreement == null) {
-                loadAgreement = agreement.loadChannel();
-            }
-            if (loadAgreement == agreement && cpSize > 1) {
-                throw new IllegalArgumentException("backups and loads need separate RankAgreement instances");
-            }
-            if (loadThresholdTokens < 0) {
-                throw new IllegalArgumentException("loadThresholdTokens " + loadThresholdTokens + " must be >= 0");
-            }
-            if (loadOverlap == null) {
-                throw new IllegalArgumentException("loadOverlap must not be null");
-            }
-            if (loadOverlap == io.hicache.core.LoadOverlap.PREVIOUS_BATCH
-                && (loadOverlapReason == null || loadOverlapReason.isBlank())) {
-                throw new IllegalArgumentException("loadOverlap PREVIOUS_BATCH needs a reason (why the engine cannot"
-                    + " wait per layer); it is logged once");
-            }
-            if (agreement.groupSize() != cpSize) {
-                throw new IllegalArgumentException("RankAgreement of size " + agreement.groupSize()
-                    + " for a CP group of size " + cpSize);
-            }
-            if (writePolicy == null || backupMode == null || threadingMode == null || deviceEviction == null
-                || hostEviction == null || clock == null || idleStrategySupplier == null || hostLayout == null) {
-                throw new IllegalArgumentException("writePolicy, backupMode, threadingMode, eviction policies, clock, "
-                    + "idle strategy and hostLayout must not be null");
-            }
-            if (hitThreshold < 0) {
-                throw new IllegalArgumentException("hitThreshold " + hitThreshold + " must be >= 1 (0 = policy default)");
-            }
-            if (leaseNs < 0) {
-                throw new IllegalArgumentException("leaseNs " + leaseNs + " must be >= 0");
-            }
-            if (hookRingCapacity != 0 && (hookRingCapacity < 1 || Integer.bitCount(hookRingCapacity) != 1)) {
-                throw new IllegalArgumentException("hookRingCapacity " + hookRingCapacity + " must be a power of two");
-            }
-            if (maxForwardsInFlight < 1 || maxForwardsInFlight > 1024) {
-                throw new IllegalArgumentException("maxForwardsInFlight " + maxForwardsInFlight + " outside [1, 1024]");
-            }
-            return new HiCacheController(this);
         }
     }
 }

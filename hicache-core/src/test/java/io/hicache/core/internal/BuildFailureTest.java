@@ -77,7 +77,7 @@ class BuildFailureTest {
                     }
                     return new BusySpinIdleStrategy();
                 };
-                HiCacheController.Builder b = builder(rt, rt, ThreadingMode.DEDICATED).idleStrategy(idle);
+                ControllerBuilder b = builder(rt, rt, ThreadingMode.DEDICATED).idleStrategy(idle);
                 assertThatThrownBy(b::build).hasMessageContaining("injected");
                 assertThat(rt.leakReport().clean()).as("%s", rt.leakReport()).isTrue();
                 assertThat(HostKvPool.openPoolBytes()).isEqualTo(poolsBefore);
@@ -108,7 +108,7 @@ class BuildFailureTest {
         }
     }
 
-    private static HiCacheController.Builder builder(io.hicache.cuda.CudaRuntime runtime, SimulatedCudaRuntime sim,
+    private static ControllerBuilder builder(io.hicache.cuda.CudaRuntime runtime, SimulatedCudaRuntime sim,
                                                      ThreadingMode mode) {
         DeviceKvLayout target = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(3).pageSizeTokens(4)
             .bytesPerTokenPerBuffer(16).pageCount(16).packedFrom(0x1000_0000L).build();

@@ -50,7 +50,7 @@ final class SimRig implements AutoCloseable {
         OwnerLanes lanes = OwnerLanes.ROUND_ROBIN;
         long seed = 1;
         Consumer<SimulatedCudaConfig.Builder> device = b -> { };
-        Consumer<HiCacheController.Builder> controller = b -> { };
+        Consumer<ControllerBuilder> controller = b -> { };
         java.util.function.Function<io.hicache.cuda.CudaRuntime, io.hicache.cuda.CudaRuntime> wrap = r -> r;
 
         Builder cp(int cp, OwnerLanes lanes) {
@@ -93,7 +93,7 @@ final class SimRig implements AutoCloseable {
             return this;
         }
 
-        Builder controller(Consumer<HiCacheController.Builder> c) {
+        Builder controller(Consumer<ControllerBuilder> c) {
             this.controller = c;
             return this;
         }
@@ -134,7 +134,7 @@ final class SimRig implements AutoCloseable {
                 draft[r] = db.packedFrom(draftBase[r]).build();
             }
             SimulatedCudaRuntime runtime = rt[r];
-            HiCacheController.Builder hb = HiCacheController.builder().runtime(b.wrap.apply(runtime)).targetLayout(target[r])
+            ControllerBuilder hb = HiCacheController.builder().runtime(b.wrap.apply(runtime)).targetLayout(target[r])
                 .draftLayout(draft[r]).hostPages(b.hostPages).threadingMode(ThreadingMode.INVOKER)
                 .clock(runtime::nowNs).leaseNs(0).checkThread(false);
             if (cp > 1) {

@@ -159,7 +159,7 @@ final class Instance {
                     draft = db.packedFrom(draftBase[r]).build();
                 }
                 SimulatedCudaRuntime runtime = rt[r];
-                HiCacheController.Builder b = HiCacheController.builder().runtime(runtime).targetLayout(target)
+                io.hicache.core.internal.ControllerBuilder b = HiCacheController.builder().runtime(runtime).targetLayout(target)
                         .draftLayout(draft).hostPages(hostPagesPerRank).threadingMode(ThreadingMode.INVOKER)
                         .clock(runtime::nowNs).leaseNs(0).loadThresholdTokens(1).maxForwardsInFlight(64)
                         .writePolicy(backups ? config.writePolicy() : WritePolicy.WRITE_THROUGH)
