@@ -242,8 +242,14 @@ public final class HiCache implements AutoCloseable {
      * allocating their device pages from {@code allocator} now (all or nothing). Skipped (null) when the host
      * hit is below the load threshold or above {@code memoryQuotaTokens}; refused (null, counted) when the
      * allocator has no pages even after one device eviction. The load is issued by the next
-     * {@link #startLoading()}; its nodes become device hits once it is acknowledged on every rank. Scheduler
-     * thread.
+     * {@link #startLoading()}. With {@link LoadOverlap#SAME_FORWARD} (the default) the chain is a LOADING device
+     * prefix from now on: a new {@link #match} counts its pages as device pages (beyond
+     * {@link MatchResult#readyPageCount()}), the request runs in the forward right after {@link #startLoading()},
+     * calling {@link #waitLayer} before each layer, and may {@link #insert} below the chain. If the load fails
+     * ({@link LoadListener#onLoadFailed}) the chain is host-only again, nodes inserted below it are dropped (their
+     * KV was computed over the missing bytes) and their pages, like the load's, return to {@code allocator}; the
+     * engine recomputes the requests that used them. With {@link LoadOverlap#PREVIOUS_BATCH} the chain becomes a
+     * device hit only once the load is acknowledged on every rank. Scheduler thread.
      *
      * @param requestId the engine's id of the request, reported back through the {@link LoadListener}
      * @return the load, or null when nothing is loaded
@@ -267,10 +273,31 @@ public final class HiCache implements AutoCloseable {
     }
 
     /**
-     * Makes the compute stream wait on the GPU (never the CPU) for target layer {@code layer} of the loads of
-     * {@code consumer}. A no-op for token -1 or a load long finished. Forward thread, before attention of the
-     * layer.
+     * The load a request must wait for when its {@link #match} reached nodes still loading
+     * ({@link MatchResult#loadingNode()} not null): the request joins it and passes its {@link LoadHandle#consumer()}
+     * to {@link #waitLayer} in its own forward (after the {@link #startLoading()} that issued it). Counted in
+     * {@link io.hicache.core.metrics.Metric#LOAD_JOINS}. If that load fails the joiner is told nothing
+     * directly: the engine recomputes every request that used it on {@link LoadListener#onLoadFailed}. Scheduler
+     * thread.
      *
+     * @return the load, or null when the match reaches no loading node
+     * @throws IllegalArgumentException if {@code match} is null
+     * @throws IllegalStateException if the cache is closed or stopped
+     */
+    public LoadHandle joinLoad(MatchResult match) {
+        checkOpen();
+        return controller.joinLoad(match);
+    }
+
+    /**
+     * Makes the compute stream wait on the GPU (never the CPU) for target layer {@code layer} of the loads of
+     * {@code consumer} (from {@link #startLoading()} or {@link LoadHandle#consumer()}): call it before computing
+     * the layer, so the layer's compute starts only once its load has landed while later layers are still being
+     * copied. With CP each rank waits for the lanes it loads; agreement then decides only whether the whole load
+     * succeeded. A no-op for token -1 or a load long finished. Forward thread; allocation-free; never blocks the
+     * CPU.
+     *
+     * @throws IllegalArgumentException if {@code layer} is outside {@code [0, targetLayers())}
      * @throws IllegalStateException if the cache is closed
      */
     public void waitLayer(long consumer, int layer) {
@@ -674,6 +701,16 @@ public final class HiCache implements AutoCloseable {
         /** Listener for finished and failed loads (default none). */
         public Builder loadListener(LoadListener listener) {
             b.loadListener(listener);
+            return this;
+        }
+
+        /**
+         * When a load's pages may be used (default {@link LoadOverlap#SAME_FORWARD}: in the forward that needs them,
+         * waiting per layer). {@link LoadOverlap#PREVIOUS_BATCH} is for engines that cannot wait per layer;
+         * {@code reason} says why and is logged once at build.
+         */
+        public Builder loadOverlap(LoadOverlap overlap, String reason) {
+            b.loadOverlap(overlap, reason);
             return this;
         }
 

@@ -6,10 +6,14 @@ import io.hicache.radix.RadixNode;
  * One request's load of host-only pages back to the device, created by {@link HiCache#loadBack}.
  *
  * <p>The engine reads {@link #devicePage(int)} to build the request's KV page list; the pages hold valid KV
- * for layer {@code l} once the forward has waited on layer {@code l} ({@link HiCache#waitLayer}). The nodes
- * become device hits only when the load is acknowledged on every rank ({@link State#LOADED}, reported by
- * {@link LoadListener#onLoaded}); until then a match sees them as host-only. On {@link State#FAILED} its
- * device pages were already handed back to the engine's allocator.
+ * for layer {@code l} once the forward has waited on layer {@code l} ({@link HiCache#waitLayer} with
+ * {@link #consumer()}). With {@link LoadOverlap#SAME_FORWARD} (the default) its nodes are LOADING device nodes
+ * from {@link HiCache#loadBack} on: a match counts them as device pages beyond
+ * {@link io.hicache.radix.MatchResult#readyPageCount()}, and a forward may use them only by waiting per layer.
+ * They become ordinary device hits when the load is acknowledged on every rank ({@link State#LOADED}, reported
+ * by {@link LoadListener#onLoaded}). With {@link LoadOverlap#PREVIOUS_BATCH} a match sees them as host-only until
+ * then. On {@link State#FAILED} its device pages were already handed back to the engine's allocator, together
+ * with those of nodes inserted below them.
  *
  * <p><b>Thread:</b> the scheduler thread that owns the cache; not thread-safe.
  */
@@ -22,6 +26,12 @@ public interface LoadHandle {
 
     /** Current state. */
     State state();
+
+    /**
+     * The token to pass to {@link HiCache#waitLayer} for this load's layers: set by the {@link HiCache#startLoading()}
+     * that issued it, -1 while it is {@link State#QUEUED}.
+     */
+    long consumer();
 
     /** Pages loaded (the host-only chain's pages). */
     int pageCount();

@@ -1,5 +1,6 @@
 package io.hicache.sim;
 
+import io.hicache.core.LoadOverlap;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
 
@@ -24,6 +25,20 @@ public final class CoreNames {
     /** The spelling of {@code lanes}, e.g. {@code round-robin}. */
     public static String of(OwnerLanes lanes) {
         return lanes.name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+
+    /** The spelling of {@code overlap}, e.g. {@code same-forward}. */
+    public static String of(LoadOverlap overlap) {
+        return overlap.name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+
+    /**
+     * The load overlap spelled {@code name} (case-insensitive): {@code same-forward} or {@code previous-batch}.
+     *
+     * @throws IllegalArgumentException unknown name; the message lists the valid spellings
+     */
+    public static LoadOverlap loadOverlap(String name) {
+        return byName(LoadOverlap.values(), CoreNames::of, "load-overlap", name);
     }
 
     /**

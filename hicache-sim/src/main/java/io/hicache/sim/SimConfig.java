@@ -1,5 +1,6 @@
 package io.hicache.sim;
 
+import io.hicache.core.LoadOverlap;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.model.ComputeModel;
@@ -32,7 +33,8 @@ import io.hicache.sim.model.ModelPreset;
  */
 public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int pageSize, long deviceCapacityTokens,
                         long hostCapacityTokens, WritePolicy writePolicy, BackupMode backupMode, Eviction eviction,
-                        int cp, OwnerLanes lanes, int draftLayers, boolean cacheOnly, long seed, double timeScale) {
+                        int cp, OwnerLanes lanes, int draftLayers, boolean cacheOnly, long seed, double timeScale,
+                        LoadOverlap loadOverlap) {
 
     /** {@link #hostCapacityTokens} meaning "no host tier". */
     public static final long HOST_NONE = 0;
@@ -55,6 +57,7 @@ public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int p
         requireNonNull(backupMode, "backupMode");
         requireNonNull(eviction, "eviction");
         requireNonNull(lanes, "lanes");
+        requireNonNull(loadOverlap, "loadOverlap");
         if (blockTokens < 1) {
             throw new IllegalArgumentException("block tokens must be >= 1, got " + blockTokens);
         }
@@ -118,6 +121,20 @@ public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int p
         return hostCapacityTokens == HOST_UNLIMITED;
     }
 
+    /** A configuration whose loads overlap with the forward that uses them ({@link LoadOverlap#SAME_FORWARD}). */
+    public SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int pageSize, long deviceCapacityTokens,
+                     long hostCapacityTokens, WritePolicy writePolicy, BackupMode backupMode, Eviction eviction,
+                     int cp, OwnerLanes lanes, int draftLayers, boolean cacheOnly, long seed, double timeScale) {
+        this(model, gpu, blockTokens, pageSize, deviceCapacityTokens, hostCapacityTokens, writePolicy, backupMode,
+                eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale, LoadOverlap.SAME_FORWARD);
+    }
+
+    /** This configuration with loads used in the forward that needs them, or a batch later. */
+    public SimConfig withLoadOverlap(LoadOverlap overlap) {
+        return new SimConfig(model, gpu, blockTokens, pageSize, deviceCapacityTokens, hostCapacityTokens, writePolicy,
+                backupMode, eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale, overlap);
+    }
+
     /** The compute model of this model and GPU with default efficiencies. */
     public ComputeModel computeModel() {
         return ComputeModel.of(model, gpu);
@@ -126,25 +143,25 @@ public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int p
     /** This configuration with another backup mode. */
     public SimConfig withBackupMode(BackupMode mode) {
         return new SimConfig(model, gpu, blockTokens, pageSize, deviceCapacityTokens, hostCapacityTokens, writePolicy,
-                mode, eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale);
+                mode, eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale, loadOverlap);
     }
 
     /** This configuration with another host capacity. */
     public SimConfig withHostCapacityTokens(long tokens) {
         return new SimConfig(model, gpu, blockTokens, pageSize, deviceCapacityTokens, tokens, writePolicy,
-                backupMode, eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale);
+                backupMode, eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale, loadOverlap);
     }
 
     /** This configuration with other capacities (e.g. the unlimited-cache bound). */
     public SimConfig withCapacities(long deviceTokens, long hostTokens) {
         return new SimConfig(model, gpu, blockTokens, pageSize, deviceTokens, hostTokens, writePolicy,
-                backupMode, eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale);
+                backupMode, eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale, loadOverlap);
     }
 
     /** This configuration in cache-only mode or not. */
     public SimConfig withCacheOnly(boolean on) {
         return new SimConfig(model, gpu, blockTokens, pageSize, deviceCapacityTokens, hostCapacityTokens, writePolicy,
-                backupMode, eviction, cp, lanes, draftLayers, on, seed, timeScale);
+                backupMode, eviction, cp, lanes, draftLayers, on, seed, timeScale, loadOverlap);
     }
 
     /** Host capacity as written on the command line: a number, or {@code inf}. */

@@ -16,6 +16,8 @@ public final class MatchResult {
     int pageSize = 1;
     RadixNode lastDeviceNode;
     RadixNode lastHostNode;
+    int readyPageCount;
+    RadixNode loadingNode;
 
     /** Creates an empty result with a small page buffer. */
     public MatchResult() {
@@ -36,6 +38,8 @@ public final class MatchResult {
         this.pageSize = pageSize;
         lastDeviceNode = root;
         lastHostNode = root;
+        readyPageCount = 0;
+        loadingNode = null;
     }
 
     void appendDevicePages(int[] src, int off, int count) {
@@ -47,7 +51,24 @@ public final class MatchResult {
         devicePageCount = need;
     }
 
-    /** @return leading pages found on device (committed or pending host copies included) */
+    /**
+     * @return leading device pages whose bytes are committed: {@link #devicePageCount()} up to the first node a
+     *     load is still filling. Decisions that need the bytes now (a forward that does not wait for the load)
+     *     use this count.
+     */
+    public int readyPageCount() {
+        return readyPageCount;
+    }
+
+    /**
+     * @return the deepest matched node a load is still filling ({@link RadixNode#isLoading()}), or null. A request
+     *     that uses the device prefix beyond {@link #readyPageCount()} must wait for that load's layers.
+     */
+    public RadixNode loadingNode() {
+        return loadingNode;
+    }
+
+    /** @return leading pages found on device (pending host copies and loads in flight included) */
     public int devicePageCount() {
         return devicePageCount;
     }

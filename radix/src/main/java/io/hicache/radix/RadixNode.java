@@ -2,6 +2,7 @@ package io.hicache.radix;
 
 import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.spi.PendingBackup;
+import io.hicache.radix.spi.PendingLoad;
 
 /**
  * One node of a {@link RadixTree}: a run of whole pages of token ids (the key) and what is cached
@@ -9,7 +10,9 @@ import io.hicache.radix.spi.PendingBackup;
  * {@link PendingBackup} in flight.
  *
  * <p>States: device-only, device+host, host-only ({@linkplain #isDeviceEvicted() device evicted}),
- * pending (device pages, host copy in flight: a device hit only, neither host-visible nor evictable).
+ * pending (device pages, host copy in flight: a device hit only, neither host-visible nor evictable),
+ * loading (host value plus the device pages of a {@link PendingLoad} in flight: a device prefix whose bytes
+ * are not yet committed, see {@link RadixTree#beginLoad}).
  * Every attached non-root node holds device pages or a committed host value.
  *
  * <p>Owned by the scheduler thread that owns the tree; not thread-safe. Only the tree mutates a
@@ -45,6 +48,9 @@ public final class RadixNode {
     int devOff;
     HostValue hostValue;
     PendingBackup pending;
+    PendingLoad loading;
+    /** Set when a failed load removed this node with its subtree; lock calls on it are then no-ops. */
+    boolean invalidated;
 
     // ---- refs and stats ----
     int lockRef;
@@ -151,6 +157,21 @@ public final class RadixNode {
         return pending;
     }
 
+    /** @return the load in flight that fills this node's device pages, or null */
+    public PendingLoad pendingLoad() {
+        return loading;
+    }
+
+    /** @return true while a load fills this node's device pages (bytes not yet committed) */
+    public boolean isLoading() {
+        return loading != null;
+    }
+
+    /** @return true if a failed load removed this node and its subtree from the tree */
+    public boolean isInvalidated() {
+        return invalidated;
+    }
+
     /** @return true if a host value is committed */
     public boolean isHostResident() {
         return hostValue != null;
@@ -197,7 +218,7 @@ public final class RadixNode {
     @Override
     public String toString() {
         return "RadixNode[pages=" + pageCount + ", device=" + (devPages != null) + ", host=" + (hostValue != null)
-                + ", pending=" + (pending != null) + ", lockRef=" + lockRef + ", hostRef=" + hostRef
+                + ", pending=" + (pending != null) + (loading != null ? ", loading" : "") + ", lockRef=" + lockRef + ", hostRef=" + hostRef
                 + ", children=" + childCount + (attached ? "" : ", detached") + ']';
     }
 }

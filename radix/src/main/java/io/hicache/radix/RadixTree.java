@@ -4,6 +4,7 @@ import io.hicache.radix.spi.DeviceEvictionListener;
 import io.hicache.radix.spi.HostEvictionListener;
 import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.spi.PendingBackup;
+import io.hicache.radix.spi.PendingLoad;
 import java.util.ArrayDeque;
 import java.util.function.LongSupplier;
 
@@ -355,7 +356,7 @@ public final class RadixTree {
         }
         if (device) {
             return n.devPages != null && n.deviceChildCount == 0 && n.lockRef == 0 && n.pending == null
-                    && (n.hostValue != null || (n.childCount == 0 && n.hostRef == 0));
+                    && n.loading == null && (n.hostValue != null || (n.childCount == 0 && n.hostRef == 0));
         }
         return n.devPages == null && n.hostValue != null && n.childCount == 0 && n.hostRef == 0 && n.lockRef == 0;
     }
@@ -373,7 +374,7 @@ public final class RadixTree {
     }
 
     private static int unevictablePages(RadixNode n) {
-        return n.devPages != null && (n.lockRef > 0 || n.pending != null) ? n.pageCount : 0;
+        return n.devPages != null && (n.lockRef > 0 || n.pending != null || n.loading != null) ? n.pageCount : 0;
     }
 
     private void touch(RadixNode n, long tick) {
@@ -441,6 +442,7 @@ public final class RadixTree {
         p.hostValue = hostHead;
         n.hostValue = hostTail;
         p.pending = n.pending;
+        p.loading = n.loading;
         p.lockRef = n.lockRef;
         p.hostRef = n.hostRef;
         p.hitCount = n.hitCount;
@@ -464,7 +466,8 @@ public final class RadixTree {
      * Finds the longest cached page-aligned prefix of {@code tokens[from, from + len)}. Splits a
      * node matched part-way so that the result ends on a node boundary, and touches the access
      * order of every matched node. Fills {@code out}: device-hit pages (pending nodes count as a
-     * device hit only) with their page indices, the host-only extension beyond them, the last
+     * device hit only; nodes a load is still filling count too, and {@link MatchResult#readyPageCount()}
+     * stops before the first of them) with their page indices, the host-only extension beyond them, the last
      * device node and the last host node. Hit counts are not changed.
      *
      * @return {@code out}
@@ -493,6 +496,11 @@ public final class RadixTree {
             if (node.devPages != null) {
                 out.appendDevicePages(node.devPages, node.devOff, k);
                 out.lastDeviceNode = node;
+                if (node.loading != null) {
+                    out.loadingNode = node;
+                } else if (out.loadingNode == null) {
+                    out.readyPageCount += k;
+                }
             } else {
                 out.hostPageCount += k;
             }
@@ -646,8 +654,14 @@ public final class RadixTree {
         return n.devPages != null ? n.pageCount : 0;
     }
 
-    /** Decrements the device lock of {@code node} and every ancestor; throws {@link IllegalStateException} on underflow. */
+    /**
+     * Decrements the device lock of {@code node} and every ancestor; throws {@link IllegalStateException} on
+     * underflow. A no-op on a node a failed load {@linkplain RadixNode#isInvalidated() invalidated}.
+     */
     public void unlock(RadixNode node) {
+        if (node != null && node.invalidated) {
+            return; // a failed load removed it; its locks were taken off its ancestors then
+        }
         checkNode(node, true);
         for (RadixNode x = node; x != root; x = x.parent) {
             if (x.lockRef <= 0) {
@@ -683,8 +697,14 @@ public final class RadixTree {
         }
     }
 
-    /** Decrements the host protection of {@code node} and every ancestor; throws {@link IllegalStateException} on underflow. */
+    /**
+     * Decrements the host protection of {@code node} and every ancestor; throws {@link IllegalStateException}
+     * on underflow. A no-op on a node a failed load {@linkplain RadixNode#isInvalidated() invalidated}.
+     */
     public void releaseHost(RadixNode node) {
+        if (node != null && node.invalidated) {
+            return; // a failed load removed it; its protection was taken off its ancestors then
+        }
         checkNode(node, true);
         for (RadixNode x = node; x != root; x = x.parent) {
             if (x.hostRef <= 0) {
@@ -712,15 +732,27 @@ public final class RadixTree {
 
     /**
      * Write-through contiguity rule: a node may be backed up only if its parent is the root or
-     * already backed up (committed or pending).
+     * already backed up (committed or pending). A node below a load still in flight is not backed
+     * up: its KV was computed over bytes that a failed load would invalidate.
      *
      * @return true if {@code node} is a non-root node holding device pages, with no host value or
-     *     pending backup, whose parent is the root or {@link RadixNode#isBackedUp()}
+     *     pending backup, whose parent is the root or {@link RadixNode#isBackedUp()}, and no
+     *     ancestor of which {@linkplain RadixNode#isLoading() is loading}
      */
     public boolean canBackUp(RadixNode node) {
         checkNode(node, true);
         return node != root && node.devPages != null && node.hostValue == null && node.pending == null
-                && (node.parent == root || node.parent.isBackedUp());
+                && (node.parent == root || node.parent.isBackedUp()) && !belowLoad(node);
+    }
+
+    /** @return true if an ancestor of {@code node} is still being loaded (its KV is not final) */
+    private boolean belowLoad(RadixNode node) {
+        for (RadixNode x = node.parent; x != root; x = x.parent) {
+            if (x.loading != null) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -814,6 +846,176 @@ public final class RadixTree {
             throw new IllegalStateException("attachDevice on " + node + ": parent is device evicted; load a path top-down");
         }
         adopt(node, pages, from);
+    }
+
+    /**
+     * Starts loading a host-only node: it takes device pages {@code pages[from, from + node.pageCount())}
+     * and the state LOADING. It is then matched as a device prefix (the request that owns the load, and
+     * any that join it, wait for the load's layers on the device), but {@link MatchResult#readyPageCount()}
+     * stops before it; it is not evictable on either tier; inserts may pass through it and add nodes
+     * below it, which are not backed up ({@link #canBackUp}) until the load finishes. The pages stay the
+     * load's until {@link #finishLoad}. Load a path top-down.
+     *
+     * @throws IllegalStateException unless the node is host-only, not loading, and its parent is the root
+     *     or holds device pages (a loading parent included)
+     */
+    public void beginLoad(RadixNode node, int[] pages, int from, PendingLoad handle) {
+        checkNode(node, false);
+        checkRange(pages, "pages", from, node.pageCount);
+        if (handle == null) {
+            throw new IllegalArgumentException("pending load handle must not be null");
+        }
+        if (node.devPages != null || node.hostValue == null || node.loading != null) {
+            throw new IllegalStateException("beginLoad on " + node + ": node must be host-only and not loading");
+        }
+        if (node.parent != root && node.parent.devPages == null) {
+            throw new IllegalStateException("beginLoad on " + node + ": parent is device evicted; load a path top-down");
+        }
+        node.loading = handle;
+        adopt(node, pages, from);
+    }
+
+    /**
+     * Ends the load of {@code node} successfully: its pages become the tree's and it is an ordinary
+     * device node with a host value.
+     *
+     * @throws IllegalStateException if the node is not loading with {@code handle}
+     */
+    public void finishLoad(RadixNode node, PendingLoad handle) {
+        checkLoading(node, handle, "finishLoad");
+        devicePagesUnevictable -= unevictablePages(node);
+        node.loading = null;
+        devicePagesUnevictable += unevictablePages(node);
+        refresh(node);
+        refresh(node.parent);
+    }
+
+    /**
+     * Ends the load of {@code node} in failure and invalidates the subtree whose KV depended on it.
+     * The node drops the load's pages (they stay the load's: the caller frees them, once) and is
+     * host-only again. Below it, every device node is invalidated: a node another load is filling
+     * drops that load's pages (that load frees them when it ends); a node with a host value drops its
+     * device pages to {@code sink} and stays host-only; a device-only node is removed with its subtree,
+     * its pages going to {@code sink}, and marked {@linkplain RadixNode#isInvalidated() invalidated}
+     * (later {@link #unlock} and {@link #releaseHost} on it are no-ops; its locks are taken off its
+     * ancestors now). Descendants are dropped, not re-homed: their KV was computed over the bytes the
+     * load failed to deliver. None of them can carry a pending backup ({@link #canBackUp}).
+     *
+     * @return pages handed to {@code sink}
+     * @throws IllegalStateException if the node is not loading with {@code handle}
+     */
+    public int failLoad(RadixNode node, PendingLoad handle, DeviceEvictionListener sink) {
+        checkLoading(node, handle, "failLoad");
+        if (sink == null) {
+            throw new IllegalArgumentException("sink must not be null");
+        }
+        int freed = invalidateBelow(node, sink);
+        devicePagesUnevictable -= unevictablePages(node);
+        devicePagesLocked -= lockedPages(node);
+        node.loading = null;
+        dropDevice(node);
+        refresh(node);
+        refresh(node.parent);
+        return freed;
+    }
+
+    private void checkLoading(RadixNode node, PendingLoad handle, String op) {
+        checkNode(node, false);
+        if (handle == null) {
+            throw new IllegalArgumentException("pending load handle must not be null");
+        }
+        if (node.loading != handle) {
+            throw new IllegalStateException(op + " of " + node + ": node must be loading with the given handle, but "
+                    + (node.loading == null ? "it is not loading" : "another load fills it"));
+        }
+    }
+
+    /** Invalidates the device nodes below {@code n} (see {@link #failLoad}); returns pages handed to the sink. */
+    private int invalidateBelow(RadixNode n, DeviceEvictionListener sink) {
+        if (n.deviceChildCount == 0) {
+            return 0;
+        }
+        RadixNode[] kids = new RadixNode[n.childCount];
+        int k = 0;
+        for (int s = 0; s < n.childVals.length; s++) {
+            for (RadixNode c = n.childVals[s]; c != null; c = c.hashNext) {
+                kids[k++] = c;
+            }
+        }
+        int freed = 0;
+        for (RadixNode c : kids) {
+            if (c.devPages == null) {
+                continue; // host-only: nothing below it is on device
+            }
+            if (c.hostValue == null) {
+                freed += removeInvalid(c, sink);
+                continue;
+            }
+            freed += invalidateBelow(c, sink);
+            int[] arr = c.devPages;
+            int off = c.devOff;
+            devicePagesUnevictable -= unevictablePages(c);
+            devicePagesLocked -= lockedPages(c);
+            boolean ownPages = c.loading == null;
+            c.loading = null;
+            dropDevice(c);
+            refresh(c);
+            if (ownPages) {
+                freed += c.pageCount;
+                sink.onDeviceEvicted(c, arr, off, c.pageCount);
+            }
+        }
+        refresh(n);
+        return freed;
+    }
+
+    /** Removes the device-only subtree at {@code top}, its pages to the sink and its refs off its ancestors. */
+    private int removeInvalid(RadixNode top, DeviceEvictionListener sink) {
+        int locks = top.lockRef;
+        int hostRefs = top.hostRef;
+        RadixNode parent = top.parent;
+        for (RadixNode x = parent; x != root; x = x.parent) {
+            if (x.lockRef == locks && locks > 0) {
+                devicePagesLocked -= lockedPages(x);
+                devicePagesUnevictable -= unevictablePages(x);
+                x.lockRef = 0;
+                devicePagesUnevictable += unevictablePages(x);
+            } else {
+                x.lockRef -= locks;
+            }
+            x.hostRef -= hostRefs;
+            refresh(x);
+        }
+        int freed = 0;
+        ArrayDeque<RadixNode> stack = new ArrayDeque<>();
+        ArrayDeque<RadixNode> order = new ArrayDeque<>();
+        stack.push(top);
+        while (!stack.isEmpty()) {
+            RadixNode x = stack.pop();
+            order.push(x); // children end up before their parent
+            if (x.childVals != null) {
+                for (int s = 0; s < x.childVals.length; s++) {
+                    for (RadixNode c = x.childVals[s]; c != null; c = c.hashNext) {
+                        stack.push(c);
+                    }
+                }
+            }
+        }
+        while (!order.isEmpty()) {
+            RadixNode x = order.pop();
+            int[] arr = x.devPages;
+            int off = x.devOff;
+            devicePagesLocked -= lockedPages(x);
+            devicePagesUnevictable -= unevictablePages(x);
+            dropDevice(x);
+            removeNode(x);
+            x.lockRef = 0;
+            x.hostRef = 0;
+            x.invalidated = true;
+            freed += x.pageCount;
+            sink.onDeviceEvicted(x, arr, off, x.pageCount);
+        }
+        return freed;
     }
 
     /**
@@ -1049,6 +1251,16 @@ public final class RadixTree {
             }
             if (n.pending != null && (n.devPages == null || n.hostValue != null)) {
                 throw new IllegalStateException("pending " + n + " must hold device pages and no host value");
+            }
+            if (n.loading != null && (n.devPages == null || n.hostValue == null || n.pending != null)) {
+                throw new IllegalStateException("loading " + n + " must hold device pages and a host value, and no"
+                        + " pending backup");
+            }
+            if (n.pending != null && belowLoad(n)) {
+                throw new IllegalStateException("pending " + n + " below a node still loading");
+            }
+            if (n.invalidated) {
+                throw new IllegalStateException("invalidated " + n + " still in the tree");
             }
             if (n.devPages != null && n.parent != root && n.parent.devPages == null) {
                 throw new IllegalStateException("device-resident " + n + " under device-evicted parent");

@@ -331,7 +331,10 @@ final class DstHarness implements AutoCloseable {
                 hb.cpGroup(cp, r, lanes, agreement);
             }
             if (loads) {
-                hb.loadThresholdTokens(loadThresholdTokens).loadListener(new Loads(this));
+                // this harness models loads that become device hits at agreement; LoadOverlapDstTest covers the
+                // same-forward LOADING state
+                hb.loadThresholdTokens(loadThresholdTokens).loadListener(new Loads(this))
+                    .loadOverlap(io.hicache.core.LoadOverlap.PREVIOUS_BATCH, "DST model of batch-ahead loads");
             }
             try {
                 ctl = hb.build();

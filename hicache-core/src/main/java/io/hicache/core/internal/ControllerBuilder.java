@@ -60,6 +60,8 @@ public final class ControllerBuilder {
     RankAgreement loadAgreement;
     int loadThresholdTokens = 10;
     LoadListener loadListener;
+    io.hicache.core.LoadOverlap loadOverlap = io.hicache.core.LoadOverlap.SAME_FORWARD;
+    String loadOverlapReason;
     WritePolicy writePolicy = WritePolicy.WRITE_THROUGH;
     int hitThreshold;
     BackupMode backupMode = BackupMode.LAYERED;
@@ -162,6 +164,16 @@ public final class ControllerBuilder {
     /** Listener for finished and failed loads (default none). */
     public ControllerBuilder loadListener(LoadListener listener) {
         this.loadListener = listener;
+        return this;
+    }
+
+    /**
+     * When a load's pages may be used (default {@link io.hicache.core.LoadOverlap#SAME_FORWARD});
+     * {@code reason} is required for {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} and logged once.
+     */
+    public ControllerBuilder loadOverlap(io.hicache.core.LoadOverlap overlap, String reason) {
+        this.loadOverlap = overlap;
+        this.loadOverlapReason = reason;
         return this;
     }
 
@@ -311,6 +323,14 @@ public final class ControllerBuilder {
         }
         if (loadThresholdTokens < 0) {
             throw new IllegalArgumentException("loadThresholdTokens " + loadThresholdTokens + " must be >= 0");
+        }
+        if (loadOverlap == null) {
+            throw new IllegalArgumentException("loadOverlap must not be null");
+        }
+        if (loadOverlap == io.hicache.core.LoadOverlap.PREVIOUS_BATCH
+            && (loadOverlapReason == null || loadOverlapReason.isBlank())) {
+            throw new IllegalArgumentException("loadOverlap PREVIOUS_BATCH needs a reason (why the engine cannot"
+                + " wait per layer); it is logged once");
         }
         if (agreement.groupSize() != cpSize) {
             throw new IllegalArgumentException("RankAgreement of size " + agreement.groupSize()

@@ -83,6 +83,9 @@ import java.util.function.LongSupplier;
  */
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
+    /** Reasons for {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} already logged: each is logged once. */
+    private static final java.util.Set<String> OVERLAP_REASONS_LOGGED =
+        java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private final CudaRuntime runtime;
     private final CudaStream computeStream;
@@ -116,6 +119,7 @@ public final class HiCacheController implements AutoCloseable {
     private final SpscArrayQueue<ForwardSlot> commands;
     private final SpscArrayQueue<ForwardSlot> acks;
     private final Loader loader;
+    private final io.hicache.core.LoadOverlap loadOverlap;
     private final java.util.List<CudaEvent> loaderEvents = new java.util.ArrayList<>();
     private final AgentErrors agentErrors = new AgentErrors(metrics);
     /** Write-back reservations waiting for a forward slot (scheduler-owned). */
@@ -262,7 +266,7 @@ public final class HiCacheController implements AutoCloseable {
             createdLoader = new Loader(runtime, compute, tree, new CopyPlanner(targetLayout, pool, b.coalesce),
                 draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce), b.batchedCopies,
                 b.loadAgreement, rank, clock, metrics, agentErrors, b.loadListener, b.loadThresholdTokens, targetLayers,
-                draftLayers, loadsIssued, loadAcks, loaderEvents);
+                draftLayers, loadsIssued, loadAcks, loaderEvents, b.loadOverlap == io.hicache.core.LoadOverlap.SAME_FORWARD);
             if (b.threadingMode == ThreadingMode.DEDICATED) {
                 ErrorHandler errors = t -> agentErrors.record("agent runner", "a duty cycle", t);
                 startedSubmitter = new AgentRunner(b.idleStrategySupplier.get(), errors, null, sub);
@@ -332,6 +336,11 @@ public final class HiCacheController implements AutoCloseable {
         this.loader = createdLoader;
         this.submitterRunner = startedSubmitter;
         this.completionRunner = startedCompletion;
+        this.loadOverlap = b.loadOverlap;
+        if (b.loadOverlap == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason)) {
+            LOG.warn("HiCache loads overlap with the previous batch, not the forward that uses them ({}): a host hit"
+                + " waits for the whole load and its agreement before its request runs", b.loadOverlapReason);
+        }
         if (configuredMode == BackupMode.ALL_LAYERS) {
             LOG.warn("HiCache backup mode ALL_LAYERS configured: every layer is copied after the forward, "
                 + "so copies no longer overlap with compute");
@@ -942,10 +951,14 @@ public final class HiCacheController implements AutoCloseable {
      * device. Skipped (null) when the host hit is below the load threshold or above {@code memoryQuotaTokens};
      * refused (null, counted) when {@code allocator} has no pages even after one device eviction. Otherwise the
      * device pages are allocated now (all or nothing), the host pages are protected from host eviction and the
-     * device prefix is locked, and the load is issued by the next {@link #startLoading()}. The chain's nodes
-     * stay host-only until the load is acknowledged on every rank; a chain node another load is bringing back
-     * ends the chain. A chain node that an {@code insert} adopts meanwhile (the engine computed those tokens)
-     * keeps the inserted pages: the load's pages for it are returned to {@code allocator} when the load ends.
+     * device prefix is locked, and the load is issued by the next {@link #startLoading()}. With
+     * {@link io.hicache.core.LoadOverlap#SAME_FORWARD} the chain's nodes are LOADING device nodes from now on
+     * (see {@link io.hicache.radix.RadixTree#beginLoad}): the request computes on them in its forward, waiting per
+     * layer, and inserts go below them; when the load is agreed the tree takes the pages, and if it fails the
+     * chain is host-only again, whatever was inserted below it is dropped and every page returns to
+     * {@code allocator} once. With {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} the chain's nodes stay
+     * host-only until the load is acknowledged on every rank; a chain node another load is bringing back ends the
+     * chain, and a chain node that an {@code insert} adopts meanwhile keeps the inserted pages.
      *
      * @param requestId the engine's id of the request, reported back through the {@link LoadListener}
      * @return the load, or null when nothing is loaded
@@ -987,6 +1000,24 @@ public final class HiCacheController implements AutoCloseable {
     public void waitDraftLayer(long consumer, int layer) {
         checkHooksOpen("waitDraftLayer");
         loader.waitLayer(consumer, layer, true);
+    }
+
+    /**
+     * The load a request that matched {@code match} must wait for to use its device prefix beyond
+     * {@link MatchResult#readyPageCount()}: the one filling {@link MatchResult#loadingNode()}; counted in
+     * {@link Metric#LOAD_JOINS}. Null when the match reaches no loading node.
+     */
+    public LoadOp joinLoad(MatchResult match) {
+        checkUsable();
+        if (match == null) {
+            throw new IllegalArgumentException("match must not be null");
+        }
+        return loader.joinLoad(match);
+    }
+
+    /** When loads may be used: in the forward that needs them, or a batch later. */
+    public io.hicache.core.LoadOverlap loadOverlap() {
+        return loadOverlap;
     }
 
     /** The stream loads are copied on. */

@@ -8,10 +8,11 @@ import io.hicache.radix.RadixNode;
  *
  * <p>Owned by the scheduler thread. The engine reads {@link #devicePage(int)} to build the request's KV page
  * list; the pages hold valid KV for layer {@code l} once the forward has waited on layer {@code l}
- * ({@link HiCacheController#waitLayer}). The nodes become device hits only when the load is acknowledged on
- * every rank; until then a match sees them as host-only.
+ * ({@link HiCacheController#waitLayer}). With {@link io.hicache.core.LoadOverlap#SAME_FORWARD} its nodes are
+ * LOADING device nodes from {@link HiCacheController#loadBack} on; otherwise they become device hits only when the
+ * load is acknowledged on every rank, and until then a match sees them as host-only.
  */
-public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle {
+public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle, io.hicache.radix.spi.PendingLoad {
 
     final long seq;
     final long requestId;
@@ -24,6 +25,7 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
     State state = State.QUEUED;
     LoadSet set;
     long issuedNs;
+    long consumer = -1;
     Local local = Local.UNRESOLVED;
     DevicePageAllocator allocator;
 
@@ -63,6 +65,11 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
     /** Current state. */
     public State state() {
         return state;
+    }
+
+    /** The consumer token of the batch that issued this load ({@link HiCacheController#waitLayer}); -1 while queued. */
+    public long consumer() {
+        return consumer;
     }
 
     /** Pages loaded (the host-only chain's pages). */

@@ -22,8 +22,13 @@ import java.util.function.LongSupplier;
 
 /**
  * Load-back (host → device) of one controller: collects host-only chains, allocates device pages, issues the
- * per-layer H2D copies on the load stream with one event per layer, and attaches the pages to the tree once the
- * group agreed the load completed.
+ * per-layer H2D copies on the load stream with one event per layer, and settles the chain once the group agreed
+ * whether the load completed.
+ *
+ * <p>{@link io.hicache.core.LoadOverlap#SAME_FORWARD}: the chain enters the tree's LOADING state at
+ * {@link #loadBack}, so the requesting forward computes on it, waiting per layer on the device; agreement either
+ * finishes the load (the tree takes the pages) or fails it (the subtree is invalidated, the load's pages go back).
+ * {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH}: the chain stays host-only and gets its pages at agreement.
  *
  * <p>Owned by the scheduler thread, except {@link #waitLayer}, which the forward thread calls. Event sets live in
  * a ring of {@link #RING} so the next batch's load can be issued before the previous one is consumed.
@@ -46,6 +51,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     private final LoadListener listener;
     private final int thresholdTokens;
     private final int pageSize;
+    private final boolean sameForward;
     private final LoadSet[] sets = new LoadSet[RING];
     private final SpscArrayQueue<LoadSet> issued;
     private final SpscArrayQueue<LoadSet> acks;
@@ -60,12 +66,25 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     private final PagePairs pairs = new PagePairs(64);
     private final PagePairs drafts = new PagePairs(64);
     private int[] scratchOffsets = new int[64];
+    private final ToSink invalidated = new ToSink();
+
+    /** Hands the tree pages a failed load invalidated to the engine's allocator. */
+    private static final class ToSink implements io.hicache.radix.spi.DeviceEvictionListener {
+        io.hicache.core.DevicePageSink sink;
+
+        @Override
+        public void onDeviceEvicted(RadixNode node, int[] pages, int offset, int count) {
+            sink.free(pages, offset, count);
+        }
+    }
 
     Loader(CudaRuntime runtime, CudaStream computeStream, RadixTree tree, CopyPlanner targetPlanner,
            CopyPlanner draftPlanner, boolean batched, RankAgreement agreement, int rank, LongSupplier clock,
            HiCacheMetrics metrics, AgentErrors errors, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
-           SpscArrayQueue<LoadSet> issued, SpscArrayQueue<LoadSet> acks, java.util.List<CudaEvent> created) {
+           SpscArrayQueue<LoadSet> issued, SpscArrayQueue<LoadSet> acks, java.util.List<CudaEvent> created,
+           boolean sameForward) {
         this.runtime = runtime;
+        this.sameForward = sameForward;
         this.computeStream = computeStream;
         this.tree = tree;
         this.targetPlanner = targetPlanner;
@@ -146,19 +165,27 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         for (RadixNode n = match.lastHostNode(); n != anchor && n != null; n = n.parent()) {
             chain[--i] = n;
         }
+        int first = 0;
+        if (sameForward) {
+            // the match may predate another load of the chain's head: that part is now a (loading) device prefix
+            while (first < count && chain[first].hasDeviceValue()) {
+                anchor = chain[first++];
+            }
+        }
         // stop before a node another load is already bringing back, or one no longer host-only
-        int usable = 0;
+        int usable = first;
         int pages = 0;
         while (usable < count && !loading.containsKey(chain[usable]) && chain[usable].isDeviceEvicted()
             && chain[usable].isHostResident()) {
             pages += chain[usable].pageCount();
             usable++;
         }
+        usable -= first;
         if (usable == 0 || pages * pageSize < thresholdTokens) {
             return null;
         }
-        if (usable < count) {
-            chain = java.util.Arrays.copyOf(chain, usable);
+        if (first > 0 || usable < count) {
+            chain = java.util.Arrays.copyOfRange(chain, first, first + usable);
         }
         int[] devicePages = new int[pages];
         tree.lock(anchor);
@@ -183,13 +210,27 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         LoadOp op = new LoadOp(nextSeq++, requestId, anchor, chain, starts, pages, devicePages);
         op.allocator = allocator;
         for (int k = 0; k < usable; k++) {
-            loading.put(chain[k], op);
+            if (sameForward) {
+                tree.beginLoad(chain[k], devicePages, starts[k], op);
+            } else {
+                loading.put(chain[k], op);
+            }
         }
         if (queuedCount == queued.length) {
             queued = java.util.Arrays.copyOf(queued, queuedCount * 2);
         }
         queued[queuedCount++] = op;
         fifo.add(op);
+        return op;
+    }
+
+    /** See {@link HiCacheController#joinLoad}: the load filling the deepest loading node of the match, or null. */
+    LoadOp joinLoad(MatchResult match) {
+        RadixNode n = match.loadingNode();
+        if (n == null || !(n.pendingLoad() instanceof LoadOp op)) {
+            return null;
+        }
+        metrics.increment(Metric.LOAD_JOINS);
         return op;
     }
 
@@ -220,6 +261,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
             queued[q] = null;
             refreshChain(op);
             op.set = set;
+            op.consumer = (set.generation << 2) | set.index;
             op.state = LoadOp.State.ISSUED;
             op.issuedNs = set.issuedNs;
             set.add(op);
@@ -387,7 +429,9 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
             nodes[--i] = n;
             start -= n.pageCount();
             starts[i] = start;
-            loading.put(n, op);
+            if (!sameForward) {
+                loading.put(n, op);
+            }
         }
         op.nodes = nodes;
         op.nodePageStart = starts;
@@ -397,6 +441,15 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         refreshChain(op);
         for (int k = 0; k < op.nodes.length; k++) {
             RadixNode n = op.nodes[k];
+            if (sameForward) {
+                if (n.pendingLoad() == op) {
+                    tree.finishLoad(n, op);
+                } else {
+                    // a failed load above invalidated it while this one ran: its pages for it are still this load's
+                    op.allocator.free(op.devicePages, op.nodePageStart[k], n.pageCount());
+                }
+                continue;
+            }
             loading.remove(n);
             if (n.hasDeviceValue()) {
                 // an insert adopted the node while the load ran (or another load of a split piece attached it):
@@ -419,13 +472,27 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
 
     private void rollBack(LoadOp op) {
         refreshChain(op);
-        for (int k = 0; k < op.nodes.length; k++) {
-            RadixNode n = op.nodes[k];
-            loading.remove(n);
-            if (n.hasDeviceValue()) {
-                freeDuplicates(op, n, op.nodePageStart[k]);
-            } else {
-                op.allocator.free(op.devicePages, op.nodePageStart[k], n.pageCount());
+        if (sameForward) {
+            // the tree never took this load's pages: invalidate what still holds them, then give them all back once
+            for (int k = 0; k < op.nodes.length; k++) {
+                RadixNode n = op.nodes[k];
+                if (n.pendingLoad() == op) {
+                    invalidated.sink = op.allocator;
+                    int dropped = tree.failLoad(n, op, invalidated);
+                    invalidated.sink = null;
+                    metrics.add(Metric.LOAD_INVALIDATED_PAGES, dropped);
+                }
+            }
+            op.allocator.free(op.devicePages, 0, op.pageCount);
+        } else {
+            for (int k = 0; k < op.nodes.length; k++) {
+                RadixNode n = op.nodes[k];
+                loading.remove(n);
+                if (n.hasDeviceValue()) {
+                    freeDuplicates(op, n, op.nodePageStart[k]);
+                } else {
+                    op.allocator.free(op.devicePages, op.nodePageStart[k], n.pageCount());
+                }
             }
         }
         tree.releaseHost(op.nodes[op.nodes.length - 1]);

@@ -55,7 +55,14 @@ public enum Metric {
      * Unexpected exceptions an agent caught while handling one forward or load (submitter and completion, through
      * an atomic increment); the item was aborted and the agent went on.
      */
-    AGENT_ERRORS;
+    AGENT_ERRORS,
+    /** Requests that joined a load in flight to use its pages in their own forward (scheduler). */
+    LOAD_JOINS,
+    /**
+     * Device pages of nodes inserted below a load that then failed, dropped with the subtree whose KV depended on
+     * the load (scheduler).
+     */
+    LOAD_INVALIDATED_PAGES;
 
     private static final Metric[] VALUES = values();
 

@@ -93,6 +93,21 @@ class BuildFailureTest {
             .filter(t -> t.isAlive() && t.getName().startsWith("hicache-")).count();
     }
 
+    @Test
+    void previousBatchLoadOverlapNeedsAReason() {
+        SimulatedCudaRuntime rt = new SimulatedCudaRuntime(SimulatedCudaConfig.builder().seed(1).build());
+        try {
+            assertThatThrownBy(() -> builder(rt, rt, ThreadingMode.INVOKER)
+                .loadOverlap(io.hicache.core.LoadOverlap.PREVIOUS_BATCH, " ").build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("PREVIOUS_BATCH needs a reason");
+            assertThatThrownBy(() -> builder(rt, rt, ThreadingMode.INVOKER).loadOverlap(null, null).build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("loadOverlap");
+            assertThat(rt.leakReport().clean()).isTrue();
+        } finally {
+            rt.close();
+        }
+    }
+
     private static ControllerBuilder builder(io.hicache.cuda.CudaRuntime runtime, SimulatedCudaRuntime sim,
                                                      ThreadingMode mode) {
         DeviceKvLayout target = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(3).pageSizeTokens(4)

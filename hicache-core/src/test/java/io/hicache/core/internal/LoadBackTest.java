@@ -84,10 +84,15 @@ class LoadBackTest {
             assertThat(op).isNotNull();
             long consumer = c.startLoading();
             assertThat(consumer).isNotNegative();
-            // before the ack the chain is still host-only for other matches
+            // before the ack the chain is a device prefix still loading: not ready for anyone who does not wait
             rig.stepAll();
             MatchResult again = c.tree().match(tokens(0, 32), 0, 32, new MatchResult());
-            assertThat(again.devicePageCount()).isZero();
+            assertThat(again.devicePageCount()).isEqualTo(8);
+            assertThat(again.readyPageCount()).isZero();
+            assertThat(again.loadingNode()).isNotNull();
+            assertThat(c.joinLoad(again)).isSameAs(op);
+            assertThat(op.consumer()).isEqualTo(consumer);
+            assertThat(c.tree().devicePagesEvictable()).isZero();
             rig.drain();
             for (int i = 0; i < 1000 && c.loadsInFlight() > 0; i++) {
                 rig.advance();
@@ -96,6 +101,9 @@ class LoadBackTest {
             assertThat(op.state()).isEqualTo(LoadOp.State.LOADED);
             MatchResult after = c.tree().match(tokens(0, 32), 0, 32, new MatchResult());
             assertThat(after.devicePageCount()).isEqualTo(8);
+            assertThat(after.readyPageCount()).isEqualTo(8);
+            assertThat(after.loadingNode()).isNull();
+            assertThat(c.metrics().get(Metric.LOAD_JOINS)).isEqualTo(1);
             HostPages hp = (HostPages) op.node(0).hostValue();
             for (int l = 0; l < 3; l++) {
                 for (int i = 0; i < op.node(0).pageCount(); i++) {
@@ -154,8 +162,30 @@ class LoadBackTest {
     }
 
     @Test
+    void previousBatchKeepsTheChainHostOnlyUntilTheAck() {
+        try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64)
+            .controller(b -> b.loadOverlap(io.hicache.core.LoadOverlap.PREVIOUS_BATCH, "test engine")).build()) {
+            backUpAndEvict(rig, 16, 1);
+            HiCacheController c = rig.ctl[0];
+            MatchResult m = c.tree().match(tokens(0, 16), 0, 16, new MatchResult());
+            LoadOp op = c.loadBack(m, 1, 1 << 20, allocator(rig));
+            c.startLoading();
+            rig.stepAll();
+            MatchResult again = c.tree().match(tokens(0, 16), 0, 16, new MatchResult());
+            assertThat(again.devicePageCount()).isZero();
+            assertThat(again.hostPageCount()).isEqualTo(4);
+            assertThat(c.joinLoad(again)).isNull();
+            finishLoads(rig);
+            assertThat(op.state()).isEqualTo(LoadOp.State.LOADED);
+            assertThat(c.tree().match(tokens(0, 16), 0, 16, new MatchResult()).readyPageCount()).isEqualTo(4);
+            c.tree().checkInvariants();
+        }
+    }
+
+    @Test
     void anInsertAdoptingTheChainWhileItLoadsKeepsItsPagesAndTheLoadsDuplicatesGoBack() {
-        try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64).build()) {
+        try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64)
+            .controller(b -> b.loadOverlap(io.hicache.core.LoadOverlap.PREVIOUS_BATCH, "test engine")).build()) {
             backUpAndEvict(rig, 16, 1);
             HiCacheController c = rig.ctl[0];
             MatchResult m = c.tree().match(tokens(0, 16), 0, 16, new MatchResult());

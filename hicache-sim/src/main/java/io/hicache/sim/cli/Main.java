@@ -111,6 +111,7 @@ public final class Main implements Callable<Integer> {
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
         register(cl, WritePolicy.class, CoreNames::writePolicy);
+        register(cl, io.hicache.core.LoadOverlap.class, CoreNames::loadOverlap);
         register(cl, BackupMode.class, BackupMode::byName);
         register(cl, Eviction.class, Eviction::byName);
         register(cl, OwnerLanes.class, CoreNames::lanes);
@@ -207,6 +208,11 @@ public final class Main implements Callable<Integer> {
 
         @Option(names = "--backup-mode", paramLabel = "MODE", description = "layered (default), all-layers, none.")
         BackupMode backupMode;
+
+        @Option(names = "--load-overlap", paramLabel = "WHEN",
+                description = "same-forward (default: a host hit is loaded in the forward that uses it, each layer "
+                        + "waiting for its own copy) or previous-batch (loaded a step ahead, used once agreed).")
+        io.hicache.core.LoadOverlap loadOverlap;
 
         @Option(names = "--eviction", paramLabel = "POLICY", description = "lru (default), lfu, fifo, mru, filo, slru.")
         Eviction eviction;

@@ -177,7 +177,8 @@ final class RunPlan {
         List<String> labels = new ArrayList<>();
         try {
             SimConfig base = new SimConfig(model, gpu, blockTokens, pageSize, device, hosts.getFirst(), writePolicy,
-                    backupMode, eviction, cp, lanes, draftLayers, o.cacheOnly, seed, timeScale);
+                    backupMode, eviction, cp, lanes, draftLayers, o.cacheOnly, seed, timeScale,
+                    o.loadOverlap == null ? io.hicache.core.LoadOverlap.SAME_FORWARD : o.loadOverlap);
             switch (kind) {
                 case REPLAY -> {
                     configs.add(base);

@@ -71,6 +71,15 @@ final class Instance {
     private final ArrayList<ServedRequest> stepDecode = new ArrayList<>();
     private final ArrayList<List<LoadOp>> loadSets = new ArrayList<>();
     private final ArrayList<LoadOp> queuedLoads = new ArrayList<>();
+    private final boolean sameForward;
+    /** Per rank, the largest load token this step's forward waits on per layer (-1: none). */
+    private final long[] stepWait;
+    /** Device ops issued before this step's loads: the timeline's window starts there. */
+    private long stepOpsStart;
+    /** Simulated time of the step being formed. */
+    private long stepNowNs;
+    /** Whether the forward being enqueued waits for a load. */
+    private boolean stepWaits;
 
     /**
      * Whether the controllers may have work: set by device events and by scheduler calls into them, cleared
@@ -126,6 +135,8 @@ final class Instance {
         this.draftBase = new long[cp];
         this.match = new MatchResult[cp];
         this.handles = new ForwardHandle[cp];
+        this.stepWait = new long[cp];
+        this.sameForward = config.loadOverlap() == io.hicache.core.LoadOverlap.SAME_FORWARD;
         this.lastSealed = new long[cp];
         this.anchors = new RadixNode[cp];
         this.pool = new DevicePagePool(devicePagesCount);
@@ -160,7 +171,8 @@ final class Instance {
                         .writePolicy(backups ? config.writePolicy() : WritePolicy.WRITE_THROUGH)
                         .backupMode(config.backupMode() == BackupMode.NONE ? io.hicache.core.BackupMode.LAYERED
                                 : config.backupMode().core())
-                        .eviction(config.eviction().policy(), config.eviction().policy());
+                        .eviction(config.eviction().policy(), config.eviction().policy())
+                        .loadOverlap(config.loadOverlap(), "simulated engine with --load-overlap previous-batch");
                 if (cp > 1) {
                     b.cpGroup(cp, r, config.lanes(), agreement, loadAgreement);
                 }
@@ -382,6 +394,7 @@ final class Instance {
         if (checkPagesEachStep) {
             checkPageOwnership();
         }
+        stepNowNs = now;
         stepPrefill.clear();
         stepDecode.clear();
         queuedLoads.clear();
@@ -445,6 +458,7 @@ final class Instance {
                 }
             }
         }
+        stepOpsStart = rt[0].opsIssued();
         if (!queuedLoads.isEmpty()) {
             for (int r = 0; r < cp; r++) {
                 ctl[r].startLoading();
@@ -454,6 +468,24 @@ final class Instance {
         }
         if (preempted || taken > 0 || !stepPrefill.isEmpty() || !queuedLoads.isEmpty()) {
             dirty = true; // matches, loads, inserts and reservations went to the controllers
+        }
+        // same-forward: a step that prefills on pages still loading waits per layer for them on the device
+        boolean waits = false;
+        java.util.Arrays.fill(stepWait, -1);
+        for (int i = 0; i < stepPrefill.size(); i++) {
+            ServedRequest q = stepPrefill.get(i);
+            if (q.waitFor == null) {
+                continue;
+            }
+            LoadOp.State s = q.waitFor[0].state();
+            if (s == LoadOp.State.LOADED || s == LoadOp.State.FAILED) {
+                q.waitFor = null;
+                continue;
+            }
+            for (int r = 0; r < cp; r++) {
+                stepWait[r] = Math.max(stepWait[r], q.waitFor[r].consumer());
+            }
+            waits = true;
         }
         boolean backupsWaiting = !pendingBackups.get(0).isEmpty();
         if (stepPrefill.isEmpty() && stepDecode.isEmpty() && !backupsWaiting) {
@@ -481,7 +513,8 @@ final class Instance {
         // Backups run the hooks of a step that prefills (its own chunks' pages, and finished requests' pages
         // waiting since); a decode-only step leaves them waiting, unless nothing else will run.
         boolean flush = stepPrefill.isEmpty() && stepDecode.isEmpty();
-        if (!pendingBackups.get(0).isEmpty() && (!stepPrefill.isEmpty() || flush)) {
+        if (waits || !pendingBackups.get(0).isEmpty() && (!stepPrefill.isEmpty() || flush)) {
+            stepWaits = waits;
             enqueueForward(layerNs);
         } else {
             deviceStep = false;
@@ -507,6 +540,7 @@ final class Instance {
             q.load = null;
             q.loadDone = true;
         }
+        q.waitFor = null; // found again below: the loads this admission's prefix still waits for
         for (int r = 0; r < cp; r++) {
             ctl[r].match(q.keys, 0, q.keys.length, match[r]);
         }
@@ -518,17 +552,45 @@ final class Instance {
             long refused = ctl[0].metrics().get(Metric.LOADS_REFUSED);
             recorder.reset();
             LoadOp op = ctl[0].loadBack(match[0], q.request.index(), Integer.MAX_VALUE, recorder);
+            LoadOp[] ops = sameForward && op != null ? new LoadOp[cp] : null;
+            if (ops != null) {
+                ops[0] = op;
+            }
             for (int r = 1; r < cp; r++) {
                 mirrors[r].reset();
-                ctl[r].loadBack(match[r], q.request.index(), Integer.MAX_VALUE, mirrors[r]);
+                LoadOp mine = ctl[r].loadBack(match[r], q.request.index(), Integer.MAX_VALUE, mirrors[r]);
+                if (ops != null) {
+                    ops[r] = mine;
+                }
             }
             if (op != null) {
-                q.load = op;
                 queuedLoads.add(op);
-            } else if (ctl[0].metrics().get(Metric.LOADS_REFUSED) != refused || ++q.loadWaits > MAX_LOAD_WAITS) {
-                q.loadDone = true; // no device room for the load (or waited long enough): recompute
+                q.hostHitStartNs = stepNowNs;
+                if (!sameForward) {
+                    q.load = op;
+                    return 0; // admitted at a later step, once the load is agreed
+                }
+                // same-forward: the chain is now a loading device prefix this step's forward computes on
+                q.loadDone = true;
+                q.loadedPages = op.pageCount();
+                q.waitFor = ops; // the latest load issued: waiting for it covers any load above it
+                for (int r = 0; r < cp; r++) {
+                    ctl[r].tree().match(q.keys, 0, q.keys.length, match[r]);
+                }
+                devicePrefix = match[0].devicePageCount();
+            } else {
+                if (ctl[0].metrics().get(Metric.LOADS_REFUSED) != refused || ++q.loadWaits > MAX_LOAD_WAITS) {
+                    q.loadDone = true; // no device room for the load (or waited long enough): recompute
+                }
+                return 0;
             }
-            return 0;
+        }
+        if (sameForward && q.waitFor == null && match[0].loadingNode() != null) {
+            // the prefix reaches a load in flight (this request's or another's): the forward waits for it
+            q.waitFor = new LoadOp[cp];
+            for (int r = 0; r < cp; r++) {
+                q.waitFor[r] = ctl[r].joinLoad(match[r]);
+            }
         }
         int totalPages = ceilPages(q.targetSim);
         int newPages = totalPages - devicePrefix;
@@ -571,6 +633,7 @@ final class Instance {
         if (!q.admittedOnce) {
             q.admittedOnce = true;
             int hostHit = Math.min(q.loadedPages, devicePrefix);
+            q.hostHitPages = hostHit;
             hits.record(q.request, q.simTokens, (devicePrefix - hostHit) * pageSize, hostHit * pageSize);
         }
         return 1;
@@ -783,9 +846,12 @@ final class Instance {
 
     /** Enqueues a step as one forward on every rank: a kernel and the hooks per layer, carrying the waiting backups. */
     private void enqueueForward(long layerNs) {
-        boolean capture = timeline != null && timeline.wants(deviceForwards);
+        // the timeline prefers a forward whose layers wait for a load, so the load lane shows beside compute
+        boolean capture = timeline != null && timeline.wants(deviceForwards)
+                && (stepWaits || !sameForward || deviceForwards < ServingEngine.TIMELINE_FORWARD
+                || deviceForwards > ServingEngine.TIMELINE_FORWARD + 500);
         if (capture) {
-            timeline.begin(deviceForwards, rt[0].opsIssued(), rt[0].nowNs());
+            timeline.begin(deviceForwards, stepOpsStart, rt[0].nowNs()); // the step's loads included
         }
         for (int r = 0; r < cp; r++) {
             handles[r] = ctl[r].beginForward(pendingBackups.get(r));
@@ -793,12 +859,14 @@ final class Instance {
         }
         for (int l = 0; l < layers; l++) {
             for (int r = 0; r < cp; r++) {
+                ctl[r].waitLayer(stepWait[r], l); // a no-op without a load in flight (-1)
                 rt[r].simulateKernel(computeStreams[r], layerNs);
                 handles[r].targetLayerStored(l);
             }
         }
         for (int d = 0; d < draftLayers; d++) {
             for (int r = 0; r < cp; r++) {
+                ctl[r].waitDraftLayer(stepWait[r], d);
                 rt[r].simulateKernel(computeStreams[r], layerNs);
                 handles[r].draftLayerStored(d);
             }

@@ -14,6 +14,12 @@ final class Outcomes {
     long[] queueNs = new long[256];
     boolean[] tpotValid = new boolean[256];
     long lastFinishNs;
+    /**
+     * Prefill time of the requests admitted with a host hit: from the step that issued their load to the end of
+     * their prefill (the queueing before that step is the same in both load modes and excluded).
+     */
+    int hostHitCount;
+    long[] hostHitPrefillNs = new long[64];
 
     void add(ServedRequest q) {
         if (count == ttftNs.length) {
@@ -30,6 +36,12 @@ final class Outcomes {
         queueNs[count] = q.firstScheduledNs - q.arrivalNs;
         tpotValid[count] = out > 1;
         tpotNs[count] = out > 1 ? (q.finishNs - q.firstTokenNs) / (out - 1) : 0;
+        if (q.hostHitPages > 0) {
+            if (hostHitCount == hostHitPrefillNs.length) {
+                hostHitPrefillNs = Arrays.copyOf(hostHitPrefillNs, hostHitCount * 2);
+            }
+            hostHitPrefillNs[hostHitCount++] = q.firstTokenNs - q.hostHitStartNs;
+        }
         count++;
         lastFinishNs = Math.max(lastFinishNs, q.finishNs);
     }

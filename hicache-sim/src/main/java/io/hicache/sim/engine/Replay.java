@@ -348,6 +348,16 @@ final class Replay {
                 tpots[tpotCount++] = tpotNs[i];
             }
         }
+        int hostHits = 0;
+        for (Instance in : instances) {
+            hostHits += in.outcomes.hostHitCount;
+        }
+        long[] hostHitPrefillNs = new long[hostHits];
+        int h = 0;
+        for (Instance in : instances) {
+            System.arraycopy(in.outcomes.hostHitPrefillNs, 0, hostHitPrefillNs, h, in.outcomes.hostHitCount);
+            h += in.outcomes.hostHitCount;
+        }
         long[] ttftSorted = ttftNs.clone();
         Arrays.sort(ttftSorted);
         ServingStats stats = new ServingStats(serving.instances(), serving.router().cliName(), serving.tp(),
@@ -359,7 +369,9 @@ final class Replay {
                 inputTokens / makespanS, outputTokens / makespanS, finished / makespanS,
                 finished == 0 ? 0 : (double) good / finished, good / makespanS,
                 simulatedNs == 0 ? 0 : (double) busy / ((double) simulatedNs * instances.length),
-                preemptions, steps, forwards, copyNs, hidden, ServingStats.cdf(ttftSorted, finished));
+                preemptions, steps, forwards, copyNs, hidden, io.hicache.sim.CoreNames.of(config.loadOverlap()),
+                hostHits, ServingStats.Latency.ofNs(hostHitPrefillNs, hostHits, false),
+                ServingStats.cdf(ttftSorted, finished));
         SimResult base = SimResult.ofHits(config, trace.name(), hits, wallSeconds);
         return new SimResult(config, trace.name(), base.requests(), base.inputTokens(), base.simulatedTokens(),
                 base.blocks(), base.blockHitRatio(), base.tokenHitRatio(), base.deviceHitTokens(), base.hostHitTokens(),

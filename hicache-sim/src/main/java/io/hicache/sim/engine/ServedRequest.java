@@ -27,6 +27,12 @@ final class ServedRequest {
     boolean loadDone;
     int loadedPages;
     int loadWaits;
+    /** Same-forward loads: per rank, the load in flight whose layers this request's forwards wait for, or null. */
+    LoadOp[] waitFor;
+    /** Pages of the prompt counted as a host hit at the first admission. */
+    int hostHitPages;
+    /** When the scheduler first acted on the request's host hit (issued its load), -1 before. */
+    long hostHitStartNs = -1;
 
     // admission
     boolean admittedOnce;

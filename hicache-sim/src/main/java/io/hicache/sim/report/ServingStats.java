@@ -34,12 +34,16 @@ import java.util.Arrays;
  * @param deviceForwards             steps run layer by layer on the simulated devices (they carried backups)
  * @param backupCopyNs               time the backup copies took on the host links (rank 0 of each instance)
  * @param backupHiddenFraction       share of that copy time hidden behind compute (1 - exposed / copy time)
+ * @param loadOverlap                when host hits are loaded: {@code same-forward} or {@code previous-batch}
+ * @param hostHitRequests            requests admitted with a host hit (loaded back)
+ * @param hostHitPrefillMs           from the step that issued their load to the end of their prefill
  * @param ttftCdfMs                  TTFT at the percentiles 0, 1, ..., 100 (HTML only)
  */
 @JsonPropertyOrder({"instances", "router", "tp", "max_batch_tokens", "chunk_tokens", "slo_ttft_ms", "slo_tpot_ms",
         "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "throughput_input_tokens_per_s", "throughput_output_tokens_per_s",
         "throughput_requests_per_s", "goodput", "goodput_requests_per_s", "gpu_busy_fraction", "preemptions", "steps",
-        "device_forwards", "backup_copy_ns", "backup_hidden_fraction"})
+        "device_forwards", "backup_copy_ns", "backup_hidden_fraction", "load_overlap", "host_hit_requests",
+        "host_hit_prefill_ms"})
 public record ServingStats(
         @JsonProperty("instances") int instances,
         @JsonProperty("router") String router,
@@ -63,6 +67,9 @@ public record ServingStats(
         @JsonProperty("device_forwards") long deviceForwards,
         @JsonProperty("backup_copy_ns") long backupCopyNs,
         @JsonProperty("backup_hidden_fraction") double backupHiddenFraction,
+        @JsonProperty("load_overlap") String loadOverlap,
+        @JsonProperty("host_hit_requests") long hostHitRequests,
+        @JsonProperty("host_hit_prefill_ms") Latency hostHitPrefillMs,
         @JsonIgnore double[] ttftCdfMs) {
 
     /**

@@ -167,6 +167,7 @@ class MainTest {
             unknown model           | replay --model gpt-5                                         | valid models: llama3-70b, llama3-8b, deepseek-v3
             unknown gpu             | replay --gpu a100                                            | valid gpus: h100-pcie5, h200-pcie5, gh200
             unknown eviction        | replay --eviction random                                     | valid values: lru, lfu, fifo, mru, filo, slru
+            unknown load overlap    | replay --load-overlap eager                                  | unknown load-overlap 'eager'; valid values: same-forward, previous-batch
             unknown option          | replay --frobnicate                                          | Unknown option
             compare + backup mode   | compare --backup-mode layered                                | compare runs every backup mode
             policy without host     | replay --host-capacity-tokens 0 --write-policy write_back    | needs a host tier

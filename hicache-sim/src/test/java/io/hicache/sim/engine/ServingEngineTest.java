@@ -144,7 +144,9 @@ class ServingEngineTest {
 
         assertThat(layered.exposedBackupNs()).isPositive().isLessThan(all.exposedBackupNs() / 10);
         assertThat(layered.commitLatencyNs().p50()).isLessThan(all.commitLatencyNs().p50());
-        assertThat(layered.commitLatencyNs().p99()).isLessThan(all.commitLatencyNs().p99());
+        // the tail is backups waiting for a prefill step to carry their hooks (with same-forward loads, a step
+        // that waits for a load), the same in both modes
+        assertThat(layered.commitLatencyNs().p99()).isLessThanOrEqualTo(all.commitLatencyNs().p99());
         assertThat(layered.commitLatencyNs().max()).isLessThanOrEqualTo(all.commitLatencyNs().max());
         assertThat(layered.blockHitRatio()).isEqualTo(all.blockHitRatio());
         assertThat(layered.tokenHitRatio()).isEqualTo(all.tokenHitRatio());
