@@ -1,0 +1,138 @@
+package io.hicache.storage;
+
+import io.hicache.core.memory.HostKvPool;
+import io.hicache.core.memory.HostLayout;
+import io.hicache.core.memory.KvPageShape;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+
+/**
+ * The memory of one host page as the store sees it: an ordered list of segments of the pinned host pool
+ * whose concatenation is the page's stored object. Backends read from (put) and write into (get) these
+ * segments directly; nothing is staged through another buffer by the SPI.
+ *
+ * <p>{@link #of(HostKvPool, int)} takes every byte of one host page id (all layers and buffers) in the
+ * pool's memory order and merges adjacent ranges: one segment per buffer in
+ * {@link HostLayout#PAGE_FIRST_DIRECT} and {@link HostLayout#PAGE_FIRST}, one per (buffer, layer) in
+ * {@link HostLayout#LAYER_FIRST}. Because the order follows the layout, the layout is part of the key
+ * namespace ({@link KeyNamespace}).
+ *
+ * <p>Immutable; thread-safe. The segments are views: the caller keeps the pool open and the page reserved
+ * while an operation on it is in flight.
+ */
+public final class HostPage {
+    private final MemorySegment[] parts;
+    private final long byteSize;
+
+    private HostPage(MemorySegment[] parts) {
+        long total = 0;
+        for (MemorySegment p : parts) {
+            if (p == null) {
+                throw new IllegalArgumentException("a host page part must not be null");
+            }
+            total += p.byteSize();
+        }
+        if (total == 0) {
+            throw new IllegalArgumentException("a host page must hold at least one byte");
+        }
+        this.parts = parts;
+        this.byteSize = total;
+    }
+
+    /**
+     * A page made of the given segments, in order.
+     *
+     * @throws IllegalArgumentException when no part, a null part, or zero bytes in total is given
+     */
+    public static HostPage of(MemorySegment... parts) {
+        if (parts == null || parts.length == 0) {
+            throw new IllegalArgumentException("a host page needs at least one segment");
+        }
+        return new HostPage(parts.clone());
+    }
+
+    /**
+     * Every byte of host page {@code hostPage} of {@code pool}, in memory order, adjacent ranges merged.
+     * Cold path (allocates the segment list); cache the result per page id where it is used often.
+     *
+     * @throws IndexOutOfBoundsException when {@code hostPage} is outside the pool
+     * @throws IllegalStateException     when the pool is closed
+     */
+    public static HostPage of(HostKvPool pool, int hostPage) {
+        if (hostPage < 0 || hostPage >= pool.pageCount()) {
+            throw new IndexOutOfBoundsException("hostPage " + hostPage + " out of [0, " + pool.pageCount() + ")");
+        }
+        MemorySegment all = pool.segment();
+        KvPageShape shape = pool.shape();
+        HostLayout layout = pool.layout();
+        boolean contiguous = layout.pageContiguous(shape);
+        int rowsPerRegion = contiguous ? 1 : shape.pageSizeTokens();
+        long rowBytes = contiguous ? shape.pageBytes() : shape.bytesPerTokenPerBuffer();
+        int regions = shape.layerCount() * shape.bufferCount();
+        long[] starts = new long[regions * rowsPerRegion];
+        int n = 0;
+        for (int b = 0; b < shape.bufferCount(); b++) {
+            for (int l = 0; l < shape.layerCount(); l++) {
+                long off = pool.pageAddress(l, b, hostPage) - pool.baseAddress();
+                for (int t = 0; t < rowsPerRegion; t++) {
+                    starts[n++] = off + t * pool.tokenPitchBytes();
+                }
+            }
+        }
+        Arrays.sort(starts);
+        MemorySegment[] runs = new MemorySegment[starts.length];
+        int count = 0;
+        long runStart = starts[0];
+        long runEnd = runStart + rowBytes;
+        for (int i = 1; i < starts.length; i++) {
+            if (starts[i] == runEnd) {
+                runEnd += rowBytes;
+            } else {
+                runs[count++] = all.asSlice(runStart, runEnd - runStart);
+                runStart = starts[i];
+                runEnd = runStart + rowBytes;
+            }
+        }
+        runs[count++] = all.asSlice(runStart, runEnd - runStart);
+        return new HostPage(Arrays.copyOf(runs, count));
+    }
+
+    /** Segments of this page. */
+    public int partCount() {
+        return parts.length;
+    }
+
+    /** Segment {@code i}, in object order. */
+    public MemorySegment part(int i) {
+        return parts[i];
+    }
+
+    /** Bytes of the page's object: the sum of its segments. */
+    public long byteSize() {
+        return byteSize;
+    }
+
+    /** Copies the page's bytes, in object order, into {@code dst} at {@code offset} (a backend helper). */
+    public void copyTo(MemorySegment dst, long offset) {
+        long at = offset;
+        for (MemorySegment p : parts) {
+            MemorySegment.copy(p, 0, dst, at, p.byteSize());
+            at += p.byteSize();
+        }
+    }
+
+    /** Fills the page's segments, in object order, from {@code src} at {@code offset} (a backend helper). */
+    public void copyFrom(MemorySegment src, long offset) {
+        long at = offset;
+        for (MemorySegment p : parts) {
+            MemorySegment.copy(src, at, p, 0, p.byteSize());
+            at += p.byteSize();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "HostPage{" + parts.length + " parts, " + byteSize + " bytes}";
+    }
+}
