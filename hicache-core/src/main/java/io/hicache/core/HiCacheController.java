@@ -931,6 +931,25 @@ public final class HiCacheController implements AutoCloseable {
         return evicted;
     }
 
+    /**
+     * Evicts at least {@code pages} host pages if the tree can (host-only leaves in policy order, never protected
+     * ones), freeing them and their budget; the {@link HostTierObserver} sees each first.
+     *
+     * @return host pages evicted
+     */
+    public int evictHost(int pages) {
+        checkUsable();
+        if (pages < 0) {
+            throw new IllegalArgumentException("evictHost(" + pages + "): pages must be >= 0");
+        }
+        int evicted = 0;
+        int step;
+        while (evicted < pages && (step = tree.evictHost(pages - evicted, hostEvictionListener)) > 0) {
+            evicted += step; // removing a leaf may expose its parent
+        }
+        return evicted;
+    }
+
     private final class WriteBackEvictionListener implements DeviceEvictionListener {
         RadixNode[] writeBackPath = new RadixNode[16];
         DevicePageSink sink;
