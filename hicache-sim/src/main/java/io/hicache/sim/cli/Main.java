@@ -91,6 +91,7 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("replay", new Replay(main));
         cl.addSubcommand("compare", new Compare(main));
         cl.addSubcommand("sweep", new Sweep(main));
+        cl.addSubcommand("keys", new KeysCommand(env));
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
         register(cl, WritePolicy.class, WritePolicy::byName);
@@ -203,6 +204,35 @@ public final class Main implements Callable<Integer> {
         @Option(names = "--time-scale", paramLabel = "X", description = "Divide arrival times by X (default 1).")
         Double timeScale;
 
+        @Option(names = "--storage", paramLabel = "STORE",
+                description = "L3 storage tier (replay): model (default when --storage-capacity-tokens is set), "
+                        + "file:DIR, redis://[user:pass@]HOST:PORT or rediss://...")
+        String storage;
+
+        @Option(names = "--storage-capacity-tokens", paramLabel = "TOKENS",
+                description = "Capacity of the modelled storage tier in simulated tokens (k/M/G suffixes; inf = unlimited).")
+        String storageCapacity;
+
+        @Option(names = "--storage-bandwidth-gbps", paramLabel = "GB_PER_S",
+                description = "Modelled storage bandwidth in GB/s of true KV bytes (default 10).")
+        Double storageBandwidthGbps;
+
+        @Option(names = "--storage-latency-us", paramLabel = "US",
+                description = "Modelled latency of one prefetch in microseconds (default 200).")
+        Double storageLatencyUs;
+
+        @Option(names = "--storage-write-policy", paramLabel = "POLICY",
+                description = "L2 -> L3 writes: write_through (default), write_through_selective, write_back.")
+        String storageWritePolicy;
+
+        @Option(names = "--prefetch-policy", paramLabel = "POLICY",
+                description = "L3 -> L2 prefetch stop policy: timeout (default), wait_complete, best_effort.")
+        String prefetchPolicy;
+
+        @Option(names = "--prefetch-threshold-tokens", paramLabel = "TOKENS",
+                description = "Prefetch only when storage may add more than this many simulated tokens (default 256).")
+        Integer prefetchThresholdTokens;
+
         @Option(names = "--json", paramLabel = "FILE", description = "Write results as JSON (an array for compare and sweep).")
         Path jsonFile;
 
@@ -262,7 +292,11 @@ public final class Main implements Callable<Integer> {
     static String summary(String label, SimResult r) {
         return String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
                 label, r.blockHitRatio(), r.tokenHitRatio(), r.deviceHitTokens(), r.hostHitTokens(),
-                r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds());
+                r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds())
+                + (r.storage() == null ? "" : String.format(Locale.ROOT,
+                "  storage=%s storage_hit_tok=%d storage_write_pages=%d prefetch_pages_published=%d",
+                r.storage().backend(), r.storage().storageHitTokens(), r.storage().writePages(),
+                r.storage().prefetchPagesPublished()));
     }
 
     /** Header of {@link #summary}. */

@@ -34,9 +34,11 @@ final class RunPlan {
     private final List<String> labels;
     private final Path jsonFile;
     private final Path htmlFile;
+    private final io.hicache.sim.StorageOptions storage;
 
     private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs, List<String> labels,
-                    Path jsonFile, Path htmlFile) {
+                    Path jsonFile, Path htmlFile, io.hicache.sim.StorageOptions storage) {
+        this.storage = storage;
         this.env = env;
         this.kind = kind;
         this.trace = trace;
@@ -138,6 +140,7 @@ final class RunPlan {
             throw usage(cl, "--cp " + cp + " has no effect with --cache-only (every CP rank holds the same tree, "
                     + "so hit ratios do not depend on it); drop one of them");
         }
+        io.hicache.sim.StorageOptions storage = StoragePlan.build(cl, o, kind, noHost, backupMode, pageSize);
         for (Path out : new Path[] {o.jsonFile, o.htmlFile}) {
             if (out != null) {
                 Path abs = env.workDir().resolve(out).toAbsolutePath();
@@ -175,14 +178,17 @@ final class RunPlan {
         }
         Path json = o.jsonFile == null ? null : env.workDir().resolve(o.jsonFile);
         Path html = o.htmlFile == null ? null : env.workDir().resolve(o.htmlFile);
-        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(labels), json, html);
+        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(labels), json, html, storage);
     }
 
     /** Runs every configuration, prints the summary, writes the reports; returns exit status 0. */
     int run(String commandLine) {
         List<SimulationEngine> engines = new ArrayList<>();
         for (SimConfig c : configs) {
-            engines.add(env.engines().create(c)); // fails before any replay when an engine is missing
+            engines.add(storage != null // the storage tier runs in the timed engine
+                    ? new io.hicache.sim.engine.ServingEngine(io.hicache.sim.engine.ServingEngine.DEFAULT_BATCH_TOKEN_BUDGET,
+                    storage)
+                    : env.engines().create(c)); // fails before any replay when an engine is missing
         }
         List<SimResult> results = new ArrayList<>();
         env.out().println(Main.summaryHeader());
@@ -209,6 +215,11 @@ final class RunPlan {
                     kind == Main.Kind.COMPARE && configs.get(i).backupMode() == BackupMode.NONE));
         }
         SimConfig first = configs.getFirst();
+        if (storage != null) {
+            SimResult r = env.engines().create(first).run(first, trace, Main.progress(env));
+            rows.add(new HtmlReport.Row("without storage", r, true));
+            env.out().println(Main.summary("without storage", r));
+        }
         if (kind == Main.Kind.REPLAY && first.backupMode() != BackupMode.NONE) {
             SimConfig none = first.withBackupMode(BackupMode.NONE);
             SimResult r = env.engines().create(none).run(none, trace, Main.progress(env));
@@ -232,7 +243,7 @@ final class RunPlan {
                 timelines);
     }
 
-    private static long tokens(CommandLine cl, String option, String text) {
+    static long tokens(CommandLine cl, String option, String text) {
         String t = text.trim().toLowerCase(Locale.ROOT).replace("_", "");
         if (t.equals("inf") || t.equals("unlimited")) {
             return SimConfig.HOST_UNLIMITED;
@@ -266,7 +277,7 @@ final class RunPlan {
         return v >= Long.MAX_VALUE ? SimConfig.HOST_UNLIMITED : (long) v;
     }
 
-    private static ParameterException usage(CommandLine cl, String message) {
+    static ParameterException usage(CommandLine cl, String message) {
         return new ParameterException(cl, message);
     }
 }

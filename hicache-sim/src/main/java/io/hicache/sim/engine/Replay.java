@@ -63,6 +63,9 @@ final class Replay {
     private final boolean backupsEnabled;
     private final boolean withDraft;
     private final HitStats hits;
+    /** The L3 tier, or null without {@code --storage}. */
+    private final StorageSim storage;
+    private long nextStorageReadyNs = Long.MAX_VALUE;
 
     private final SimulatedCudaRuntime[] rt;
     private final HiCacheController[] ctl;
@@ -105,6 +108,11 @@ final class Replay {
     private final Timeline timeline = new Timeline();
 
     Replay(SimConfig config, TraceSource trace, ProgressListener progress, int batchTokenBudget) {
+        this(config, trace, progress, batchTokenBudget, null);
+    }
+
+    Replay(SimConfig config, TraceSource trace, ProgressListener progress, int batchTokenBudget,
+           io.hicache.sim.StorageOptions storageOptions) {
         this.config = config;
         this.trace = trace;
         this.progress = progress;
@@ -156,6 +164,11 @@ final class Replay {
                 * compute.linkEfficiency() / trueBytesPerSimByte));
         InProcessRankAgreement agreement = cp > 1 ? new InProcessRankAgreement(cp) : null;
         InProcessRankAgreement loadAgreement = cp > 1 ? new InProcessRankAgreement(cp) : null;
+        if (storageOptions != null && !backupsEnabled) {
+            throw new IllegalArgumentException("a storage tier needs a host tier (host capacity > 0, backups on)");
+        }
+        this.storage = storageOptions == null ? null
+                : new StorageSim(storageOptions, cp, pageSize, layers, trueBytesPerSimByte);
         try {
             for (int r = 0; r < cp; r++) {
                 rt[r] = new SimulatedCudaRuntime(SimulatedCudaConfig.builder().seed(config.seed() * 31 + r)
@@ -184,11 +197,17 @@ final class Replay {
                 if (cp > 1) {
                     b.cpGroup(cp, r, lanes(config), agreement, loadAgreement);
                 }
+                if (storage != null) {
+                    b.listener(storage.listener(r));
+                }
                 ctl[r] = b.build();
                 computeStreams[r] = ctl[r].computeStream();
                 match[r] = new MatchResult(256);
                 backups.add(new ArrayList<>());
                 mirrors[r] = new DevicePagePool.Mirror(recorder);
+            }
+            if (storage != null) {
+                storage.attach(ctl, config.model().cliName());
             }
         } catch (RuntimeException e) {
             closeAll();
@@ -221,6 +240,9 @@ final class Replay {
                     break;
                 }
                 long external = Math.min(nextArrivalNs, decoding.isEmpty() ? Long.MAX_VALUE : decoding.peek().releaseNs);
+                if (nextStorageReadyNs > now) {
+                    external = Math.min(external, nextStorageReadyNs);
+                }
                 if (!advance(external) && !forwardActive && !waiting.isEmpty()) {
                     // Nothing can change any more: the head request cannot get device pages. Run it uncached.
                     if (!startBatch(true)) {
@@ -287,6 +309,9 @@ final class Replay {
             }
             for (int r = 0; r < cp; r++) {
                 work += ctl[r].poll();
+            }
+            if (storage != null) {
+                work += storage.poll();
             }
             idle = work == 0 ? idle + 1 : 0;
         }
@@ -357,6 +382,7 @@ final class Replay {
      * @return whether a forward was enqueued
      */
     private boolean startBatch(boolean force) {
+        nextStorageReadyNs = Long.MAX_VALUE;
         batch.clear();
         queuedLoads.clear();
         pruneLoadSets();
@@ -378,6 +404,25 @@ final class Replay {
             }
             for (int r = 0; r < cp; r++) {
                 ctl[r].tree().match(p.keys, 0, p.keys.length, match[r]);
+            }
+            if (storage != null && !force) {
+                long now = rt[0].nowNs();
+                if (!p.storageTried) {
+                    p.storageTried = true;
+                    storage.onMatch(match);
+                    long wait = storage.prefetch(p.keys, match, p.request.index());
+                    if (wait >= 0) {
+                        p.storagePages = storage.lastPublished();
+                        p.storageReadyNs = now + wait;
+                        for (int r = 0; r < cp; r++) {
+                            ctl[r].tree().match(p.keys, 0, p.keys.length, match[r]);
+                        }
+                    }
+                }
+                if (p.storageReadyNs > now) {
+                    nextStorageReadyNs = Math.min(nextStorageReadyNs, p.storageReadyNs);
+                    continue; // its prefetch is still landing (modelled time)
+                }
             }
             int devicePrefix = match[0].devicePageCount();
             if (match[0].hostPageCount() > 0 && backupsEnabled && !p.loadDone && !force) {
@@ -415,6 +460,9 @@ final class Replay {
                 nodes = insert(p, devicePrefix);
             }
             int hostHit = Math.min(p.loadedPages, devicePrefix);
+            if (storage != null) {
+                storage.recordHit(Math.min(p.storagePages, hostHit));
+            }
             hits.record(p.request, p.simTokens, (devicePrefix - hostHit) * pageSize, hostHit * pageSize);
             if (nodes != null && backupsEnabled && config.writePolicy() != WritePolicy.WRITE_BACK) {
                 for (int r = 0; r < cp; r++) {
@@ -573,6 +621,10 @@ final class Replay {
                 busy |= ctl[r].backupsInFlight() > 0 || ctl[r].loadsInFlight() > 0;
             }
             if (!busy) {
+                if (storage != null) {
+                    storage.flush(); // what this run committed is in the store for the next one
+                    settle();
+                }
                 return;
             }
             if (!advance(Long.MAX_VALUE)) {
@@ -630,7 +682,7 @@ final class Replay {
                 base.blocks(), base.blockHitRatio(), base.tokenHitRatio(), base.deviceHitTokens(), base.hostHitTokens(),
                 base.prefillTokensComputed(), new SimResult.Backups(reserved, committed, aborted, noRoom, fallback),
                 Math.round(d2hSimBytes * trueBytesPerSimByte), exposed, commit, hostPeak, simulatedNs / 1e9,
-                wallSeconds, timeline.segments());
+                wallSeconds, timeline.segments(), storage == null ? null : storage.result(pageSize));
     }
 
     /** Closes controllers, frees the KV areas and closes the devices; returns the run's device facts. */
@@ -638,6 +690,13 @@ final class Replay {
         List<SimulatedCudaRuntime.LeakReport> leaks = new ArrayList<>();
         long ops = 0;
         RuntimeException failure = null;
+        if (storage != null) {
+            try {
+                storage.close();
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+        }
         for (int r = 0; r < cp; r++) {
             try {
                 if (ctl[r] != null) {
@@ -708,6 +767,9 @@ final class Replay {
         final int simTokens;
         LoadOp load;
         boolean loadDone;
+        boolean storageTried;
+        int storagePages;
+        long storageReadyNs;
         int loadedPages;
         int loadWaits;
 

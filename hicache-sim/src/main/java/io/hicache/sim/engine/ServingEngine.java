@@ -84,6 +84,7 @@ public final class ServingEngine implements SimulationEngine {
     public static final int TIMELINE_FORWARD = 20;
 
     private final int batchTokenBudget;
+    private final io.hicache.sim.StorageOptions storage;
     private RunStats lastRun;
 
     /** An engine with the default token budget. */
@@ -95,6 +96,16 @@ public final class ServingEngine implements SimulationEngine {
      * @param batchTokenBudget prompt tokens to compute per prefill batch, at least 1
      */
     public ServingEngine(int batchTokenBudget) {
+        this(batchTokenBudget, null);
+    }
+
+    /**
+     * An engine with an L3 storage tier below the host tier ({@link io.hicache.sim.StorageOptions}; null for none).
+     *
+     * @param batchTokenBudget prompt tokens to compute per prefill batch, at least 1
+     */
+    public ServingEngine(int batchTokenBudget, io.hicache.sim.StorageOptions storage) {
+        this.storage = storage;
         if (batchTokenBudget < 1) {
             throw new IllegalArgumentException("batch token budget must be >= 1 token, got " + batchTokenBudget);
         }
@@ -107,7 +118,7 @@ public final class ServingEngine implements SimulationEngine {
             throw new IllegalArgumentException("the timed engine does not run --cache-only configurations; "
                     + "use CacheOnlyEngine");
         }
-        Replay replay = new Replay(config, trace, progress, batchTokenBudget);
+        Replay replay = new Replay(config, trace, progress, batchTokenBudget, storage);
         try {
             return replay.execute();
         } finally {

@@ -67,11 +67,36 @@ public record SimResult(
         @JsonProperty("host_pool_peak_utilization") double hostPoolPeakUtilization,
         @JsonProperty("simulated_seconds") double simulatedSeconds,
         @JsonProperty("wall_seconds") double wallSeconds,
-        @JsonIgnore List<TimelineSegment> timeline) {
+        @JsonIgnore List<TimelineSegment> timeline,
+        @JsonIgnore StorageResult storage) {
 
     /** Copies the timeline. */
     public SimResult {
         timeline = timeline == null ? List.of() : List.copyOf(timeline);
+    }
+
+    /** A result without a storage tier. */
+    public SimResult(SimConfig config, String trace, long requests, long inputTokens, long simulatedTokens, long blocks,
+                     double blockHitRatio, double tokenHitRatio, long deviceHitTokens, long hostHitTokens,
+                     long prefillTokensComputed, Backups backups, long d2hBytes, long exposedBackupNs,
+                     CommitLatency commitLatencyNs, double hostPoolPeakUtilization, double simulatedSeconds,
+                     double wallSeconds, List<TimelineSegment> timeline) {
+        this(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio, tokenHitRatio,
+                deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes, exposedBackupNs,
+                commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline, null);
+    }
+
+    /** The storage tier's fields (see {@link StorageResult}), after the others; none without a storage tier. */
+    @com.fasterxml.jackson.annotation.JsonAnyGetter
+    java.util.Map<String, Object> storageFields() {
+        return storage == null ? java.util.Map.of() : storage.fields();
+    }
+
+    /** The same result with the storage tier's figures. */
+    public SimResult withStorage(StorageResult s) {
+        return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
+                tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
+                exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline, s);
     }
 
     /**
@@ -133,7 +158,8 @@ public record SimResult(
     public SimResult withTimeline(List<TimelineSegment> segments) {
         return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
                 tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
-                exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, segments);
+                exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, segments,
+                storage);
     }
 
     @JsonProperty("model")
