@@ -50,7 +50,7 @@ public abstract class AbstractPageStore implements PageStore {
     private final List<String> secrets = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicInteger consecutiveFailures = new AtomicInteger();
-    private volatile long backingOffUntilNs = Long.MIN_VALUE;
+    private volatile long backingOffUntilNs = System.nanoTime();
 
     private final LongAdder putPages = new LongAdder();
     private final LongAdder putBytes = new LongAdder();
@@ -115,8 +115,11 @@ public abstract class AbstractPageStore implements PageStore {
         return out;
     }
 
-    /** Class and message of {@code t} and of its root cause, secrets redacted: a distinct-error key. */
-    protected final String describe(Throwable t) {
+    /**
+     * Class and message of {@code t} and of its root cause, secrets redacted: a distinct-error key. Backends
+     * override it to leave out what varies per call (file names), so one fault is one distinct error.
+     */
+    protected String describe(Throwable t) {
         Throwable root = t;
         while (root.getCause() != null && root.getCause() != root) {
             root = root.getCause();

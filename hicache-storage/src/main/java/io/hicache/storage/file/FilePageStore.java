@@ -1,0 +1,569 @@
+package io.hicache.storage.file;
+
+import com.sun.nio.file.ExtendedOpenOption;
+import io.hicache.storage.HostPage;
+import io.hicache.storage.PageKey;
+import io.hicache.storage.StoreConfig;
+import io.hicache.storage.StoreStatus;
+import io.hicache.storage.internal.AbstractPageStore;
+import io.hicache.storage.internal.CommitMarker;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.OpenOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
+
+/**
+ * The {@code file} backend: one file per page key in a directory, published by atomic rename.
+ *
+ * <p><b>Layout.</b> {@code DIR/objects/ab/abcd…} (the key's 64 hex characters; {@code ab} its first two)
+ * holds committed objects; {@code DIR/staging/} holds writes in progress. Only {@link PageKey#hex()} of a
+ * parsed key ever becomes a file name, so no text from outside reaches the file system. {@code DIR} and
+ * its subdirectories are owner-only ({@code rwx------}), files {@code rw-------}.
+ *
+ * <p><b>Object.</b> The page's bytes, then the 64-byte {@link CommitMarker} written last (magic, data
+ * length, CRC-32C of the data, the key). A put writes the whole object under a unique staging name
+ * ({@code <key>.<pid>.<nonce>-<seq>.tmp}), optionally fsyncs it, then renames it over the final name: readers see
+ * the old object or the complete new one, never a part. Two writers of one key each rename a complete
+ * object; the last rename wins and one valid object remains. A file without a valid marker, of the
+ * wrong size, for another key, or whose CRC does not match is {@link StoreStatus#CORRUPT} (a miss,
+ * reported). Because the marker travels inside the renamed file, a marker can never pair with another
+ * writer's data.
+ *
+ * <p><b>Restart.</b> Opening scans {@code objects/} (committed keys are found again, verified lazily on
+ * first use), reports foreign files, and deletes staging files whose writer process is gone
+ * (interrupted writes). Several processes may share a directory.
+ *
+ * <p><b>Capacity.</b> With {@link StoreConfig#fileCapacityBytes()} set, the least recently used objects
+ * (by this process's puts and gets; after a restart, by modification time) are deleted when a put would
+ * exceed it; a page larger than the capacity is {@link StoreStatus#REJECTED}.
+ *
+ * <p><b>O_DIRECT.</b> With {@link StoreConfig#fileDirectIo()}, page data moves with {@code O_DIRECT}
+ * (Java's {@link ExtendedOpenOption#DIRECT}) when every segment of the page is native memory whose
+ * address and size are multiples of the file system's block size (the pinned host pool is 4 KiB aligned);
+ * otherwise, or where the file system refuses it, the page uses buffered I/O (counted once in the error log).
+ *
+ * <p>Thread-safe: I/O runs on the store's threads; the index is guarded by one lock held for map updates only.
+ */
+public final class FilePageStore extends AbstractPageStore {
+    private static final Logger LOG = LoggerFactory.getLogger(FilePageStore.class);
+    static final int MARKER_BYTES = CommitMarker.BYTES;
+    private static final Set<PosixFilePermission> DIR_PERMS = PosixFilePermissions.fromString("rwx------");
+    private static final FileAttribute<Set<PosixFilePermission>> FILE_ATTR =
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
+    private static final String STAGING_SUFFIX = ".tmp";
+
+    private final Path root;
+    private final Path objects;
+    private final Path staging;
+    private final long pid = ProcessHandle.current().pid();
+    /** Unique per JVM and instance: several stores (or containers with equal pids) may share a directory. */
+    private static final AtomicLong STAGING_SEQ = new AtomicLong();
+    private final String stagingNonce = Long.toHexString(new java.security.SecureRandom().nextLong());
+    private final long blockSize;
+    private final boolean directIo;
+    private volatile boolean directSkipLogged;
+    private final ThreadLocal<ByteBuffer> markerBuffers =
+            ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(MARKER_BYTES).order(ByteOrder.LITTLE_ENDIAN));
+    private final ThreadLocal<CRC32C> crcs = ThreadLocal.withInitial(CRC32C::new);
+
+    /** Index of known objects in LRU order; guarded by itself. */
+    private final LinkedHashMap<PageKey, Entry> index = new LinkedHashMap<>(1024, 0.75f, true);
+    private long indexedBytes;
+    private final int foreignFiles;
+    private final int collectedStagingFiles;
+
+    private static final class Entry {
+        final long fileBytes;
+        boolean verified;
+
+        Entry(long fileBytes, boolean verified) {
+            this.fileBytes = fileBytes;
+            this.verified = verified;
+        }
+    }
+
+    /**
+     * Opens (creating if needed) the store in {@code dir}.
+     *
+     * @throws IllegalArgumentException when {@code dir} is not a directory or cannot be made owner-only
+     * @throws IOException              when the directory cannot be created or scanned
+     */
+    public FilePageStore(Path dir, StoreConfig config) throws IOException {
+        super("file", config);
+        this.root = dir.toAbsolutePath().normalize();
+        this.objects = root.resolve("objects");
+        this.staging = root.resolve("staging");
+        ownerOnlyDirectory(root);
+        ownerOnlyDirectory(objects);
+        ownerOnlyDirectory(staging);
+        this.blockSize = Math.max(512, Files.getFileStore(root).getBlockSize());
+        this.directIo = config.fileDirectIo();
+        this.collectedStagingFiles = collectStaging();
+        this.foreignFiles = scanObjects();
+        if (foreignFiles > 0) {
+            LOG.warn("L3 file store {}: {} foreign files under objects/ are ignored (not page objects)", root, foreignFiles);
+        }
+        LOG.info("L3 file store {}: {} committed objects ({} bytes), {} interrupted writes removed",
+                root, index.size(), indexedBytes, collectedStagingFiles);
+    }
+
+    /** The store's directory. */
+    public Path directory() {
+        return root;
+    }
+
+    /** Committed objects this process knows of. */
+    public int indexedObjects() {
+        synchronized (index) {
+            return index.size();
+        }
+    }
+
+    /** Foreign files found under {@code objects/} when the store opened. */
+    public int foreignFilesAtOpen() {
+        return foreignFiles;
+    }
+
+    /** Staging files of dead writers deleted when the store opened. */
+    public int collectedStagingFilesAtOpen() {
+        return collectedStagingFiles;
+    }
+
+    Path objectPath(PageKey key) {
+        String hex = key.hex();
+        return objects.resolve(hex.substring(0, 2)).resolve(hex);
+    }
+
+    // ---------------------------------------------------------------- open
+
+    private static void ownerOnlyDirectory(Path dir) throws IOException {
+        if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+            throw new IllegalArgumentException("file store path " + dir + " exists and is not a directory");
+        }
+        if (!Files.exists(dir)) {
+            Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(DIR_PERMS));
+        }
+        Set<PosixFilePermission> perms = Files.getPosixFilePermissions(dir);
+        if (!perms.equals(DIR_PERMS)) {
+            try {
+                Files.setPosixFilePermissions(dir, DIR_PERMS);
+            } catch (IOException e) {
+                throw new IllegalArgumentException("file store directory " + dir + " is "
+                        + PosixFilePermissions.toString(perms) + " and cannot be made owner-only (rwx------): "
+                        + e.getMessage(), e);
+            }
+        }
+    }
+
+    /** Deletes staging files of writers that are no longer alive (or of this pid, from a previous life). */
+    private int collectStaging() throws IOException {
+        int removed = 0;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(staging)) {
+            for (Path p : ds) {
+                String name = p.getFileName().toString();
+                long writer = stagingWriter(name);
+                if (writer >= 0 && writer != pid && ProcessHandle.of(writer).map(ProcessHandle::isAlive).orElse(false)) {
+                    continue; // another live process is writing it
+                }
+                if (Files.deleteIfExists(p)) {
+                    removed++;
+                }
+            }
+        }
+        return removed;
+    }
+
+    private static long stagingWriter(String name) {
+        // <64 hex>.<pid>.<nonce>-<seq>.tmp
+        String[] parts = name.split("\\.");
+        if (parts.length != 4 || !PageKey.isWellFormedHex(parts[0])) {
+            return -1;
+        }
+        try {
+            return Long.parseLong(parts[1]);
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    private int scanObjects() throws IOException {
+        record Found(PageKey key, long bytes, long mtimeMs) {
+        }
+        List<Found> found = new ArrayList<>();
+        int foreign = 0;
+        try (DirectoryStream<Path> fan = Files.newDirectoryStream(objects)) {
+            for (Path sub : fan) {
+                String subName = sub.getFileName().toString();
+                if (!Files.isDirectory(sub, LinkOption.NOFOLLOW_LINKS) || subName.length() != 2) {
+                    foreign++;
+                    continue;
+                }
+                try (DirectoryStream<Path> ds = Files.newDirectoryStream(sub)) {
+                    for (Path p : ds) {
+                        String name = p.getFileName().toString();
+                        BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                        if (!PageKey.isWellFormedHex(name) || !name.startsWith(subName) || !a.isRegularFile()) {
+                            foreign++;
+                            continue;
+                        }
+                        found.add(new Found(PageKey.fromHex(name), a.size(), a.lastModifiedTime().toMillis()));
+                    }
+                }
+            }
+        }
+        found.sort(Comparator.comparingLong(Found::mtimeMs));
+        synchronized (index) {
+            for (Found f : found) {
+                index.put(f.key(), new Entry(f.bytes(), false));
+                indexedBytes += f.bytes();
+            }
+        }
+        if (foreign > 0) {
+            reportCorrupt("foreign file under objects/ (not named by a page key)");
+        }
+        return foreign;
+    }
+
+    // ---------------------------------------------------------------- operations
+
+    @Override
+    protected int doExistsPrefix(List<PageKey> keys) throws IOException {
+        for (int i = 0; i < keys.size(); i++) {
+            if (!exists(keys.get(i))) {
+                return i;
+            }
+        }
+        return keys.size();
+    }
+
+    private boolean exists(PageKey key) throws IOException {
+        synchronized (index) {
+            Entry e = index.get(key);
+            if (e != null && e.verified) {
+                return true;
+            }
+        }
+        Path path = objectPath(key);
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            long size = ch.size();
+            String bad = readMarker(ch, size, key, -1);
+            if (bad != null) {
+                reportCorrupt(bad);
+                return false;
+            }
+            remember(key, size, true);
+            return true;
+        } catch (NoSuchFileException e) {
+            forget(key);
+            return false;
+        }
+    }
+
+    @Override
+    protected void doPut(List<PageKey> keys, List<HostPage> pages, byte[] status) throws IOException {
+        for (int i = 0; i < keys.size(); i++) {
+            PageKey key = keys.get(i);
+            HostPage page = pages.get(i);
+            long fileBytes = page.byteSize() + MARKER_BYTES;
+            if (config.fileCapacityBytes() > 0 && fileBytes > config.fileCapacityBytes()) {
+                status[i] = (byte) StoreStatus.REJECTED.ordinal();
+                continue;
+            }
+            writeObject(key, page);
+            remember(key, fileBytes, true);
+            evictOverCapacity(key);
+            status[i] = (byte) StoreStatus.OK.ordinal();
+        }
+    }
+
+    private void writeObject(PageKey key, HostPage page) throws IOException {
+        Path tmp = staging.resolve(key.hex() + "." + pid + "." + stagingNonce + "-" + STAGING_SEQ.incrementAndGet() + STAGING_SUFFIX);
+        boolean published = false;
+        try {
+            CRC32C crc = crcs.get();
+            crc.reset();
+            boolean direct = useDirect(page);
+            long at = writeData(tmp, page, crc, direct, key);
+            if (direct) {
+                // the marker is not block-sized: append it through a buffered descriptor
+                try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
+                    writeMarker(ch, at, key, page.byteSize(), (int) crc.getValue());
+                }
+            }
+            Path target = objectPath(key);
+            Files.createDirectories(target.getParent(), PosixFilePermissions.asFileAttribute(DIR_PERMS));
+            try {
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                throw new IOException("file store " + root + " needs a file system with atomic rename", e);
+            }
+            published = true;
+            if (config.fileFsync()) {
+                try (FileChannel d = FileChannel.open(target.getParent(), StandardOpenOption.READ)) {
+                    d.force(true);
+                }
+            }
+        } finally {
+            if (!published) {
+                Files.deleteIfExists(tmp);
+            }
+        }
+    }
+
+    /** Writes the page's data (and, without O_DIRECT, its marker) to a new staging file; returns the data length. */
+    private long writeData(Path tmp, HostPage page, CRC32C crc, boolean direct, PageKey key) throws IOException {
+        OpenOption[] opts = direct
+                ? new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT}
+                : new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE};
+        long at = 0;
+        try (FileChannel ch = FileChannel.open(tmp, Set.of(opts), FILE_ATTR)) {
+            for (int p = 0; p < page.partCount(); p++) {
+                MemorySegment part = page.part(p);
+                for (long off = 0; off < part.byteSize(); ) {
+                    int chunk = (int) Math.min(part.byteSize() - off, 1 << 30);
+                    ByteBuffer bb = part.asSlice(off, chunk).asByteBuffer();
+                    crc.update(bb.duplicate());
+                    while (bb.hasRemaining()) {
+                        at += ch.write(bb, at);
+                    }
+                    off += chunk;
+                }
+            }
+            if (!direct) {
+                writeMarker(ch, at, key, page.byteSize(), (int) crc.getValue());
+            }
+        }
+        return at;
+    }
+
+    /** Writes the commit marker at {@code at}, last, and fsyncs the file when configured. */
+    private void writeMarker(FileChannel ch, long at, PageKey key, long dataBytes, int crc) throws IOException {
+        ByteBuffer m = marker(key, dataBytes, crc);
+        while (m.hasRemaining()) {
+            at += ch.write(m, at);
+        }
+        if (config.fileFsync()) {
+            ch.force(true);
+        }
+    }
+
+    private ByteBuffer marker(PageKey key, long dataBytes, int crc) {
+        ByteBuffer m = markerBuffers.get().clear();
+        CommitMarker.write(m, key, dataBytes, crc);
+        return m.flip();
+    }
+
+    /**
+     * Reads and checks the marker at the end of a file of {@code size} bytes; null when valid, else why
+     * not. {@code expectedData < 0} accepts any data length consistent with the file size.
+     */
+    private String readMarker(FileChannel ch, long size, PageKey key, long expectedData) throws IOException {
+        if (size < MARKER_BYTES) {
+            return "truncated object (" + size + " bytes, no commit marker)";
+        }
+        ByteBuffer m = markerBuffers.get().clear();
+        long at = size - MARKER_BYTES;
+        while (m.hasRemaining()) {
+            int n = ch.read(m, at);
+            if (n < 0) {
+                return "truncated object (short read of the commit marker)";
+            }
+            at += n;
+        }
+        return CommitMarker.check(m, 0, key, size, expectedData);
+    }
+
+    @Override
+    protected void doGet(List<PageKey> keys, List<HostPage> pages, byte[] status) throws IOException {
+        for (int i = 0; i < keys.size(); i++) {
+            PageKey key = keys.get(i);
+            HostPage page = pages.get(i);
+            Path path = objectPath(key);
+            FileChannel ch;
+            try {
+                ch = FileChannel.open(path, StandardOpenOption.READ);
+            } catch (NoSuchFileException e) {
+                forget(key);
+                status[i] = (byte) StoreStatus.MISS.ordinal();
+                continue;
+            }
+            try (ch) {
+                long size = ch.size();
+                String bad = readMarker(ch, size, key, page.byteSize());
+                if (bad != null) {
+                    corrupt(status, i, bad);
+                    continue;
+                }
+                int stored = CommitMarker.crc(markerBuffers.get(), 0);
+                CRC32C crc = crcs.get();
+                crc.reset();
+                if (useDirect(page)) {
+                    try (FileChannel dch = FileChannel.open(path, StandardOpenOption.READ, ExtendedOpenOption.DIRECT)) {
+                        readData(dch, page, crc);
+                    }
+                } else {
+                    readData(ch, page, crc);
+                }
+                if ((int) crc.getValue() != stored) {
+                    corrupt(status, i, "object whose data does not match its checksum");
+                    continue;
+                }
+                remember(key, size, true);
+                status[i] = (byte) StoreStatus.OK.ordinal();
+            }
+        }
+    }
+
+    private static void readData(FileChannel ch, HostPage page, CRC32C crc) throws IOException {
+        long at = 0;
+        for (int p = 0; p < page.partCount(); p++) {
+            MemorySegment part = page.part(p);
+            for (long off = 0; off < part.byteSize(); ) {
+                int chunk = (int) Math.min(part.byteSize() - off, 1 << 30);
+                ByteBuffer bb = part.asSlice(off, chunk).asByteBuffer();
+                while (bb.hasRemaining()) {
+                    int n = ch.read(bb, at);
+                    if (n < 0) {
+                        throw new IOException("object shrank while being read");
+                    }
+                    at += n;
+                }
+                bb.flip();
+                crc.update(bb);
+                off += chunk;
+            }
+        }
+    }
+
+    /** O_DIRECT only for native, block-aligned segments of block-multiple sizes. */
+    private boolean useDirect(HostPage page) {
+        if (!directIo) {
+            return false;
+        }
+        for (int p = 0; p < page.partCount(); p++) {
+            MemorySegment s = page.part(p);
+            if (!s.isNative() || s.address() % blockSize != 0 || s.byteSize() % blockSize != 0) {
+                if (!directSkipLogged) {
+                    directSkipLogged = true;
+                    LOG.warn("L3 file store {}: O_DIRECT skipped for pages whose segments are not {}-byte aligned"
+                            + " native memory; they use buffered I/O", root, blockSize);
+                }
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    protected void doRemove(List<PageKey> keys, byte[] status) throws IOException {
+        for (int i = 0; i < keys.size(); i++) {
+            boolean deleted = Files.deleteIfExists(objectPath(keys.get(i)));
+            forget(keys.get(i));
+            status[i] = (byte) (deleted ? StoreStatus.OK : StoreStatus.MISS).ordinal();
+        }
+    }
+
+    // ---------------------------------------------------------------- index and capacity
+
+    private void remember(PageKey key, long fileBytes, boolean verified) {
+        synchronized (index) {
+            Entry old = index.put(key, new Entry(fileBytes, verified));
+            indexedBytes += fileBytes - (old == null ? 0 : old.fileBytes);
+        }
+    }
+
+    private void forget(PageKey key) {
+        synchronized (index) {
+            Entry old = index.remove(key);
+            if (old != null) {
+                indexedBytes -= old.fileBytes;
+            }
+        }
+    }
+
+    private void evictOverCapacity(PageKey keep) throws IOException {
+        long capacity = config.fileCapacityBytes();
+        if (capacity <= 0) {
+            return;
+        }
+        while (true) {
+            PageKey victim = null;
+            synchronized (index) {
+                if (indexedBytes <= capacity) {
+                    return;
+                }
+                Iterator<Map.Entry<PageKey, Entry>> it = index.entrySet().iterator();
+                while (it.hasNext()) {
+                    Map.Entry<PageKey, Entry> e = it.next();
+                    if (!e.getKey().equals(keep)) {
+                        victim = e.getKey();
+                        indexedBytes -= e.getValue().fileBytes;
+                        it.remove();
+                        break;
+                    }
+                }
+            }
+            if (victim == null) {
+                return;
+            }
+            Files.deleteIfExists(objectPath(victim));
+            countEvicted(1);
+        }
+    }
+
+    /** File-system errors are keyed by type, reason and area (objects/ or staging/), not by file name. */
+    @Override
+    protected String describe(Throwable t) {
+        if (t instanceof java.nio.file.FileSystemException fse) {
+            String file = fse.getFile();
+            String area = file == null ? "" : file.startsWith(staging.toString()) ? " in staging/"
+                    : file.startsWith(objects.toString()) ? " in objects/" : "";
+            return redact(t.getClass().getSimpleName() + (fse.getReason() != null ? ": " + fse.getReason() : "")
+                    + area + " of " + root);
+        }
+        return super.describe(t);
+    }
+
+    @Override
+    protected long storedBytes() {
+        synchronized (index) {
+            return indexedBytes;
+        }
+    }
+
+    @Override
+    protected void closeBackend() {
+        LOG.debug("L3 file store {} closed", root);
+    }
+
+    @Override
+    public String toString() {
+        return "FilePageStore{" + root + ", capacityBytes=" + config.fileCapacityBytes() + ", directIo=" + directIo + "}";
+    }
+}

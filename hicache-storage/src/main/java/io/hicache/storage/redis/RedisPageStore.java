@@ -1,0 +1,412 @@
+package io.hicache.storage.redis;
+
+import io.hicache.storage.HostPage;
+import io.hicache.storage.PageKey;
+import io.hicache.storage.StoreConfig;
+import io.hicache.storage.StoreStatus;
+import io.hicache.storage.internal.AbstractPageStore;
+import io.hicache.storage.internal.CommitMarker;
+import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import redis.clients.jedis.Connection;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.JedisCluster;
+import redis.clients.jedis.JedisPooled;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.PipeliningBase;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisAccessControlException;
+import redis.clients.jedis.exceptions.JedisDataException;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLHandshakeException;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.TrustManagerFactory;
+import java.io.InputStream;
+import java.lang.foreign.MemorySegment;
+import java.net.ConnectException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.zip.CRC32C;
+
+/**
+ * The {@code redis} backend: Redis or Valkey, one server or a Redis Cluster, through Jedis.
+ *
+ * <p><b>Objects.</b> Key {@code hicache:<64 hex>}; value = the page's bytes followed by the 64-byte
+ * {@link CommitMarker} (written last, CRC-32C of the data, the key). One {@code SET} writes the whole
+ * value; the server applies a command atomically and its append-only file replays whole commands only,
+ * so a value is either absent or complete: the staged state of the write protocol is the client's
+ * buffer, the commit is the {@code SET}. A reader checks the marker, size and CRC; anything else
+ * (foreign value, wrong size) is {@link StoreStatus#CORRUPT}. Two writers of a key both succeed and
+ * the last {@code SET} leaves one valid object (data and marker cannot pair across writers).
+ *
+ * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). A connection error
+ * fails the attempt and the base class retries with backoff. Connections come from a pool of
+ * {@link StoreConfig#redisConnections()}, tested on borrow, so a restarted server is reconnected.
+ *
+ * <p><b>Security.</b> {@code AUTH} with a password or an ACL user and password (from the location or
+ * {@link StoreConfig#redisCredentials}), TLS with {@code rediss://} (server certificate and host name
+ * verified against the JVM trust store or {@link StoreConfig#redisTlsCaCertificate()} / {@code ?cacert=}).
+ * {@link #open} authenticates once: a wrong password or an untrusted certificate is one
+ * {@link IllegalStateException} naming the endpoint and the cause, never the password. Credentials
+ * never appear in logs, messages, {@link #toString()} or stats.
+ *
+ * <p>Thread-safe: Jedis's pooled clients are thread-safe; each batch borrows one connection per node.
+ */
+public final class RedisPageStore extends AbstractPageStore {
+    private static final Logger LOG = LoggerFactory.getLogger(RedisPageStore.class);
+    private static final byte[] KEY_PREFIX = "hicache:".getBytes(StandardCharsets.US_ASCII);
+    private static final byte OK = (byte) StoreStatus.OK.ordinal();
+    private static final byte MISS = (byte) StoreStatus.MISS.ordinal();
+    private static final byte FAILED = (byte) StoreStatus.FAILED.ordinal();
+
+    private final RedisLocation location;
+    private final UnifiedJedis client;
+    private final boolean cluster;
+    private final ThreadLocal<CRC32C> crcs = ThreadLocal.withInitial(CRC32C::new);
+
+    private RedisPageStore(RedisLocation location, StoreConfig config, UnifiedJedis client, boolean cluster) {
+        super("redis", config);
+        this.location = location;
+        this.client = client;
+        this.cluster = cluster;
+        addSecret(location.password());
+        addSecret(config.redisPassword());
+    }
+
+    /**
+     * Connects to the location, authenticates and checks the server answers.
+     *
+     * @throws IllegalArgumentException when the location is malformed
+     * @throws IllegalStateException    with one clear line (endpoint and cause, no credentials) when the
+     *                                  server is unreachable, refuses the credentials, or its certificate
+     *                                  is not trusted
+     */
+    public static RedisPageStore open(String locationText, StoreConfig config) {
+        RedisLocation loc = RedisLocation.parse(locationText);
+        String user = config.redisUser() != null ? config.redisUser() : loc.user();
+        String password = config.redisPassword() != null ? config.redisPassword() : loc.password();
+        Path ca = config.redisTlsCaCertificate() != null ? config.redisTlsCaCertificate() : loc.caCertificate();
+        DefaultJedisClientConfig.Builder cb = DefaultJedisClientConfig.builder()
+                .connectionTimeoutMillis((int) config.redisTimeoutMs())
+                .socketTimeoutMillis((int) config.redisTimeoutMs())
+                .clientName("hicache-l3");
+        if (user != null) {
+            cb.user(user);
+        }
+        if (password != null) {
+            cb.password(password);
+        }
+        if (loc.database() != 0) {
+            cb.database(loc.database());
+        }
+        if (loc.tls()) {
+            SSLParameters params = new SSLParameters();
+            params.setEndpointIdentificationAlgorithm("HTTPS");
+            cb.ssl(true).sslParameters(params);
+            if (ca != null) {
+                cb.sslSocketFactory(trusting(ca));
+            }
+        }
+        JedisClientConfig clientConfig = cb.build();
+        GenericObjectPoolConfig<Connection> pool = new GenericObjectPoolConfig<>();
+        pool.setMaxTotal(config.redisConnections());
+        pool.setMaxIdle(config.redisConnections());
+        pool.setMinIdle(0);
+        pool.setTestOnBorrow(true);
+        pool.setBlockWhenExhausted(true);
+        pool.setMaxWait(Duration.ofMillis(config.redisTimeoutMs()));
+        pool.setJmxEnabled(false);
+
+        RedisLocation.Endpoint first = loc.endpoints().get(0);
+        UnifiedJedis client = null;
+        boolean cluster;
+        try {
+            JedisPooled probe = new JedisPooled(new HostAndPort(first.host(), first.port()), clientConfig, pool);
+            boolean enabled;
+            try {
+                probe.ping();
+                enabled = loc.cluster() != null ? loc.cluster() : probe.info("cluster").contains("cluster_enabled:1");
+            } catch (RuntimeException e) {
+                probe.close();
+                throw e;
+            }
+            cluster = enabled;
+            if (cluster) {
+                probe.close();
+                Set<HostAndPort> nodes = new HashSet<>();
+                for (RedisLocation.Endpoint ep : loc.endpoints()) {
+                    nodes.add(new HostAndPort(ep.host(), ep.port()));
+                }
+                client = new JedisCluster(nodes, clientConfig, 3, pool);
+                client.ping();
+            } else {
+                if (loc.endpoints().size() > 1) {
+                    probe.close();
+                    throw new IllegalArgumentException("redis location names " + loc.endpoints().size()
+                            + " servers but " + first + " is not in cluster mode; name one server, or a cluster");
+                }
+                client = probe;
+            }
+        } catch (IllegalArgumentException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            if (client != null) {
+                client.close();
+            }
+            throw new IllegalStateException(startupMessage(loc, user, e, password));
+        }
+        RedisPageStore store = new RedisPageStore(loc, config, client, cluster);
+        LOG.info("L3 redis store {} open ({}{}, {} connections per node)", loc.describe(),
+                cluster ? "cluster" : "single server", loc.tls() ? ", TLS" : "", config.redisConnections());
+        return store;
+    }
+
+    private static String startupMessage(RedisLocation loc, String user, RuntimeException e, String password) {
+        String where = "L3 redis store " + loc.describe();
+        Throwable root = e;
+        boolean tlsTrust = false;
+        boolean refused = false;
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            root = t;
+            if (t instanceof SSLHandshakeException || t.getClass().getName().contains("CertPath")
+                    || t.getClass().getName().contains("ValidatorException")) {
+                tlsTrust = true;
+            }
+            if (t instanceof ConnectException) {
+                refused = true;
+            }
+        }
+        String text;
+        if (e instanceof JedisAccessControlException || contains(e, "WRONGPASS") || contains(e, "NOAUTH")
+                || contains(e, "NOPERM") || contains(e, "invalid password")) {
+            text = where + ": authentication failed" + (user != null ? " for user " + user : "")
+                    + " (wrong user or password, or the ACL user may not run the store's commands)";
+        } else if (tlsTrust) {
+            text = where + ": TLS handshake failed, the server certificate is not trusted or does not match"
+                    + " the host name (give its CA with ?cacert=PATH or StoreConfig.redisTlsCaCertificate)";
+        } else if (refused) {
+            text = where + ": cannot connect (connection refused)";
+        } else {
+            text = where + ": cannot connect: " + root.getClass().getSimpleName() + ": " + root.getMessage();
+        }
+        return password == null ? text : text.replace(password, "***");
+    }
+
+    private static boolean contains(Throwable e, String s) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t.getMessage() != null && t.getMessage().contains(s)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static javax.net.ssl.SSLSocketFactory trusting(Path caPem) {
+        try (InputStream in = Files.newInputStream(caPem)) {
+            KeyStore ks = KeyStore.getInstance(KeyStore.getDefaultType());
+            ks.load(null, null);
+            int i = 0;
+            for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+                ks.setCertificateEntry("ca-" + i++, c);
+            }
+            if (i == 0) {
+                throw new IllegalArgumentException("redis TLS CA file " + caPem + " holds no PEM certificate");
+            }
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(ks);
+            SSLContext ctx = SSLContext.getInstance("TLS");
+            ctx.init(null, tmf.getTrustManagers(), null);
+            return ctx.getSocketFactory();
+        } catch (IllegalArgumentException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalArgumentException("redis TLS CA file " + caPem + " cannot be read as PEM certificates: "
+                    + e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
+    }
+
+    /** True when connected to a Redis Cluster. */
+    public boolean isCluster() {
+        return cluster;
+    }
+
+    static byte[] redisKey(PageKey key) {
+        byte[] k = new byte[KEY_PREFIX.length + PageKey.HEX_CHARS];
+        System.arraycopy(KEY_PREFIX, 0, k, 0, KEY_PREFIX.length);
+        String hex = key.hex();
+        for (int i = 0; i < PageKey.HEX_CHARS; i++) {
+            k[KEY_PREFIX.length + i] = (byte) hex.charAt(i);
+        }
+        return k;
+    }
+
+    /** The value a put stores for {@code page} under {@code key}: data then marker (tests build foreign values from it). */
+    byte[] encode(PageKey key, HostPage page) {
+        long size = page.byteSize();
+        if (size + CommitMarker.BYTES > Integer.MAX_VALUE - 16) {
+            throw new IllegalArgumentException("a page of " + size + " bytes exceeds a Redis value");
+        }
+        byte[] v = new byte[(int) size + CommitMarker.BYTES];
+        MemorySegment dst = MemorySegment.ofArray(v);
+        page.copyTo(dst, 0);
+        CRC32C crc = crcs.get();
+        crc.reset();
+        crc.update(v, 0, (int) size);
+        ByteBuffer m = ByteBuffer.wrap(v, (int) size, CommitMarker.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        CommitMarker.write(m, key, size, (int) crc.getValue());
+        return v;
+    }
+
+    private PipeliningBase pipeline() {
+        return client.pipelined();
+    }
+
+    private static void close(PipeliningBase p) {
+        ((AbstractPipeline) p).close();
+    }
+
+    private static void sync(PipeliningBase p) {
+        ((AbstractPipeline) p).sync();
+    }
+
+    // ---------------------------------------------------------------- operations
+
+    @Override
+    protected int doExistsPrefix(List<PageKey> keys) {
+        List<Response<Long>> lengths = new ArrayList<>(keys.size());
+        List<Response<byte[]>> markers = new ArrayList<>(keys.size());
+        PipeliningBase p = pipeline();
+        try {
+            for (PageKey key : keys) {
+                byte[] k = redisKey(key);
+                lengths.add(p.strlen(k));
+                markers.add(p.getrange(k, -CommitMarker.BYTES, -1));
+            }
+            sync(p);
+        } finally {
+            close(p);
+        }
+        for (int i = 0; i < keys.size(); i++) {
+            long len = lengths.get(i).get();
+            if (len == 0) {
+                return i;
+            }
+            byte[] m = markers.get(i).get();
+            String bad = m.length != CommitMarker.BYTES ? "truncated object (" + len + " bytes, no commit marker)"
+                    : CommitMarker.check(ByteBuffer.wrap(m), 0, keys.get(i), len, -1);
+            if (bad != null) {
+                reportCorrupt(bad);
+                return i;
+            }
+        }
+        return keys.size();
+    }
+
+    @Override
+    protected void doPut(List<PageKey> keys, List<HostPage> pages, byte[] status) {
+        List<Response<String>> replies = new ArrayList<>(keys.size());
+        PipeliningBase p = pipeline();
+        try {
+            for (int i = 0; i < keys.size(); i++) {
+                replies.add(p.set(redisKey(keys.get(i)), encode(keys.get(i), pages.get(i))));
+            }
+            sync(p);
+        } finally {
+            close(p);
+        }
+        for (int i = 0; i < keys.size(); i++) {
+            try {
+                status[i] = "OK".equals(replies.get(i).get()) ? OK : FAILED;
+            } catch (JedisDataException e) {
+                // a per-key server error (e.g. OOM with maxmemory): this key failed, the batch goes on
+                reportError(describe(e));
+                status[i] = FAILED;
+            }
+        }
+    }
+
+    @Override
+    protected void doGet(List<PageKey> keys, List<HostPage> pages, byte[] status) {
+        List<Response<byte[]>> values = new ArrayList<>(keys.size());
+        PipeliningBase p = pipeline();
+        try {
+            for (PageKey key : keys) {
+                values.add(p.get(redisKey(key)));
+            }
+            sync(p);
+        } finally {
+            close(p);
+        }
+        CRC32C crc = crcs.get();
+        for (int i = 0; i < keys.size(); i++) {
+            byte[] v = values.get(i).get();
+            if (v == null) {
+                status[i] = MISS;
+                continue;
+            }
+            HostPage page = pages.get(i);
+            if (v.length < CommitMarker.BYTES) {
+                corrupt(status, i, "truncated object (" + v.length + " bytes, no commit marker)");
+                continue;
+            }
+            int data = v.length - CommitMarker.BYTES;
+            ByteBuffer m = ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN);
+            String bad = CommitMarker.check(m, data, keys.get(i), v.length, page.byteSize());
+            if (bad != null) {
+                corrupt(status, i, bad);
+                continue;
+            }
+            crc.reset();
+            crc.update(v, 0, data);
+            if ((int) crc.getValue() != CommitMarker.crc(m, data)) {
+                corrupt(status, i, "object whose data does not match its checksum");
+                continue;
+            }
+            page.copyFrom(MemorySegment.ofArray(v), 0);
+            status[i] = OK;
+        }
+    }
+
+    @Override
+    protected void doRemove(List<PageKey> keys, byte[] status) {
+        List<Response<Long>> replies = new ArrayList<>(keys.size());
+        PipeliningBase p = pipeline();
+        try {
+            for (PageKey key : keys) {
+                replies.add(p.del(redisKey(key)));
+            }
+            sync(p);
+        } finally {
+            close(p);
+        }
+        for (int i = 0; i < keys.size(); i++) {
+            status[i] = replies.get(i).get() > 0 ? OK : MISS;
+        }
+    }
+
+    @Override
+    protected void closeBackend() {
+        client.close();
+    }
+
+    @Override
+    public String toString() {
+        return "RedisPageStore{" + location.describe() + (cluster ? ", cluster" : "") + (location.tls() ? ", TLS" : "") + "}";
+    }
+}
