@@ -69,7 +69,8 @@ final class StorageSim implements AutoCloseable {
         }
         this.tierConfig = StorageTierConfig.DEFAULT.withWritePolicy(options.writePolicy())
                 .withPrefetchPolicy(options.prefetchPolicy())
-                .withPrefetchThresholdTokens(options.prefetchThresholdTokens());
+                // the controllers' trees hold one key per simulated page: thresholds count tree tokens
+                .withPrefetchThresholdTokens(options.prefetchThresholdTokens() / pageSizeTokens);
         this.scratch = new StorageTier.Prefetch[cp];
         this.rematch = new MatchResult[cp];
     }
