@@ -413,6 +413,7 @@ final class Replay {
                     long wait = storage.prefetch(p.keys, match, p.request.index());
                     if (wait >= 0) {
                         p.storagePages = storage.lastPublished();
+                        p.prefetches = storage.lastPrefetches();
                         p.storageReadyNs = now + wait;
                         for (int r = 0; r < cp; r++) {
                             ctl[r].tree().match(p.keys, 0, p.keys.length, match[r]);
@@ -435,6 +436,10 @@ final class Replay {
                 for (int r = 1; r < cp; r++) {
                     mirrors[r].reset();
                     ctl[r].loadBack(match[r], p.request.index(), Integer.MAX_VALUE, mirrors[r]);
+                }
+                if (p.prefetches != null) {
+                    storage.consume(p.prefetches); // the load protects its host pages from here on
+                    p.prefetches = null;
                 }
                 if (op != null) {
                     p.load = op;
@@ -460,6 +465,10 @@ final class Replay {
                 nodes = insert(p, devicePrefix);
             }
             int hostHit = Math.min(p.loadedPages, devicePrefix);
+            if (p.prefetches != null) {
+                storage.consume(p.prefetches);
+                p.prefetches = null;
+            }
             if (storage != null) {
                 storage.recordHit(Math.min(p.storagePages, hostHit));
             }
@@ -674,6 +683,9 @@ final class Replay {
             exposed = Math.max(exposed, m.get(Metric.EXPOSED_BACKUP_NS));
             simulatedNs = Math.max(simulatedNs, rt[r].nowNs());
         }
+        if (Boolean.getBoolean("hicache.sim.debugStorage")) {
+            System.err.println("DEBUG " + ctl[0].metrics().snapshot());
+        }
         var latency = ctl[0].metrics().commitLatencyNs();
         SimResult.CommitLatency commit = latency.count() == 0 ? SimResult.CommitLatency.NONE
                 : new SimResult.CommitLatency(latency.quantile(0.50), latency.quantile(0.99), latency.max());
@@ -768,6 +780,7 @@ final class Replay {
         LoadOp load;
         boolean loadDone;
         boolean storageTried;
+        io.hicache.storage.tier.StorageTier.Prefetch[] prefetches;
         int storagePages;
         long storageReadyNs;
         int loadedPages;

@@ -163,6 +163,20 @@ final class StorageSim implements AutoCloseable {
         return true;
     }
 
+    /** The per-rank prefetches of the last {@link #prefetch} (a copy), for {@link #consume}. */
+    StorageTier.Prefetch[] lastPrefetches() {
+        return scratch.clone();
+    }
+
+    /** The request of {@code prefetches} took its pages (or runs without them): they may be host-evicted again. */
+    void consume(StorageTier.Prefetch[] prefetches) {
+        for (int r = 0; r < tiers.length; r++) {
+            if (prefetches[r] != null) {
+                tiers[r].consume(prefetches[r]);
+            }
+        }
+    }
+
     /** Pages the last {@link #prefetch} published. */
     int lastPublished() {
         return published;
@@ -219,6 +233,9 @@ final class StorageSim implements AutoCloseable {
             readBw += m.prefetchBytesPerSecond();
         }
         var m0 = tiers[0].metrics();
+        if (Boolean.getBoolean("hicache.sim.debugStorage")) {
+            System.err.println("DEBUG " + m0);
+        }
         started = m0.get(StorageMetric.PREFETCH_STARTED);
         pages = m0.get(StorageMetric.PREFETCH_PAGES_REQUESTED);
         publishedPages = m0.get(StorageMetric.PREFETCH_PAGES_PUBLISHED);

@@ -73,6 +73,8 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
     private static final Logger LOG = LoggerFactory.getLogger(StorageTier.class);
     private static final int HASH = RadixNode.PAGE_HASH_BYTES;
     private static final int KNOWN_KEYS_CAP = 1 << 20;
+    /** Store batches one prefetch may span on a rank (its existence checks run one after another). */
+    static final int MAX_PREFETCH_BATCHES = 16;
 
     private final HiCacheController ctl;
     private final RadixTree tree;
@@ -94,6 +96,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
     private final ArrayDeque<Prefetch> prefetches = new ArrayDeque<>();
     private final ArrayList<Write> writes = new ArrayList<>();
     private final ArrayList<RadixNode> committed = new ArrayList<>();
+    private final java.util.LinkedHashSet<Prefetch> protectedPrefetches = new java.util.LinkedHashSet<>();
     /** Keys known to be committed in the store (bounded, oldest forgotten first). */
     private final Map<PageKey, Boolean> known = new LinkedHashMap<>(1024, 0.75f, false) {
         @Override
@@ -222,7 +225,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
             metrics.increment(StorageMetric.PREFETCH_NOT_CONTIGUOUS);
             return null;
         }
-        int pages = Math.min(missing, maxBatch); // per rank at most maxBatch owned pages: positions >= owned
+        int pages = Math.min(missing, MAX_PREFETCH_BATCHES * maxBatch); // owned pages per rank <= positions
         long units = (pages + cpSize - 1) / cpSize;
         if (prefetchUnitsHeld + units > prefetchCapUnits) {
             long room = prefetchCapUnits - prefetchUnitsHeld;
@@ -261,7 +264,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         metrics.increment(StorageMetric.PREFETCH_STARTED);
         metrics.add(StorageMetric.PREFETCH_PAGES_REQUESTED, pages);
         p.ioStartNs = System.nanoTime();
-        p.exists = owned == 0 ? StoreOp.completed(0) : store.existsPrefix(p.keys);
+        p.exists = owned == 0 ? StoreOp.completed(0) : store.existsPrefix(p.keys.subList(0, Math.min(owned, maxBatch)));
         prefetches.add(p);
         updateDepths();
         return p;
@@ -290,12 +293,28 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
 
     /**
      * The request of {@code p} was cancelled: nothing of the prefetch is published; its lease is released once its
-     * reads are done (the store owns the pages until then). Idempotent.
+     * reads are done (the store owns the pages until then); pages already published lose their hold. Idempotent.
      */
     public void cancel(Prefetch p) {
         if (!p.cancelled && p.state != Prefetch.State.ENDED) {
             p.cancelled = true;
             metrics.increment(StorageMetric.PREFETCH_CANCELLED);
+        }
+        consume(p);
+    }
+
+    /**
+     * The request of {@code p} has taken its pages (its load-back was issued, which protects them itself, or it runs
+     * without them): the published node is no longer held against host eviction. Idempotent; a no-op before the
+     * prefetch ended.
+     */
+    public void consume(Prefetch p) {
+        if (p.node != null) {
+            if (!closed && !ctl.isClosed()) {
+                tree.releaseHost(p.node);
+            }
+            p.node = null;
+            protectedPrefetches.remove(p);
         }
     }
 
@@ -384,9 +403,12 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         while (true) {
             StoreOp<?> pending = null;
             for (Prefetch p : prefetches) {
-                advance(p);
-                if (p.state == Prefetch.State.CHECKING || p.state == Prefetch.State.READING) {
-                    pending = p.state == Prefetch.State.CHECKING ? p.exists : p.get;
+                while (advance(p) > 0) {
+                    // CHECKING -> READING -> LANDED as far as the store has answered
+                }
+                StoreOp<?> op = runningOp(p);
+                if (op != null) {
+                    pending = op;
                 }
             }
             for (int i = writes.size() - 1; i >= 0; i--) {
@@ -417,6 +439,13 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         }
         prefetches.clear();
         prefetchUnitsHeld = 0;
+        for (Prefetch p : new ArrayList<>(protectedPrefetches)) {
+            if (live) {
+                tree.releaseHost(p.node);
+            }
+            p.node = null;
+        }
+        protectedPrefetches.clear();
         committed.clear();
         if (live) {
             ctl.hostTierObserver(null);
@@ -531,30 +560,52 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
                 if (!p.exists.isDone()) {
                     return 0;
                 }
-                int k = Math.min(p.keys.size(), Math.max(0, p.exists.result()));
-                if (k == 0 || p.cancelled) {
+                int from = p.present;
+                int chunk = Math.min(maxBatch, p.keys.size() - from);
+                int k = Math.min(chunk, Math.max(0, p.exists.result()));
+                p.present += k;
+                if (k == chunk && p.present < p.keys.size() && !p.cancelled) {
+                    p.exists = store.existsPrefix(p.keys.subList(p.present, Math.min(p.keys.size(),
+                            p.present + maxBatch)));
+                    return 1;
+                }
+                if (p.present == 0 || p.cancelled) {
                     land(p, 0);
                     return 1;
                 }
-                p.present = k;
-                List<HostPage> pages = new ArrayList<>(k);
-                for (int i = 0; i < k; i++) {
-                    pages.add(view(p.lease.hostPage(i)));
+                p.gets = new ArrayList<>();
+                for (int c = 0; c < p.present; c += maxBatch) {
+                    int end = Math.min(p.present, c + maxBatch);
+                    List<HostPage> pages = new ArrayList<>(end - c);
+                    for (int i = c; i < end; i++) {
+                        pages.add(view(p.lease.hostPage(i)));
+                    }
+                    p.gets.add(store.get(p.keys.subList(c, end), pages));
                 }
-                p.get = store.get(p.keys.subList(0, k), pages);
                 p.state = Prefetch.State.READING;
                 return 1;
             }
             case READING -> {
-                if (!p.get.isDone()) {
-                    return 0;
+                for (StoreOp<StoreResult> g : p.gets) {
+                    if (!g.isDone()) {
+                        return 0;
+                    }
                 }
-                StoreResult r = p.get.result();
-                int good = r.leadingOk();
+                int good = 0;
+                boolean whole = true;
+                long failed = 0;
+                for (StoreOp<StoreResult> g : p.gets) {
+                    StoreResult r = g.result();
+                    if (whole) {
+                        int lead = r.leadingOk();
+                        good += lead;
+                        whole = lead == r.size();
+                    }
+                    failed += r.count(StoreStatus.FAILED) + r.count(StoreStatus.REJECTED);
+                }
                 metrics.add(StorageMetric.PREFETCH_BYTES, good * pageBytes);
                 metrics.add(StorageMetric.PREFETCH_IO_NS, System.nanoTime() - p.ioStartNs);
-                metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, r.count(StoreStatus.FAILED)
-                        + r.count(StoreStatus.REJECTED));
+                metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
                 land(p, good);
                 return 1;
             }
@@ -562,6 +613,21 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
                 return 0;
             }
         }
+    }
+
+    /** The first store operation of {@code p} still running, or null. */
+    private static StoreOp<?> runningOp(Prefetch p) {
+        if (p.state == Prefetch.State.CHECKING) {
+            return p.exists.isDone() ? null : p.exists;
+        }
+        if (p.state == Prefetch.State.READING) {
+            for (StoreOp<StoreResult> g : p.gets) {
+                if (!g.isDone()) {
+                    return g;
+                }
+            }
+        }
+        return null;
     }
 
     /** The I/O of {@code p} is done with {@code goodOwned} leading owned pages whole. */
@@ -614,6 +680,10 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
             return;
         }
         p.published = positions;
+        // held for its request: not host-evicted before the request has loaded it (see consume)
+        tree.protectHost(node);
+        p.node = node;
+        protectedPrefetches.add(p);
         metrics.add(StorageMetric.PREFETCH_PAGES_PUBLISHED, positions);
         for (int i = 0; i < p.keys.size() && p.ownedOffsets[i] < positions; i++) {
             known.put(p.keys.get(i), Boolean.TRUE);
@@ -742,11 +812,12 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         int[] ownedOffsets;
         List<PageKey> keys;
         StoreOp<Integer> exists;
-        StoreOp<StoreResult> get;
+        List<StoreOp<StoreResult>> gets;
         long ioStartNs;
         int present;
         int localPositions;
         int published;
+        RadixNode node;
         boolean cancelled;
         boolean terminatedEarly;
         State state = State.CHECKING;
