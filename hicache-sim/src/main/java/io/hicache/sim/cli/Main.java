@@ -285,7 +285,21 @@ public final class Main implements Callable<Integer> {
 
     Integer execute(CommandSpec at, SimOptions o, Kind kind) {
         RunPlan plan = RunPlan.build(at.commandLine(), o, kind, env);
-        return plan.run("hicache-sim " + String.join(" ", args));
+        return plan.run("hicache-sim " + String.join(" ", redacted(args)));
+    }
+
+    /** The arguments with any storage credentials replaced by {@code ***} (what reports may show). */
+    static String[] redacted(String[] args) {
+        String[] out = args.clone();
+        for (int i = 0; i < out.length; i++) {
+            String a = out[i];
+            int eq = a.startsWith("--") ? a.indexOf('=') : -1;
+            String value = eq < 0 ? a : a.substring(eq + 1);
+            if (value.contains("://")) {
+                out[i] = (eq < 0 ? "" : a.substring(0, eq + 1)) + io.hicache.storage.PageStores.redact(value);
+            }
+        }
+        return out;
     }
 
     /** Summary line for a result, printed to standard output. */

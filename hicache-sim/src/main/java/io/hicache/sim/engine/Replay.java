@@ -683,9 +683,6 @@ final class Replay {
             exposed = Math.max(exposed, m.get(Metric.EXPOSED_BACKUP_NS));
             simulatedNs = Math.max(simulatedNs, rt[r].nowNs());
         }
-        if (Boolean.getBoolean("hicache.sim.debugStorage")) {
-            System.err.println("DEBUG " + ctl[0].metrics().snapshot());
-        }
         var latency = ctl[0].metrics().commitLatencyNs();
         SimResult.CommitLatency commit = latency.count() == 0 ? SimResult.CommitLatency.NONE
                 : new SimResult.CommitLatency(latency.quantile(0.50), latency.quantile(0.99), latency.max());

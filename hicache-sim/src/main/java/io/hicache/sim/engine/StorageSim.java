@@ -233,9 +233,6 @@ final class StorageSim implements AutoCloseable {
             readBw += m.prefetchBytesPerSecond();
         }
         var m0 = tiers[0].metrics();
-        if (Boolean.getBoolean("hicache.sim.debugStorage")) {
-            System.err.println("DEBUG " + m0);
-        }
         started = m0.get(StorageMetric.PREFETCH_STARTED);
         pages = m0.get(StorageMetric.PREFETCH_PAGES_REQUESTED);
         publishedPages = m0.get(StorageMetric.PREFETCH_PAGES_PUBLISHED);
