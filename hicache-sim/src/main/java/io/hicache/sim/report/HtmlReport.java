@@ -99,6 +99,7 @@ public final class HtmlReport {
         }
         h.append("</header>\n<main>\n");
         table(h, report.rows());
+        storageTable(h, report.rows());
         if (!report.sweep().isEmpty()) {
             sweepChart(h, report.sweep());
         }
@@ -119,7 +120,7 @@ public final class HtmlReport {
         h.append("<section><h2>Configurations</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
                 .append("<th>configuration</th><th>backup mode</th><th>write policy</th><th>eviction</th>")
                 .append("<th>device cap</th><th>host cap</th><th>block hit ratio</th><th>token hit ratio</th>")
-                .append("<th>device hits</th><th>host hits</th><th>prefill computed</th>")
+                .append("<th>device hits</th><th>host hits</th><th>of which storage</th><th>prefill computed</th>")
                 .append("<th>backups committed / no room / aborted / fallback</th><th>D2H</th>")
                 .append("<th>exposed backup</th><th>commit p50 / p99 / max</th><th>host peak</th>")
                 .append("<th>simulated</th><th>wall</th></tr></thead>\n<tbody>\n");
@@ -137,6 +138,8 @@ public final class HtmlReport {
                     .append("<td class=\"n\">").append(ratioCell(r.tokenHitRatio())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.deviceHitTokens())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.hostHitTokens())).append("</td>")
+                    .append("<td class=\"n\">").append(r.storage() == null ? "&mdash;"
+                            : fmtInt(r.storage().storageHitTokens())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.prefillTokensComputed())).append("</td>")
                     .append("<td class=\"n\">").append(r.backups().committed()).append(" / ").append(r.backups().noRoom())
                     .append(" / ").append(r.backups().aborted()).append(" / ").append(r.backups().fallback()).append("</td>")
@@ -151,6 +154,52 @@ public final class HtmlReport {
                     .append("</tr>\n");
         }
         h.append("</tbody></table></div></section>\n");
+    }
+
+    /** The third tier (L3): one row per configuration that ran with storage; nothing when none did. */
+    private static void storageTable(StringBuilder h, List<Row> rows) {
+        boolean any = false;
+        for (Row row : rows) {
+            any |= row.result().storage() != null;
+        }
+        if (!any) {
+            return;
+        }
+        h.append("<section><h2>Storage tier (L3)</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
+                .append("<th>configuration</th><th>store</th><th>hits served from storage</th>")
+                .append("<th>pages written / failed</th><th>written (true bytes)</th><th>write bandwidth (wall)</th>")
+                .append("<th>prefetches / pages asked / published</th><th>prefetched (true bytes)</th>")
+                .append("<th>read bandwidth (wall)</th><th>prefetch failed / no room</th><th>request wait</th>")
+                .append("<th>queue peak prefetch / write</th></tr></thead>\n<tbody>\n");
+        for (Row row : rows) {
+            StorageResult st = row.result().storage();
+            if (st == null) {
+                continue;
+            }
+            h.append("<tr>")
+                    .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
+                    .append("<td>").append(esc(st.backend())).append("</td>")
+                    .append("<td class=\"n\">").append(fmtInt(st.storageHitTokens())).append("</td>")
+                    .append("<td class=\"n\">").append(fmtInt(st.writePages())).append(" / ")
+                    .append(fmtInt(st.writeFailedPages())).append("</td>")
+                    .append("<td class=\"n\">").append(bytes(st.writeBytes())).append("</td>")
+                    .append("<td class=\"n\">").append(bytes(Math.round(st.writeBytesPerSecond()))).append("/s</td>")
+                    .append("<td class=\"n\">").append(fmtInt(st.prefetchStarted())).append(" / ")
+                    .append(fmtInt(st.prefetchPages())).append(" / ").append(fmtInt(st.prefetchPagesPublished()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(bytes(st.prefetchBytes())).append("</td>")
+                    .append("<td class=\"n\">").append(bytes(Math.round(st.prefetchBytesPerSecond()))).append("/s</td>")
+                    .append("<td class=\"n\">").append(fmtInt(st.prefetchFailedPages())).append(" / ")
+                    .append(fmtInt(st.prefetchNoRoom())).append("</td>")
+                    .append("<td class=\"n\">").append(String.format(Locale.ROOT, "%.2f s", st.prefetchWaitSeconds()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(st.prefetchQueuePeak()).append(" / ").append(st.writeQueuePeak())
+                    .append("</td></tr>\n");
+        }
+        h.append("</tbody></table></div>\n<p>Hits served from storage are host hits a prefetch brought in from L3 for ")
+                .append("the request (simulated tokens). Bandwidths are wall-clock figures of the real backend's I/O on ")
+                .append("the simulator's one-byte-per-layer pages; true bytes scale them to the model's KV size.</p>")
+                .append("</section>\n");
     }
 
     private static void sweepChart(StringBuilder h, List<SimResult> points) {
