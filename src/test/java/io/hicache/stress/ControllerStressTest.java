@@ -1,17 +1,17 @@
 package io.hicache.stress;
 
 import io.hicache.core.AbortReason;
-import io.hicache.core.Backup;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
-import io.hicache.core.memory.HostKvPool;
+import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaError;
 import io.hicache.cuda.SimulatedCudaConfig;

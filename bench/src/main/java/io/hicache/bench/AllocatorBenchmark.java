@@ -1,6 +1,6 @@
 package io.hicache.bench;
 
-import io.hicache.core.memory.HostPageAllocator;
+import io.hicache.core.internal.memory.HostPageAllocator;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

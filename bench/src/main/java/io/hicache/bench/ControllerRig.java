@@ -1,10 +1,10 @@
 package io.hicache.bench;
 
-import io.hicache.core.Backup;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
 import io.hicache.core.DevicePageSink;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.core.cp.OwnerLanes;

@@ -1,6 +1,6 @@
 package io.hicache.bench;
 
-import io.hicache.radix.DeviceEvictionListener;
+import io.hicache.radix.spi.DeviceEvictionListener;
 import io.hicache.radix.EvictionPolicy;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;

@@ -1,7 +1,7 @@
 package io.hicache.bench;
 
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.SubmitterAgent;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.SubmitterAgent;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;

@@ -6,7 +6,7 @@ public enum BackupMode {
     LAYERED,
     /**
      * Every layer is copied after the forward (the upstream SGLang behaviour). Entered only explicitly, by
-     * configuration or by {@link io.hicache.core.HiCacheController#declareHooksUnavailable(String)}; each entry
+     * configuration or by {@link HiCache#declareHooksUnavailable(String)}; each entry
      * logs a rate-limited WARN and bumps a counter.
      */
     ALL_LAYERS;

@@ -5,8 +5,7 @@ public enum ThreadingMode {
     /** Each agent on its own thread under an Agrona {@code AgentRunner} with the configured idle strategy. */
     DEDICATED,
     /**
-     * No threads: the caller steps the agents with {@link HiCacheController#doAgentWork()} (or each agent on its
-     * own, for seeded interleavings). The simulator and the deterministic tests use this.
+     * No threads: the caller steps the agents with {@link HiCache#doAgentWork()}. The simulator and the deterministic tests use this.
      */
     INVOKER
 }

@@ -1,10 +1,11 @@
 package io.hicache.sim;
 
-import io.hicache.radix.DeviceEvictionListener;
-import io.hicache.radix.HostEvictionListener;
-import io.hicache.radix.HostValue;
+import io.hicache.core.WritePolicy;
+import io.hicache.radix.spi.DeviceEvictionListener;
+import io.hicache.radix.spi.HostEvictionListener;
+import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.MatchResult;
-import io.hicache.radix.PendingBackup;
+import io.hicache.radix.spi.PendingBackup;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
 import io.hicache.sim.report.SimResult;

@@ -1,5 +1,7 @@
 package io.hicache.sim;
 
+import io.hicache.core.WritePolicy;
+import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.model.ComputeModel;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
@@ -30,7 +32,7 @@ import io.hicache.sim.model.ModelPreset;
  */
 public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int pageSize, long deviceCapacityTokens,
                         long hostCapacityTokens, WritePolicy writePolicy, BackupMode backupMode, Eviction eviction,
-                        int cp, Lanes lanes, int draftLayers, boolean cacheOnly, long seed, double timeScale) {
+                        int cp, OwnerLanes lanes, int draftLayers, boolean cacheOnly, long seed, double timeScale) {
 
     /** {@link #hostCapacityTokens} meaning "no host tier". */
     public static final long HOST_NONE = 0;
@@ -86,7 +88,7 @@ public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int p
         ModelPreset model = ModelPreset.DEFAULT;
         return new SimConfig(model, GpuPreset.DEFAULT, formatBlockSize, pageSize, device,
                 device * DEFAULT_HOST_RATIO, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1,
-                Lanes.ROUND_ROBIN, model.defaultDraftLayers(), false, 0, 1.0);
+                OwnerLanes.ROUND_ROBIN, model.defaultDraftLayers(), false, 0, 1.0);
     }
 
     /** Default page size: the largest power of two up to 64 that divides {@code blockTokens} (64 for 512, 1 for 1). */

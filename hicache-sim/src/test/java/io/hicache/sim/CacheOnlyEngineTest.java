@@ -1,5 +1,7 @@
 package io.hicache.sim;
 
+import io.hicache.core.cp.OwnerLanes;
+import io.hicache.core.WritePolicy;
 import io.hicache.sim.report.SimResult;
 import io.hicache.sim.trace.TraceSource;
 import org.junit.jupiter.api.Test;
@@ -30,7 +32,7 @@ class CacheOnlyEngineTest {
     static SimConfig blockLevel(long device, long host) {
         SimConfig d = SimConfig.defaults(512);
         return new SimConfig(d.model(), d.gpu(), 1, 1, device, host, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED,
-                Eviction.LRU, 1, Lanes.ROUND_ROBIN, 0, true, 0, 1.0);
+                Eviction.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, true, 0, 1.0);
     }
 
     @Test
@@ -71,7 +73,7 @@ class CacheOnlyEngineTest {
 
     private static SimConfig tinyConfig(long device, long host, WritePolicy policy, BackupMode mode) {
         SimConfig d = SimConfig.defaults(512);
-        return new SimConfig(d.model(), d.gpu(), 1, 1, device, host, policy, mode, Eviction.LRU, 1, Lanes.ROUND_ROBIN,
+        return new SimConfig(d.model(), d.gpu(), 1, 1, device, host, policy, mode, Eviction.LRU, 1, OwnerLanes.ROUND_ROBIN,
                 0, true, 0, 1.0);
     }
 
@@ -80,9 +82,9 @@ class CacheOnlyEngineTest {
         for (WritePolicy policy : new WritePolicy[] {WritePolicy.WRITE_THROUGH, WritePolicy.WRITE_BACK}) {
             SimResult r = new CacheOnlyEngine().run(tinyConfig(2, 4, policy, BackupMode.LAYERED), tiny(REPEATS),
                     ProgressListener.NONE);
-            assertThat(r.deviceHitTokens()).as(policy.cliName()).isZero();
-            assertThat(r.hostHitTokens()).as(policy.cliName()).isEqualTo(2);
-            assertThat(r.blockHitRatio()).as(policy.cliName()).isEqualTo(2.0 / 6);
+            assertThat(r.deviceHitTokens()).as(CoreNames.of(policy)).isZero();
+            assertThat(r.hostHitTokens()).as(CoreNames.of(policy)).isEqualTo(2);
+            assertThat(r.blockHitRatio()).as(CoreNames.of(policy)).isEqualTo(2.0 / 6);
         }
     }
 

@@ -16,7 +16,7 @@ package io.hicache.storage;
  * @param errors        backend errors seen (each distinct one is logged once, with a count)
  * @param evictedPages  pages evicted to respect a capacity limit
  * @param storedBytes   bytes the backend holds now, where it keeps count (else -1)
- * @param queuedOps     operations submitted but not complete
+ * @param queuedOps     operations waiting for an I/O thread (the queue depth)
  */
 public record StoreStats(long putPages, long putBytes, long getHitPages, long getBytes, long missPages,
                          long corruptPages, long failedPages, long rejectedPages, long retries, long errors,

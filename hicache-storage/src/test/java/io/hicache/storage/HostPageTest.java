@@ -1,6 +1,6 @@
 package io.hicache.storage;
 
-import io.hicache.core.memory.HostKvPool;
+import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.core.memory.KvPageShape;
 import io.hicache.cuda.SimulatedCudaRuntime;

@@ -1,5 +1,8 @@
 package io.hicache.radix;
 
+import io.hicache.radix.spi.HostValue;
+import io.hicache.radix.spi.PendingBackup;
+
 /**
  * One node of a {@link RadixTree}: a run of whole pages of token ids (the key) and what is cached
  * for it: device page indices (one per page), a committed {@link HostValue}, or a

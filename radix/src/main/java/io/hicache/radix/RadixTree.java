@@ -1,5 +1,9 @@
 package io.hicache.radix;
 
+import io.hicache.radix.spi.DeviceEvictionListener;
+import io.hicache.radix.spi.HostEvictionListener;
+import io.hicache.radix.spi.HostValue;
+import io.hicache.radix.spi.PendingBackup;
 import java.util.ArrayDeque;
 import java.util.function.LongSupplier;
 

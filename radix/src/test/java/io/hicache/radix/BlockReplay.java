@@ -1,5 +1,6 @@
 package io.hicache.radix;
 
+import io.hicache.radix.spi.DeviceEvictionListener;
 import java.util.List;
 
 /**

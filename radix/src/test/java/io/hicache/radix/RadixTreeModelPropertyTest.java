@@ -1,5 +1,8 @@
 package io.hicache.radix;
 
+import io.hicache.radix.spi.DeviceEvictionListener;
+import io.hicache.radix.spi.HostEvictionListener;
+import io.hicache.radix.spi.HostValue;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
 package io.hicache.radix;
 
+import io.hicache.radix.spi.PendingBackup;
 import java.util.ArrayList;
 import java.util.List;
 

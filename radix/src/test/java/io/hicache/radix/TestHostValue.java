@@ -1,5 +1,7 @@
 package io.hicache.radix;
 
+import io.hicache.radix.spi.HostValue;
+
 /** Host value covering host pages [start, start + pageCount). Test helper. */
 record TestHostValue(int start, int pageCount) implements HostValue {
     @Override

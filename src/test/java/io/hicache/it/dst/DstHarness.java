@@ -1,35 +1,35 @@
 package io.hicache.it.dst;
 
 import io.hicache.core.AbortReason;
-import io.hicache.core.Backup;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupListener;
 import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.DevicePageAllocator;
-import io.hicache.core.HostPages;
+import io.hicache.core.internal.HostPages;
 import io.hicache.core.LoadListener;
-import io.hicache.core.LoadOp;
+import io.hicache.core.internal.LoadOp;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.InProcessRankAgreement;
-import io.hicache.core.cp.LaneDescription;
+import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
-import io.hicache.core.memory.HostKvPool;
+import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.cuda.CopyKind;
 import io.hicache.cuda.CudaError;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.SimulatedCudaConfig;
 import io.hicache.cuda.SimulatedCudaRuntime;
-import io.hicache.core.memory.HostPageAllocator;
-import io.hicache.radix.HostEvictionListener;
-import io.hicache.radix.HostValue;
+import io.hicache.core.internal.memory.HostPageAllocator;
+import io.hicache.radix.spi.HostEvictionListener;
+import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.MatchResult;
-import io.hicache.radix.PendingBackup;
+import io.hicache.radix.spi.PendingBackup;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTestAccess;
 import io.hicache.radix.RadixTree;
@@ -1147,13 +1147,13 @@ final class DstHarness implements AutoCloseable {
         }
 
         @Override
-        public void onLoaded(LoadOp op) {
-            known(op, "loaded");
+        public void onLoaded(io.hicache.core.LoadHandle op) {
+            known((LoadOp) op, "loaded");
         }
 
         @Override
-        public void onLoadFailed(LoadOp op) {
-            known(op, "failed");
+        public void onLoadFailed(io.hicache.core.LoadHandle op) {
+            known((LoadOp) op, "failed");
         }
 
         private void known(LoadOp op, String what) {
@@ -1654,7 +1654,8 @@ final class DstHarness implements AutoCloseable {
         }
 
         @Override
-        public void onCommitted(Backup backup) {
+        public void onCommitted(io.hicache.core.BackupHandle committed) {
+            Backup backup = (Backup) committed;
             rank.committedSeqs.add(backup.seq());
             count("committed");
             Rec rec = recs.get(backup.seq());
@@ -1674,7 +1675,7 @@ final class DstHarness implements AutoCloseable {
         }
 
         @Override
-        public void onAborted(Backup backup, AbortReason reason) {
+        public void onAborted(io.hicache.core.BackupHandle backup, AbortReason reason) {
             count("aborted." + reason);
         }
     }

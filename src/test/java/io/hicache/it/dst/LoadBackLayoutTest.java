@@ -1,14 +1,14 @@
 package io.hicache.it.dst;
 
-import io.hicache.core.Backup;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
 import io.hicache.core.DevicePageAllocator;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
-import io.hicache.core.LoadOp;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.LoadOp;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
-import io.hicache.core.cp.LaneDescription;
+import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;

@@ -1,24 +1,24 @@
 package io.hicache.it.dst;
 
 import io.hicache.core.AbortReason;
-import io.hicache.core.Backup;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupListener;
 import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
-import io.hicache.core.HostPages;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.HostPages;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
-import io.hicache.core.memory.HostKvPool;
+import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.cuda.CudaError;
 import io.hicache.cuda.SimulatedCudaConfig;
 import io.hicache.cuda.SimulatedCudaRuntime;
-import io.hicache.radix.HostValue;
+import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTestAccess;
@@ -304,7 +304,8 @@ class ThreadedBackupTest {
 
         private final class Listener implements BackupListener {
             @Override
-            public void onCommitted(Backup b) {
+            public void onCommitted(io.hicache.core.BackupHandle committed) {
+                Backup b = (Backup) committed;
                 committedSeqs.add(b.seq());
                 group.count("committed");
                 Job job = jobOf.get(b);
@@ -332,7 +333,7 @@ class ThreadedBackupTest {
             }
 
             @Override
-            public void onAborted(Backup b, AbortReason reason) {
+            public void onAborted(io.hicache.core.BackupHandle b, AbortReason reason) {
                 group.count("aborted." + reason);
             }
         }

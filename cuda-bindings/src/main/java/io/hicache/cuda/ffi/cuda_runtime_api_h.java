@@ -1703,4 +1703,245 @@ public class cuda_runtime_api_h {
         }
     }
 
+    private static class cudaLibraryLoadData {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_runtime_api_h.C_INT,
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_INT,
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = cuda_runtime_api_h.findOrThrow("cudaLibraryLoadData");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions)
+     * }
+     */
+    public static FunctionDescriptor cudaLibraryLoadData$descriptor() {
+        return cudaLibraryLoadData.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions)
+     * }
+     */
+    public static MethodHandle cudaLibraryLoadData$handle() {
+        return cudaLibraryLoadData.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions)
+     * }
+     */
+    public static MemorySegment cudaLibraryLoadData$address() {
+        return cudaLibraryLoadData.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions)
+     * }
+     */
+    public static int cudaLibraryLoadData(MemorySegment library, MemorySegment code, MemorySegment jitOptions, MemorySegment jitOptionsValues, int numJitOptions, MemorySegment libraryOptions, MemorySegment libraryOptionValues, int numLibraryOptions) {
+        var mh$ = cudaLibraryLoadData.HANDLE;
+        try {
+            return (int) mh$.invokeExact(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
+        } catch (Error | RuntimeException ex) {
+            throw ex;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaLibraryUnload {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_runtime_api_h.C_INT,
+            cuda_runtime_api_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = cuda_runtime_api_h.findOrThrow("cudaLibraryUnload");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryUnload(cudaLibrary_t library)
+     * }
+     */
+    public static FunctionDescriptor cudaLibraryUnload$descriptor() {
+        return cudaLibraryUnload.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryUnload(cudaLibrary_t library)
+     * }
+     */
+    public static MethodHandle cudaLibraryUnload$handle() {
+        return cudaLibraryUnload.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryUnload(cudaLibrary_t library)
+     * }
+     */
+    public static MemorySegment cudaLibraryUnload$address() {
+        return cudaLibraryUnload.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryUnload(cudaLibrary_t library)
+     * }
+     */
+    public static int cudaLibraryUnload(MemorySegment library) {
+        var mh$ = cudaLibraryUnload.HANDLE;
+        try {
+            return (int) mh$.invokeExact(library);
+        } catch (Error | RuntimeException ex) {
+            throw ex;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaLibraryGetKernel {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_runtime_api_h.C_INT,
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = cuda_runtime_api_h.findOrThrow("cudaLibraryGetKernel");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name)
+     * }
+     */
+    public static FunctionDescriptor cudaLibraryGetKernel$descriptor() {
+        return cudaLibraryGetKernel.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name)
+     * }
+     */
+    public static MethodHandle cudaLibraryGetKernel$handle() {
+        return cudaLibraryGetKernel.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name)
+     * }
+     */
+    public static MemorySegment cudaLibraryGetKernel$address() {
+        return cudaLibraryGetKernel.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name)
+     * }
+     */
+    public static int cudaLibraryGetKernel(MemorySegment pKernel, MemorySegment library, MemorySegment name) {
+        var mh$ = cudaLibraryGetKernel.HANDLE;
+        try {
+            return (int) mh$.invokeExact(pKernel, library, name);
+        } catch (Error | RuntimeException ex) {
+            throw ex;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cudaLaunchKernel {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_runtime_api_h.C_INT,
+            cuda_runtime_api_h.C_POINTER,
+            dim3.layout(),
+            dim3.layout(),
+            cuda_runtime_api_h.C_POINTER,
+            cuda_runtime_api_h.C_LONG,
+            cuda_runtime_api_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = cuda_runtime_api_h.findOrThrow("cudaLaunchKernel");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream)
+     * }
+     */
+    public static FunctionDescriptor cudaLaunchKernel$descriptor() {
+        return cudaLaunchKernel.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream)
+     * }
+     */
+    public static MethodHandle cudaLaunchKernel$handle() {
+        return cudaLaunchKernel.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream)
+     * }
+     */
+    public static MemorySegment cudaLaunchKernel$address() {
+        return cudaLaunchKernel.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream)
+     * }
+     */
+    public static int cudaLaunchKernel(MemorySegment func, MemorySegment gridDim, MemorySegment blockDim, MemorySegment args, long sharedMem, MemorySegment stream) {
+        var mh$ = cudaLaunchKernel.HANDLE;
+        try {
+            return (int) mh$.invokeExact(func, gridDim, blockDim, args, sharedMem, stream);
+        } catch (Error | RuntimeException ex) {
+            throw ex;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
 }

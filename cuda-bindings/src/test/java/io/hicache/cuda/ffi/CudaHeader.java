@@ -72,7 +72,7 @@ final class CudaHeader {
         try {
             String apiText = Files.readString(includeDir.resolve("cuda_runtime_api.h"));
             List<String> sources = new ArrayList<>();
-            for (String file : new String[] {"driver_types.h", "cuda_runtime_api.h"}) {
+            for (String file : new String[] {"driver_types.h", "vector_types.h", "cuda_runtime_api.h"}) {
                 Path p = includeDir.resolve(file);
                 if (Files.isRegularFile(p)) {
                     sources.add(Files.readString(p));

@@ -70,7 +70,8 @@ class DescriptorsMatchHeaderTest {
                 "cudaStreamCreateWithPriority", "cudaStreamDestroy", "cudaStreamWaitEvent", "cudaStreamSynchronize",
                 "cudaEventCreateWithFlags", "cudaEventRecord", "cudaEventQuery", "cudaEventSynchronize",
                 "cudaEventElapsedTime", "cudaEventDestroy", "cudaMemcpyAsync", "cudaMemcpy2DAsync",
-                "cudaMemcpyBatchAsync", "cudaMemcpyBatchAsync_v12_8", "cudaLaunchHostFunc");
+                "cudaMemcpyBatchAsync", "cudaMemcpyBatchAsync_v12_8", "cudaLaunchHostFunc", "cudaLibraryLoadData",
+                "cudaLibraryUnload", "cudaLibraryGetKernel", "cudaLaunchKernel");
     }
 
     @TestFactory
@@ -133,5 +134,23 @@ class DescriptorsMatchHeaderTest {
         List<Map.Entry<String, String>> location =
                 header.structFields("cudaMemLocation", Files.readString(driverTypes));
         assertThat(location.stream().map(Map.Entry::getKey).toList()).containsExactly("type", "id");
+    }
+
+    @Test
+    void dim3_layout_matches_the_struct() throws IOException {
+        Path vectorTypes = includeDir.resolve("vector_types.h");
+        assumeTrue(Files.isRegularFile(vectorTypes), "vector_types.h not found next to cuda_runtime_api.h");
+        // The struct's data members are one declaration ("unsigned int x, y, z;"); C++ constructors follow.
+        String text = Files.readString(vectorTypes).replaceAll("(?s)/\\*.*?\\*/", " ");
+        java.util.regex.Matcher m = java.util.regex.Pattern
+                .compile("struct\\s+__device_builtin__\\s+dim3\\s*\\{\\s*([^;]*);").matcher(text);
+        assertThat(m.find()).as("struct dim3 in %s", vectorTypes).isTrue();
+        assertThat(m.group(1).replaceAll("\\s+", " ").strip()).isEqualTo("unsigned int x, y, z");
+        assertThat(dim3.layout().memberLayouts().stream().map(l -> l.name().orElseThrow()).toList())
+                .containsExactly("x", "y", "z");
+        assertThat(dim3.sizeof()).isEqualTo(12L);
+        Prototype launch = header.prototype("cudaLaunchKernel").orElseThrow();
+        assertThat(launch.parameterKinds()).containsExactly(Kind.POINTER, Kind.STRUCT, Kind.STRUCT, Kind.POINTER,
+                Kind.INT64, Kind.POINTER);
     }
 }

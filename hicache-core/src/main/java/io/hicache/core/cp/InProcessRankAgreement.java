@@ -7,7 +7,7 @@ package io.hicache.core.cp;
  *
  * <p>Rounds are kept in a ring of {@value #RING} slots; a rank can be at most one round ahead of the slowest
  * rank that has not yet read a result (it cannot contribute round k+1 before reading round k, and round k
- * completes only when every rank contributed it), so three slots never collide.
+ * completes only when every rank contributed it), so the rounds live at once never share a slot.
  *
  * <p>Thread-safe: one monitor guards the ring; no allocation after construction.
  */

@@ -13,7 +13,7 @@ package io.hicache.core.cp;
  * {@link #ownedCount}) answer in node offsets, the indices into the node's own page arrays.
  *
  * <p>Every strategy maps each position to exactly one rank in {@code [0, cpSize)} (see
- * {@link LaneVerifier}). Chunks are split as evenly as possible: chunk {@code k} of {@code n} over
+ * a lane verifier). Chunks are split as evenly as possible: chunk {@code k} of {@code n} over
  * {@code T} positions is {@code [floor(k*T/n), floor((k+1)*T/n))}.
  *
  * <p>Stateless; thread-safe; all methods allocate nothing.

@@ -1,6 +1,6 @@
 package io.hicache.core.memory;
 
-/** Where a {@link HostKvPool}'s pinned memory comes from. Immutable; thread-safe. */
+/** Where a host KV pool's pinned memory comes from. Immutable; thread-safe. */
 public enum HostMemoryKind {
     /** {@code cudaHostAlloc}; released with {@code cudaFreeHost}. */
     HOST_ALLOC,

@@ -1,5 +1,7 @@
 package io.hicache.core.metrics;
 
+import io.hicache.core.BackupMode;
+
 /** Why the controller copies every layer after the forward instead of layer by layer. */
 public enum FallbackReason {
     /** Configured with {@code BackupMode.ALL_LAYERS}. */
@@ -9,9 +11,4 @@ public enum FallbackReason {
     /** A write-back backup: the forward is already over when the device evicts the node. */
     WRITE_BACK;
 
-    private static final FallbackReason[] VALUES = values();
-
-    static int count() {
-        return VALUES.length;
-    }
 }

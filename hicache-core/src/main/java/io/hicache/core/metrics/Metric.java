@@ -8,11 +8,11 @@ public enum Metric {
     BACKUPS_RESERVED,
     /** Backups published on their node (scheduler). */
     BACKUPS_COMMITTED,
-    /** Backups aborted, all reasons (scheduler); per reason in {@link HiCacheMetrics#abortedBy}. */
+    /** Backups aborted, all reasons (scheduler); per reason in {@link MetricsSnapshot#abortedBy}. */
     BACKUPS_ABORTED,
     /** Reservations refused because the host pool had no room after one host eviction (scheduler). */
     RESERVE_NO_ROOM,
-    /** Entries into the all-layer fallback (scheduler or forward thread, under the controller's fallback lock). */
+    /** Entries into the all-layer fallback (scheduler or forward thread; counted under the metrics' monitor). */
     FALLBACK_ENTRIES,
     /** Host pages freed by host eviction (scheduler). */
     HOST_PAGES_EVICTED,

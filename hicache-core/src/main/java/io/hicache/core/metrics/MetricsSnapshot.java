@@ -3,7 +3,7 @@ package io.hicache.core.metrics;
 import io.hicache.core.AbortReason;
 
 /**
- * An immutable copy of a controller's counters taken by {@link HiCacheMetrics#snapshot()}.
+ * An immutable copy of a controller's counters taken by {@link io.hicache.core.HiCache#metrics()}.
  *
  * @param commitCount   commits in the latency histogram
  * @param commitP50Ns   median commit latency

@@ -1,5 +1,7 @@
 package io.hicache.core.cp;
 
+import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.core.internal.cp.LaneVerifier;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;

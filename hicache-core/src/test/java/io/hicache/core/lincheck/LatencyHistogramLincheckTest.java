@@ -1,6 +1,6 @@
 package io.hicache.core.lincheck;
 
-import io.hicache.core.metrics.LatencyHistogram;
+import io.hicache.core.internal.metrics.LatencyHistogram;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;
 import org.jetbrains.lincheck.datastructures.Param;

@@ -1,7 +1,7 @@
 package io.hicache.core.lincheck;
 
 import io.hicache.core.AbortReason;
-import io.hicache.core.metrics.HiCacheMetrics;
+import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;

@@ -4,9 +4,10 @@ import io.hicache.sim.BackupMode;
 import io.hicache.sim.DefaultEngineFactory;
 import io.hicache.sim.EngineFactory;
 import io.hicache.sim.Eviction;
-import io.hicache.sim.Lanes;
+import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.ProgressListener;
-import io.hicache.sim.WritePolicy;
+import io.hicache.core.WritePolicy;
+import io.hicache.sim.CoreNames;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
 import io.hicache.sim.report.SimResult;
@@ -94,10 +95,10 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("keys", new KeysCommand(env));
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
-        register(cl, WritePolicy.class, WritePolicy::byName);
+        register(cl, WritePolicy.class, CoreNames::writePolicy);
         register(cl, BackupMode.class, BackupMode::byName);
         register(cl, Eviction.class, Eviction::byName);
-        register(cl, Lanes.class, Lanes::byName);
+        register(cl, OwnerLanes.class, CoreNames::lanes);
         cl.setOut(new PrintWriter(env.out(), true, StandardCharsets.UTF_8));
         cl.setErr(new PrintWriter(env.err(), true, StandardCharsets.UTF_8));
         cl.setParameterExceptionHandler((ex, a) -> {
@@ -189,7 +190,7 @@ public final class Main implements Callable<Integer> {
 
         @Option(names = "--lanes", paramLabel = "LAYOUT",
                 description = "CP page ownership: round-robin (default), contiguous, zigzag; needs --cp > 1.")
-        Lanes lanes;
+        OwnerLanes lanes;
 
         @Option(names = "--draft-layers", paramLabel = "N",
                 description = "Draft/MTP layers backed up with the target (default: the model's MTP layers).")

@@ -1,5 +1,8 @@
 package io.hicache.sim.cli;
 
+import io.hicache.sim.CoreNames;
+import io.hicache.core.cp.OwnerLanes;
+import io.hicache.core.WritePolicy;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.CacheOnlyEngine;
 import io.hicache.sim.SimConfig;
@@ -104,11 +107,11 @@ final class RunPlan {
         }
         var model = o.model == null ? io.hicache.sim.model.ModelPreset.DEFAULT : o.model;
         var gpu = o.gpu == null ? io.hicache.sim.model.GpuPreset.DEFAULT : o.gpu;
-        var writePolicy = o.writePolicy == null ? io.hicache.sim.WritePolicy.WRITE_THROUGH : o.writePolicy;
+        var writePolicy = o.writePolicy == null ? WritePolicy.WRITE_THROUGH : o.writePolicy;
         var backupMode = o.backupMode == null ? BackupMode.LAYERED : o.backupMode;
         var eviction = o.eviction == null ? io.hicache.sim.Eviction.LRU : o.eviction;
         int cp = o.cp == null ? 1 : o.cp;
-        var lanes = o.lanes == null ? io.hicache.sim.Lanes.ROUND_ROBIN : o.lanes;
+        var lanes = o.lanes == null ? OwnerLanes.ROUND_ROBIN : o.lanes;
         int draftLayers = o.draftLayers == null ? model.defaultDraftLayers() : o.draftLayers;
         long seed = o.seed == null ? 0 : o.seed;
         double timeScale = o.timeScale == null ? 1.0 : o.timeScale;
@@ -124,14 +127,14 @@ final class RunPlan {
         }
         boolean noHost = kind != Main.Kind.SWEEP && hosts.getFirst() == SimConfig.HOST_NONE;
         if (o.writePolicy != null && noHost) {
-            throw usage(cl, "--write-policy " + o.writePolicy.cliName()
+            throw usage(cl, "--write-policy " + CoreNames.of(o.writePolicy)
                     + " needs a host tier, but --host-capacity-tokens is 0 (no host tier)");
         }
         if (o.writePolicy != null && o.backupMode == BackupMode.NONE) {
-            throw usage(cl, "--write-policy " + o.writePolicy.cliName() + " has no effect with --backup-mode none");
+            throw usage(cl, "--write-policy " + CoreNames.of(o.writePolicy) + " has no effect with --backup-mode none");
         }
         if (o.lanes != null && cp == 1) {
-            throw usage(cl, "--lanes " + o.lanes.cliName() + " needs a CP group (--cp > 1), but --cp is 1");
+            throw usage(cl, "--lanes " + CoreNames.of(o.lanes) + " needs a CP group (--cp > 1), but --cp is 1");
         }
         if (o.cacheOnly && o.timeScale != null) {
             throw usage(cl, "--time-scale has no effect with --cache-only (cache-only ignores timing)");

@@ -1,10 +1,10 @@
 package io.hicache.sim.engine;
 
-import io.hicache.core.Backup;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.DevicePageSink;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
-import io.hicache.core.LoadOp;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.LoadOp;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.core.cp.OwnerLanes;
@@ -21,7 +21,7 @@ import io.hicache.sim.BackupMode;
 import io.hicache.sim.HitStats;
 import io.hicache.sim.ProgressListener;
 import io.hicache.sim.SimConfig;
-import io.hicache.sim.WritePolicy;
+import io.hicache.core.WritePolicy;
 import io.hicache.sim.model.ComputeModel;
 import io.hicache.sim.report.SimResult;
 import io.hicache.sim.report.TimelineSegment;
@@ -189,13 +189,13 @@ final class Replay {
                 HiCacheController.Builder b = HiCacheController.builder().runtime(runtime).targetLayout(target)
                         .draftLayout(draft).hostPages(hostPagesPerRank).threadingMode(ThreadingMode.INVOKER)
                         .clock(runtime::nowNs).leaseNs(0).loadThresholdTokens(1).maxForwardsInFlight(64)
-                        .writePolicy(backupsEnabled ? corePolicy(config.writePolicy())
-                                : io.hicache.core.WritePolicy.WRITE_THROUGH)
-                        .backupMode(config.backupMode() == BackupMode.ALL_LAYERS
-                                ? io.hicache.core.BackupMode.ALL_LAYERS : io.hicache.core.BackupMode.LAYERED)
+                        .writePolicy(backupsEnabled ? config.writePolicy()
+                                : WritePolicy.WRITE_THROUGH)
+                        .backupMode(config.backupMode() == BackupMode.NONE ? io.hicache.core.BackupMode.LAYERED
+                                : config.backupMode().core())
                         .eviction(config.eviction().policy(), config.eviction().policy());
                 if (cp > 1) {
-                    b.cpGroup(cp, r, lanes(config), agreement, loadAgreement);
+                    b.cpGroup(cp, r, config.lanes(), agreement, loadAgreement);
                 }
                 if (storage != null) {
                     b.listener(storage.listener(r));
@@ -751,21 +751,7 @@ final class Replay {
         return (long) counter.distinctBlocks() * (config.blockTokens() / pageSize) + 1;
     }
 
-    private static io.hicache.core.WritePolicy corePolicy(WritePolicy p) {
-        return switch (p) {
-            case WRITE_THROUGH -> io.hicache.core.WritePolicy.WRITE_THROUGH;
-            case WRITE_THROUGH_SELECTIVE -> io.hicache.core.WritePolicy.WRITE_THROUGH_SELECTIVE;
-            case WRITE_BACK -> io.hicache.core.WritePolicy.WRITE_BACK;
-        };
-    }
 
-    private static OwnerLanes lanes(SimConfig c) {
-        return switch (c.lanes()) {
-            case ROUND_ROBIN -> OwnerLanes.ROUND_ROBIN;
-            case CONTIGUOUS -> OwnerLanes.CONTIGUOUS;
-            case ZIGZAG -> OwnerLanes.ZIGZAG;
-        };
-    }
 
     // ------------------------------------------------------------------ state records
 

@@ -11,7 +11,7 @@ import java.util.List;
 
 /**
  * The timed engine: a discrete-event model of a serving engine that drives the <b>real</b>
- * {@link io.hicache.core.HiCacheController} (one per CP rank, agents stepped by hand) on
+ * {@link io.hicache.core.internal.HiCacheController} (one per CP rank, agents stepped by hand) on
  * {@link SimulatedCudaRuntime} devices with a virtual clock.
  *
  * <h2>The serving model</h2>

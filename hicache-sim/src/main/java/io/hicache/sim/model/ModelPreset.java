@@ -1,5 +1,6 @@
 package io.hicache.sim.model;
 
+import io.hicache.core.memory.AttentionKind;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 
@@ -20,14 +21,14 @@ public enum ModelPreset {
      * = 855,654,400 params. KV: 2 (K,V) x 8 heads x 128 x 2 bytes = 4096 B per token per layer,
      * x 80 layers = 320 KiB per token. Attention: 2 x 2 x 64 x 128 = 32768 FLOPs per context token.
      */
-    LLAMA3_70B("llama3-70b", AttentionKind.GQA, 80, 4096, 855_654_400L, 855_654_400L, 2, 32_768L, 0),
+    LLAMA3_70B("llama3-70b", AttentionKind.MHA, 80, 4096, 855_654_400L, 855_654_400L, 2, 32_768L, 0),
     /**
      * Llama 3 8B. Source: meta-llama/Meta-Llama-3-8B config.json: 32 layers, hidden 4096, 32 query
      * heads, 8 KV heads of dim 128, intermediate 14336, bf16. Per layer: q,o 4096x4096, k,v
      * 4096x1024, MLP 3x4096x14336, norms = 218,112,000 params. KV: 4096 B per token per layer,
      * x 32 = 128 KiB per token. Attention: 2 x 2 x 32 x 128 = 16384 FLOPs per context token.
      */
-    LLAMA3_8B("llama3-8b", AttentionKind.GQA, 32, 4096, 218_112_000L, 218_112_000L, 2, 16_384L, 0),
+    LLAMA3_8B("llama3-8b", AttentionKind.MHA, 32, 4096, 218_112_000L, 218_112_000L, 2, 16_384L, 0),
     /**
      * DeepSeek-V3. Sources: deepseek-ai/DeepSeek-V3 config.json and the technical report
      * (arXiv:2412.19437): 61 layers, MLA with kv_lora_rank 512 and qk_rope_head_dim 64, so the cache

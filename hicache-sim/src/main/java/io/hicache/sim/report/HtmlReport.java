@@ -1,5 +1,6 @@
 package io.hicache.sim.report;
 
+import io.hicache.sim.CoreNames;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -130,7 +131,7 @@ public final class HtmlReport {
             h.append(row.baseline() ? "<tr class=\"baseline\">" : "<tr>")
                     .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
                     .append("<td>").append(esc(c.backupMode().cliName())).append("</td>")
-                    .append("<td>").append(esc(c.writePolicy().cliName())).append("</td>")
+                    .append("<td>").append(esc(CoreNames.of(c.writePolicy()))).append("</td>")
                     .append("<td>").append(esc(c.eviction().cliName())).append("</td>")
                     .append("<td class=\"n\">").append(capacity(c.deviceCapacityTokens(), false)).append("</td>")
                     .append("<td class=\"n\">").append(capacity(c.hostCapacityTokens(), true)).append("</td>")

@@ -1,5 +1,6 @@
 package io.hicache.sim.report;
 
+import io.hicache.sim.CoreNames;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
@@ -179,7 +180,7 @@ public record SimResult(
 
     @JsonProperty("write_policy")
     String writePolicyName() {
-        return config.writePolicy().cliName();
+        return CoreNames.of(config.writePolicy());
     }
 
     @JsonProperty("eviction")
@@ -214,7 +215,7 @@ public record SimResult(
 
     @JsonProperty("lanes")
     String lanesName() {
-        return config.lanes().cliName();
+        return CoreNames.of(config.lanes());
     }
 
     @JsonProperty("draft_layers")

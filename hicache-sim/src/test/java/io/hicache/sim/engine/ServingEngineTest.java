@@ -5,10 +5,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.CacheOnlyEngine;
 import io.hicache.sim.Eviction;
-import io.hicache.sim.Lanes;
+import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.ProgressListener;
 import io.hicache.sim.SimConfig;
-import io.hicache.sim.WritePolicy;
+import io.hicache.core.WritePolicy;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
 import io.hicache.sim.report.JsonReport;
@@ -43,7 +43,7 @@ class ServingEngineTest {
     /** Small capacities so that device eviction, host eviction and load-back all happen on a short prefix. */
     static SimConfig pressured(ModelPreset model, BackupMode mode, WritePolicy policy, int cp, int draftLayers) {
         return new SimConfig(model, GpuPreset.H200_PCIE5, 512, 64, 200_000, 3_000_000, policy, mode, Eviction.LRU, cp,
-                Lanes.ROUND_ROBIN, draftLayers, false, 7, 1.0);
+                OwnerLanes.ROUND_ROBIN, draftLayers, false, 7, 1.0);
     }
 
     static SimResult run(SimConfig c, long limit) {
@@ -123,7 +123,7 @@ class ServingEngineTest {
     void agreesWithTheCacheOnlyEngineWhenCapacitiesAreUnlimited() {
         SimConfig timed = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, Long.MAX_VALUE,
                 SimConfig.HOST_UNLIMITED, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1,
-                Lanes.ROUND_ROBIN, 0, false, 0, 1.0);
+                OwnerLanes.ROUND_ROBIN, 0, false, 0, 1.0);
         SimResult t = run(timed, 1_000);
         SimResult c = new CacheOnlyEngine().run(timed.withCacheOnly(true), bundled(1_000), ProgressListener.NONE);
         assertThat(t.blockHitRatio()).isEqualTo(c.blockHitRatio());

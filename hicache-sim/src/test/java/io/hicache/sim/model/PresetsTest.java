@@ -1,5 +1,6 @@
 package io.hicache.sim.model;
 
+import io.hicache.core.memory.AttentionKind;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

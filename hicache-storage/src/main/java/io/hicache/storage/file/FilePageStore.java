@@ -66,7 +66,8 @@ import java.util.zip.CRC32C;
  * <p><b>O_DIRECT.</b> With {@link StoreConfig#fileDirectIo()}, page data moves with {@code O_DIRECT}
  * (Java's {@link ExtendedOpenOption#DIRECT}) when every segment of the page is native memory whose
  * address and size are multiples of the file system's block size (the pinned host pool is 4 KiB aligned);
- * otherwise, or where the file system refuses it, the page uses buffered I/O (counted once in the error log).
+ * the object then ends with a zero-padded block holding the marker, so one {@code O_DIRECT} descriptor
+ * writes all of it (the marker records the padding). Other pages use buffered I/O (a warning, once).
  *
  * <p>Thread-safe: I/O runs on the store's threads; the index is guarded by one lock held for map updates only.
  */
@@ -91,6 +92,7 @@ public final class FilePageStore extends AbstractPageStore {
     private final ThreadLocal<ByteBuffer> markerBuffers =
             ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(MARKER_BYTES).order(ByteOrder.LITTLE_ENDIAN));
     private final ThreadLocal<CRC32C> crcs = ThreadLocal.withInitial(CRC32C::new);
+    private final ThreadLocal<ByteBuffer> directTails;
 
     /** Index of known objects in LRU order; guarded by itself. */
     private final LinkedHashMap<PageKey, Entry> index = new LinkedHashMap<>(1024, 0.75f, true);
@@ -124,6 +126,9 @@ public final class FilePageStore extends AbstractPageStore {
         ownerOnlyDirectory(staging);
         this.blockSize = Math.max(512, Files.getFileStore(root).getBlockSize());
         this.directIo = config.fileDirectIo();
+        int block = (int) blockSize;
+        this.directTails = ThreadLocal.withInitial(() ->
+                ByteBuffer.allocateDirect(2 * block).alignedSlice(block).limit(block).slice().order(ByteOrder.LITTLE_ENDIAN));
         this.collectedStagingFiles = collectStaging();
         this.foreignFiles = scanObjects();
         if (foreignFiles > 0) {
@@ -290,7 +295,7 @@ public final class FilePageStore extends AbstractPageStore {
         for (int i = 0; i < keys.size(); i++) {
             PageKey key = keys.get(i);
             HostPage page = pages.get(i);
-            long fileBytes = page.byteSize() + MARKER_BYTES;
+            long fileBytes = page.byteSize() + (useDirect(page) ? blockSize : MARKER_BYTES);
             if (config.fileCapacityBytes() > 0 && fileBytes > config.fileCapacityBytes()) {
                 status[i] = (byte) StoreStatus.REJECTED.ordinal();
                 continue;
@@ -309,16 +314,16 @@ public final class FilePageStore extends AbstractPageStore {
             CRC32C crc = crcs.get();
             crc.reset();
             boolean direct = useDirect(page);
-            long at = writeData(tmp, page, crc, direct, key);
-            if (direct) {
-                // the marker is not block-sized: append it through a buffered descriptor
-                try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
-                    writeMarker(ch, at, key, page.byteSize(), (int) crc.getValue());
-                }
-            }
+            writeData(tmp, page, crc, direct, key);
             Path target = objectPath(key);
-            Files.createDirectories(target.getParent(), PosixFilePermissions.asFileAttribute(DIR_PERMS));
             try {
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (NoSuchFileException e) {
+                if (!Files.exists(tmp)) {
+                    throw e;
+                }
+                // the first object of this fan-out directory (made on demand: opening stays cheap)
+                Files.createDirectories(target.getParent(), PosixFilePermissions.asFileAttribute(DIR_PERMS));
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
                 throw new IOException("file store " + root + " needs a file system with atomic rename", e);
@@ -336,8 +341,11 @@ public final class FilePageStore extends AbstractPageStore {
         }
     }
 
-    /** Writes the page's data (and, without O_DIRECT, its marker) to a new staging file; returns the data length. */
-    private long writeData(Path tmp, HostPage page, CRC32C crc, boolean direct, PageKey key) throws IOException {
+    /**
+     * Writes the page's data and then its marker to a new staging file. With O_DIRECT the marker ends a
+     * zero-padded block so the object stays block-aligned and one descriptor writes all of it.
+     */
+    private void writeData(Path tmp, HostPage page, CRC32C crc, boolean direct, PageKey key) throws IOException {
         OpenOption[] opts = direct
                 ? new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT}
                 : new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE};
@@ -355,22 +363,31 @@ public final class FilePageStore extends AbstractPageStore {
                     off += chunk;
                 }
             }
-            if (!direct) {
-                writeMarker(ch, at, key, page.byteSize(), (int) crc.getValue());
+            ByteBuffer m;
+            if (direct) {
+                m = directTail(key, page.byteSize(), (int) crc.getValue());
+            } else {
+                m = marker(key, page.byteSize(), (int) crc.getValue());
+            }
+            while (m.hasRemaining()) {
+                at += ch.write(m, at);
+            }
+            if (config.fileFsync()) {
+                ch.force(true);
             }
         }
-        return at;
     }
 
-    /** Writes the commit marker at {@code at}, last, and fsyncs the file when configured. */
-    private void writeMarker(FileChannel ch, long at, PageKey key, long dataBytes, int crc) throws IOException {
-        ByteBuffer m = marker(key, dataBytes, crc);
-        while (m.hasRemaining()) {
-            at += ch.write(m, at);
+    /** One block: zeros, then the marker in its last 64 bytes (recording the padding). */
+    private ByteBuffer directTail(PageKey key, long dataBytes, int crc) {
+        ByteBuffer b = directTails.get();
+        b.clear();
+        for (int i = 0; i < b.capacity() - MARKER_BYTES; i += 8) {
+            b.putLong(i, 0L);
         }
-        if (config.fileFsync()) {
-            ch.force(true);
-        }
+        b.position(b.capacity() - MARKER_BYTES);
+        CommitMarker.write(b, key, dataBytes, crc, b.capacity() - MARKER_BYTES);
+        return b.clear();
     }
 
     private ByteBuffer marker(PageKey key, long dataBytes, int crc) {

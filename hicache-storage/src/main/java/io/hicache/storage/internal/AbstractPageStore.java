@@ -243,6 +243,7 @@ public abstract class AbstractPageStore implements PageStore {
         List<Runnable> queued = new ArrayList<>();
         executor.getQueue().drainTo(queued);
         for (Runnable r : queued) {
+            queuedOps.decrementAndGet();
             ((Task) r).reject();
         }
         try {
@@ -358,6 +359,7 @@ public abstract class AbstractPageStore implements PageStore {
         @Override
         public final void run() {
             started = true;
+            queuedOps.decrementAndGet();
             try {
                 for (int attempt = 1; ; attempt++) {
                     byte[] status = new byte[size];
@@ -386,7 +388,6 @@ public abstract class AbstractPageStore implements PageStore {
                     }
                 }
             } finally {
-                queuedOps.decrementAndGet();
                 if (!handle.isDone()) {
                     fail(FAILED);
                 }

@@ -7,10 +7,11 @@ import java.nio.ByteOrder;
 
 /**
  * The 64-byte commit marker every backend appends to a page's data, written last: magic {@code HCL3PAGE},
- * data length (8 bytes), CRC-32C of the data (4), flags (4, zero), the 32-byte page key, end magic
- * {@code HCL3END\0}; integers little-endian. An object is valid only with a marker whose magics match,
- * whose key is the object's key, whose length agrees with the object's size, and whose CRC matches the
- * data. Stateless; thread-safe.
+ * data length (8 bytes), CRC-32C of the data (4), padding length (4: zero bytes between the data and the
+ * marker, so an O_DIRECT writer can end the object on a block boundary), the 32-byte page key, end magic
+ * {@code HCL3END\0}; integers little-endian. An object is {@code data ‖ padding ‖ marker}; it is valid
+ * only with a marker whose magics match, whose key is the object's key, whose lengths add up to the
+ * object's size, and whose CRC matches the data. Stateless; thread-safe.
  */
 public final class CommitMarker {
     /** Bytes of a marker. */
@@ -21,11 +22,16 @@ public final class CommitMarker {
     private CommitMarker() {
     }
 
-    /** Writes a marker at {@code dst}'s position (advancing it); {@code dst} must be little-endian. */
+    /** Writes a marker without padding at {@code dst}'s position (advancing it). */
     public static void write(ByteBuffer dst, PageKey key, long dataBytes, int crc32c) {
+        write(dst, key, dataBytes, crc32c, 0);
+    }
+
+    /** Writes a marker at {@code dst}'s position (advancing it), recording {@code padBytes} of padding before it. */
+    public static void write(ByteBuffer dst, PageKey key, long dataBytes, int crc32c, int padBytes) {
         ByteBuffer b = dst.order() == ByteOrder.LITTLE_ENDIAN ? dst : dst.duplicate().order(ByteOrder.LITTLE_ENDIAN);
         int start = b.position();
-        b.putLong(MAGIC).putLong(dataBytes).putInt(crc32c).putInt(0);
+        b.putLong(MAGIC).putLong(dataBytes).putInt(crc32c).putInt(padBytes);
         for (int i = 0; i < PageKey.BYTES; i++) {
             b.put(key.byteAt(i));
         }
@@ -54,7 +60,8 @@ public final class CommitMarker {
             }
         }
         long data = b.getLong(at + 8);
-        if (data + BYTES != objectBytes) {
+        int pad = b.getInt(at + 20);
+        if (pad < 0 || data < 0 || data + pad + BYTES != objectBytes) {
             return "object whose size (" + objectBytes + " bytes) disagrees with its marker (" + data + " data bytes)";
         }
         if (expectedDataBytes >= 0 && data != expectedDataBytes) {

@@ -57,7 +57,8 @@ import java.util.zip.CRC32C;
  *
  * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). A connection error
  * fails the attempt and the base class retries with backoff. Connections come from a pool of
- * {@link StoreConfig#redisConnections()}, tested on borrow, so a restarted server is reconnected.
+ * {@link StoreConfig#redisConnections()}; a connection broken by a server restart fails one attempt and
+ * is dropped, and the retry reconnects.
  *
  * <p><b>Security.</b> {@code AUTH} with a password or an ACL user and password (from the location or
  * {@link StoreConfig#redisCredentials}), TLS with {@code rediss://} (server certificate and host name
@@ -128,7 +129,9 @@ public final class RedisPageStore extends AbstractPageStore {
         pool.setMaxTotal(config.redisConnections());
         pool.setMaxIdle(config.redisConnections());
         pool.setMinIdle(0);
-        pool.setTestOnBorrow(true);
+        // no PING per borrow: a connection broken by a server restart fails one attempt and is dropped,
+        // and the retry takes a fresh one
+        pool.setTestOnBorrow(false);
         pool.setBlockWhenExhausted(true);
         pool.setMaxWait(Duration.ofMillis(config.redisTimeoutMs()));
         pool.setJmxEnabled(false);
@@ -137,32 +140,29 @@ public final class RedisPageStore extends AbstractPageStore {
         UnifiedJedis client = null;
         boolean cluster;
         try {
-            JedisPooled probe = new JedisPooled(new HostAndPort(first.host(), first.port()), clientConfig, pool);
+            // one plain connection first: it surfaces the server's own answer (NOAUTH, WRONGPASS, TLS)
+            // where a pool would only say that it could not validate a connection
             boolean enabled;
-            try {
-                probe.ping();
-                enabled = loc.cluster() != null ? loc.cluster() : probe.info("cluster").contains("cluster_enabled:1");
-            } catch (RuntimeException e) {
-                probe.close();
-                throw e;
+            try (redis.clients.jedis.Jedis direct = new redis.clients.jedis.Jedis(
+                    new HostAndPort(first.host(), first.port()), clientConfig)) {
+                direct.ping();
+                enabled = loc.cluster() != null ? loc.cluster() : direct.info("cluster").contains("cluster_enabled:1");
             }
             cluster = enabled;
             if (cluster) {
-                probe.close();
                 Set<HostAndPort> nodes = new HashSet<>();
                 for (RedisLocation.Endpoint ep : loc.endpoints()) {
                     nodes.add(new HostAndPort(ep.host(), ep.port()));
                 }
                 client = new JedisCluster(nodes, clientConfig, 3, pool);
-                client.ping();
             } else {
                 if (loc.endpoints().size() > 1) {
-                    probe.close();
                     throw new IllegalArgumentException("redis location names " + loc.endpoints().size()
                             + " servers but " + first + " is not in cluster mode; name one server, or a cluster");
                 }
-                client = probe;
+                client = new JedisPooled(new HostAndPort(first.host(), first.port()), clientConfig, pool);
             }
+            client.ping();
         } catch (IllegalArgumentException e) {
             throw e;
         } catch (RuntimeException e) {

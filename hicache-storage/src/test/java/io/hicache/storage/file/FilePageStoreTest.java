@@ -309,16 +309,6 @@ class FilePageStoreTest {
     }
 
     @Test
-    void closedStoreRejectsAndCloseIsIdempotent() throws IOException {
-        FilePageStore s = store();
-        s.close();
-        s.close();
-        StoreResult r = await(s.put(keys(2, 10), pages(arena, 2, PAGE, 1)));
-        assertThat(r.count(StoreStatus.REJECTED)).isEqualTo(2);
-        assertThat(await(s.existsPrefix(keys(2, 10)))).isZero();
-    }
-
-    @Test
     void openedThroughTheLocationString() throws IOException {
         PageStore s = PageStores.open("file:" + tmp.resolve("viaUri"), StoreConfig.defaults());
         open.add(s);

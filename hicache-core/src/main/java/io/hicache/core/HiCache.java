@@ -1,0 +1,740 @@
+package io.hicache.core;
+
+import io.hicache.core.cp.OwnerLanes;
+import io.hicache.core.cp.RankAgreement;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.memory.DeviceKvLayout;
+import io.hicache.core.memory.HostLayout;
+import io.hicache.core.memory.HostMemoryKind;
+import io.hicache.core.metrics.MetricsSnapshot;
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaStream;
+import io.hicache.radix.EvictionPolicy;
+import io.hicache.radix.MatchResult;
+import io.hicache.radix.RadixNode;
+import org.agrona.concurrent.IdleStrategy;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * The hierarchical KV cache of one serving-engine rank: a radix tree of cached token prefixes whose device
+ * pages are backed up to pinned host memory layer by layer during the forward that computed them, committed
+ * once the copies are acknowledged (on every rank of a context-parallel group), and loaded back on a host hit.
+ *
+ * <p>This is the whole engine-facing API; see the package overview for the types it uses. A typical
+ * scheduler step: {@link #match} the prompt, {@link #loadBack} its host-only part, {@link #insert} the pages
+ * computed, {@link #reserveByPolicy} backups of the inserted path, {@link #beginForward} to get the
+ * {@link ForwardHooks} for the forward thread, and {@link #poll} to commit what finished. Under device memory
+ * pressure {@link #evictDevice} frees pages whose KV stays on the host.
+ *
+ * <p><b>Threads.</b> One <em>scheduler thread</em> owns the cache: every method not marked otherwise must be
+ * called from it (the first call binds it; a call from another thread throws {@link IllegalStateException}
+ * unless {@link Builder#checkThread(boolean) checkThread(false)}). The <em>forward thread</em> calls the
+ * {@link ForwardHooks} hooks, {@link #waitLayer} and {@link #waitDraftLayer}. With
+ * {@link ThreadingMode#DEDICATED} the cache runs two agent threads of its own (submitter and completion); with
+ * {@link ThreadingMode#INVOKER} the caller steps them with {@link #doAgentWork()}.
+ *
+ * <p><b>Failures.</b> Misuse (a bad argument, a handle from another cache, a call in the wrong state) throws
+ * {@link IllegalArgumentException} or {@link IllegalStateException} naming what was wrong, and changes
+ * nothing. Every call after {@link #close()} other than {@code close}, {@link #isClosed()} and
+ * {@link #metrics()} throws {@link IllegalStateException}. A CUDA error while copying aborts only the backups
+ * or loads it touched (their pages are released, nothing is published); a sticky CUDA error (the device is
+ * lost) stops the cache: {@link #stickyError()} reports it and later scheduler calls throw
+ * {@link IllegalStateException}.
+ */
+public final class HiCache implements AutoCloseable {
+    private final HiCacheController controller;
+    private final TreeView treeView = new Tree();
+    private final HostPoolView hostPoolView = new Pool();
+    /** Scratch for {@link #reserveByPolicy}: the controller's list type is its own backup class. */
+    private final ArrayList<io.hicache.core.internal.Backup> reserved = new ArrayList<>();
+
+    private HiCache(HiCacheController controller) {
+        this.controller = controller;
+    }
+
+    /** A builder; see {@link Builder} for the required settings. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    // ------------------------------------------------------------------ tree
+
+    /**
+     * Matches {@code tokens[from, from + len)} against the cached prefixes (whole pages only): fills {@code out}
+     * with the device hit (its pages), the host-only extension beyond it and the last device and host nodes.
+     * Touches the access order of the matched nodes. Scheduler thread.
+     *
+     * @return {@code out}
+     * @throws IllegalArgumentException on null arrays or a range outside {@code tokens}
+     */
+    public MatchResult match(int[] tokens, int from, int len, MatchResult out) {
+        checkOpen();
+        return controller.tree().match(tokens, from, len, out);
+    }
+
+    /**
+     * Inserts the whole pages of {@code tokens[from, from + len)} with their device pages
+     * {@code devicePages[pagesFrom, pagesFrom + len / pageSize)}. Pages already cached on device stay the tree's:
+     * <b>the caller frees its pages {@code [pagesFrom, pagesFrom + r / pageSize)}, where r is the return value;
+     * every later page now belongs to the cache</b>. {@link #lastInsertNode()} is the node the insert ended on,
+     * the one to pass to {@link #reserveByPolicy}. Scheduler thread.
+     *
+     * @return number of tokens already present on device (a multiple of the page size)
+     * @throws IllegalArgumentException on null arrays or ranges outside the arrays
+     */
+    public int insert(int[] tokens, int from, int len, int[] devicePages, int pagesFrom) {
+        checkOpen();
+        return controller.tree().insert(tokens, from, len, devicePages, pagesFrom);
+    }
+
+    /** The node the last {@link #insert} ended on (the root if it inserted nothing). Scheduler thread. */
+    public RadixNode lastInsertNode() {
+        checkOpen();
+        return controller.tree().lastInsertNode();
+    }
+
+    /**
+     * Locks the path from {@code node} to the root on device while a request uses it (SGLang's
+     * {@code inc_lock_ref}): locked nodes are never evicted. Locks nest; each needs one {@link #unlock}. Locking
+     * the root (an empty match) is a no-op. Scheduler thread.
+     *
+     * @throws IllegalArgumentException if {@code node} is null
+     * @throws IllegalStateException if {@code node} was removed from the tree, or the cache is closed
+     */
+    public void lock(RadixNode node) {
+        checkOpen();
+        controller.tree().lock(node);
+    }
+
+    /**
+     * Releases one {@link #lock} of the path from {@code node}. Scheduler thread.
+     *
+     * @throws IllegalArgumentException if {@code node} is null
+     * @throws IllegalStateException if a node on the path is not locked (nothing is changed then), {@code node}
+     *     was removed from the tree, or the cache is closed
+     */
+    public void unlock(RadixNode node) {
+        checkOpen();
+        controller.tree().unlock(node);
+    }
+
+    /** A read-only view of the tree's sizes and nodes. Scheduler thread, as every call on it. */
+    public TreeView tree() {
+        return treeView;
+    }
+
+    // ------------------------------------------------------------------ backups
+
+    /**
+     * Reserves the backup of {@code node} to host memory: host pages are allocated and the node's device pages
+     * locked until the backup commits or aborts. Host room is counted in group budget units so every rank of a
+     * CP group decides alike; with no room one host eviction pass runs, and if there is still none the result is
+     * null (counted). Scheduler thread.
+     *
+     * @param withDraft whether the backup also carries the draft/MTP KV (needs a draft layout)
+     * @return the backup, or null when the host pool has no room
+     * @throws IllegalStateException if the node is the root, detached, device-evicted, already backed up or
+     *     pending, or its parent is neither the root nor backed up; or the cache is closed or stopped
+     * @throws IllegalArgumentException if {@code node} is null, or {@code withDraft} without a draft layout
+     */
+    public BackupHandle reserve(RadixNode node, boolean withDraft) {
+        checkOpen();
+        return controller.reserve(node, withDraft);
+    }
+
+    /**
+     * Applies the write policy to the path ending at {@code node} (normally {@link #lastInsertNode()}): from the
+     * top, every node not yet backed up whose hit count reached the policy's threshold is reserved, stopping at
+     * the first that does not qualify or when host room runs out. Nothing under {@link WritePolicy#WRITE_BACK}.
+     * Scheduler thread.
+     *
+     * @param out receives the backups reserved, top first
+     * @return how many were reserved
+     * @throws IllegalStateException if the cache is closed or stopped
+     */
+    public int reserveByPolicy(RadixNode node, boolean withDraft, List<? super BackupHandle> out) {
+        checkOpen();
+        reserved.clear();
+        int n = controller.reserveByPolicy(node, withDraft, reserved);
+        out.addAll(reserved);
+        reserved.clear();
+        return n;
+    }
+
+    /**
+     * Starts the backups' copies for one forward and returns its hooks, to hand to the forward thread. Each
+     * backup must be {@link BackupState#RESERVED} and becomes {@link BackupState#COPYING}. An empty list gives a
+     * handle whose hooks only validate. Scheduler thread; allocation-free in steady state.
+     *
+     * @throws IllegalArgumentException if a backup was not created by this cache
+     * @throws IllegalStateException if a backup is not RESERVED, more forwards than
+     *     {@link Builder#maxForwardsInFlight} are in flight, or the cache is closed or stopped
+     */
+    @SuppressWarnings("unchecked")
+    public ForwardHooks beginForward(List<? extends BackupHandle> backups) {
+        checkOpen();
+        for (int i = 0, n = backups.size(); i < n; i++) {
+            own(backups.get(i));
+        }
+        return controller.beginForward((List<io.hicache.core.internal.Backup>) (List<?>) backups);
+    }
+
+    /**
+     * Declares that the engine cannot call per-layer hooks from now on (e.g. it replays the forward as a CUDA
+     * graph): later forwards copy every layer after the forward. Logs a rate-limited WARN naming the reason and
+     * counts a fallback per such forward. Any thread.
+     */
+    public void declareHooksUnavailable(String reason) {
+        controller.declareHooksUnavailable(reason);
+    }
+
+    /**
+     * The scheduler's duty cycle: collects finished forwards, aborts backups whose lease expired, runs one round
+     * of rank agreement and commits (publishes the host copy on the node) or aborts what the group agreed on;
+     * finishes loads the same way. Call it every scheduler step. Scheduler thread; allocation-free in steady
+     * state.
+     *
+     * @return backups committed or aborted by this call
+     * @throws IllegalStateException if the cache is closed
+     */
+    public int poll() {
+        return controller.poll();
+    }
+
+    /**
+     * Aborts a backup from any non-terminal state; it is never published. Its pages stay held until its copies
+     * have drained and the group agreed (a later {@link #poll()} releases them). In a CP group, a backup this
+     * rank already reported complete in a still-open agreement round may commit anyway (its bytes are whole).
+     * Scheduler thread.
+     *
+     * @return true if this call recorded the abort; false if the backup had already committed or aborted
+     * @throws IllegalArgumentException if the backup or reason is null, or the backup is not this cache's
+     */
+    public boolean abort(BackupHandle backup, AbortReason reason) {
+        checkOpen();
+        if (backup == null) {
+            throw new IllegalArgumentException("backup must not be null");
+        }
+        return controller.abort(own(backup), reason);
+    }
+
+    // ------------------------------------------------------------------ loads
+
+    /**
+     * Queues the load of {@code match}'s host-only pages (those after its device prefix) back to the device,
+     * allocating their device pages from {@code allocator} now (all or nothing). Skipped (null) when the host
+     * hit is below the load threshold or above {@code memoryQuotaTokens}; refused (null, counted) when the
+     * allocator has no pages even after one device eviction. The load is issued by the next
+     * {@link #startLoading()}; its nodes become device hits once it is acknowledged on every rank. Scheduler
+     * thread.
+     *
+     * @param requestId the engine's id of the request, reported back through the {@link LoadListener}
+     * @return the load, or null when nothing is loaded
+     * @throws IllegalStateException if the cache is closed or stopped
+     */
+    public LoadHandle loadBack(MatchResult match, long requestId, int memoryQuotaTokens, DevicePageAllocator allocator) {
+        checkOpen();
+        return controller.loadBack(match, requestId, memoryQuotaTokens, allocator);
+    }
+
+    /**
+     * Issues every queued load on the load stream, layer by layer, after the compute stream's current work.
+     * Scheduler thread, before the forward that needs the loaded KV.
+     *
+     * @return the consumer token to pass to {@link #waitLayer}, or -1 when nothing was queued
+     * @throws IllegalStateException if too many load batches are unacknowledged, or the cache is closed
+     */
+    public long startLoading() {
+        checkOpen();
+        return controller.startLoading();
+    }
+
+    /**
+     * Makes the compute stream wait on the GPU (never the CPU) for target layer {@code layer} of the loads of
+     * {@code consumer}. A no-op for token -1 or a load long finished. Forward thread, before attention of the
+     * layer.
+     */
+    public void waitLayer(long consumer, int layer) {
+        controller.waitLayer(consumer, layer);
+    }
+
+    /** As {@link #waitLayer} for draft layer {@code layer}. Forward thread. */
+    public void waitDraftLayer(long consumer, int layer) {
+        controller.waitDraftLayer(consumer, layer);
+    }
+
+    // ------------------------------------------------------------------ device eviction
+
+    /**
+     * Evicts at least {@code pages} device pages if the tree can (policy order, unlocked leaves without a
+     * backup in flight); the freed pages go to {@code sink}. Their KV stays reachable where it was backed up.
+     * Under {@link WritePolicy#WRITE_BACK} a leaf without a host copy is reserved and copied instead, and
+     * becomes evictable once committed. Scheduler thread.
+     *
+     * @return device pages evicted
+     * @throws IllegalStateException if the cache is closed
+     */
+    public int evictDevice(int pages, DevicePageSink sink) {
+        checkOpen();
+        return controller.evictDevice(pages, sink);
+    }
+
+    // ------------------------------------------------------------------ state
+
+    /** A copy of the counters and the commit-latency percentiles. Any thread; also after {@link #close()}. */
+    public MetricsSnapshot metrics() {
+        return controller.metrics().snapshot();
+    }
+
+    /** A read-only view of the host pool. Scheduler thread, as every call on it. */
+    public HostPoolView hostPool() {
+        return hostPoolView;
+    }
+
+    /** The compute stream the hooks record on (the engine's, or one the cache created). Any thread. */
+    public CudaStream computeStream() {
+        return controller.computeStream();
+    }
+
+    /** This rank in its CP group (0 without one). Any thread. */
+    public int rank() {
+        return controller.rank();
+    }
+
+    /** Target layers per forward. Any thread. */
+    public int targetLayers() {
+        return controller.targetLayers();
+    }
+
+    /** Draft layers per forward (0 without a draft layout). Any thread. */
+    public int draftLayers() {
+        return controller.draftLayers();
+    }
+
+    /** Backups not yet retired (reserved, copying, sealed, or aborted awaiting agreement). Scheduler thread. */
+    public int backupsInFlight() {
+        return controller.backupsInFlight();
+    }
+
+    /** Loads queued, issued or awaiting agreement. Scheduler thread. */
+    public int loadsInFlight() {
+        return controller.loadsInFlight();
+    }
+
+    /** The sticky CUDA error that stopped the cache, or null. Scheduler thread. */
+    public CudaException stickyError() {
+        return controller.stickyError();
+    }
+
+    /**
+     * Runs one duty cycle of the submitter and then of the completion agent. {@link ThreadingMode#INVOKER}
+     * only; the thread that steps them must be the only one doing so.
+     *
+     * @return work done (0 when idle)
+     * @throws IllegalStateException in {@link ThreadingMode#DEDICATED} mode
+     */
+    public int doAgentWork() {
+        return controller.doAgentWork();
+    }
+
+    /** True once {@link #close()} ran. Any thread. */
+    public boolean isClosed() {
+        return controller.isClosed();
+    }
+
+    /**
+     * Stops the agents, aborts every backup in flight (waiting for copies already issued), frees the host memory
+     * and destroys the cache's streams and events. Idempotent. Scheduler thread, after the last forward ended.
+     */
+    @Override
+    public void close() {
+        controller.close();
+    }
+
+    @Override
+    public String toString() {
+        return "HiCache{rank=" + controller.rank() + ", closed=" + controller.isClosed() + '}';
+    }
+
+    private void checkOpen() {
+        if (controller.isClosed()) {
+            throw new IllegalStateException("HiCache is closed");
+        }
+    }
+
+    private io.hicache.core.internal.Backup own(BackupHandle backup) {
+        if (backup instanceof io.hicache.core.internal.Backup b) {
+            return b;
+        }
+        throw new IllegalArgumentException("backup " + backup + " was not created by a HiCache");
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /**
+     * Read-only view of the cache's radix tree: sizes and the root, whose nodes are read-only handles. Owned by
+     * the scheduler thread like the cache; not thread-safe.
+     */
+    public interface TreeView {
+        /** Tokens per page. */
+        int pageSize();
+
+        /** The root (it holds no tokens). */
+        RadixNode root();
+
+        /** Nodes in the tree, the root excluded. */
+        int nodeCount();
+
+        /** Device pages the tree holds. */
+        long devicePagesCached();
+
+        /** Device pages {@link HiCache#evictDevice} could free now. */
+        long devicePagesEvictable();
+
+        /** Device pages on locked paths. */
+        long devicePagesLocked();
+
+        /** Host pages holding committed backups. */
+        long hostPagesCommitted();
+
+        /** Host pages of backups in flight. */
+        long hostPagesPending();
+
+        /** Eviction policy of the device tier. */
+        EvictionPolicy devicePolicy();
+
+        /** Eviction policy of the host tier. */
+        EvictionPolicy hostPolicy();
+    }
+
+    /** Read-only view of the host pool. Owned by the scheduler thread like the cache; not thread-safe. */
+    public interface HostPoolView {
+        /** Host pages in the pool. */
+        int capacityPages();
+
+        /** Host pages not holding a backup. */
+        int freePages();
+
+        /** Host pages reserved or committed, in group budget units (the same on every rank). */
+        long budgetUsedPages();
+
+        /** Host pages the group budget allows. */
+        long budgetCapacityPages();
+
+        /** Bytes of one host page, every layer and buffer of the target KV. */
+        long bytesPerPage();
+
+        /** Bytes of host memory pinned for the target KV (the draft KV, if any, is extra). */
+        long totalBytes();
+
+        /** Byte order of a host page. */
+        HostLayout layout();
+
+        /** Where the pinned memory came from. */
+        HostMemoryKind memoryKind();
+
+        /** True when the pool also holds the draft/MTP KV. */
+        boolean hasDraft();
+    }
+
+    private final class Tree implements TreeView {
+        @Override
+        public int pageSize() {
+            return controller.tree().pageSize();
+        }
+
+        @Override
+        public RadixNode root() {
+            return controller.tree().root();
+        }
+
+        @Override
+        public int nodeCount() {
+            return controller.tree().nodeCount();
+        }
+
+        @Override
+        public long devicePagesCached() {
+            return controller.tree().devicePagesCached();
+        }
+
+        @Override
+        public long devicePagesEvictable() {
+            return controller.tree().devicePagesEvictable();
+        }
+
+        @Override
+        public long devicePagesLocked() {
+            return controller.tree().devicePagesLocked();
+        }
+
+        @Override
+        public long hostPagesCommitted() {
+            return controller.tree().hostPagesCommitted();
+        }
+
+        @Override
+        public long hostPagesPending() {
+            return controller.tree().hostPagesPending();
+        }
+
+        @Override
+        public EvictionPolicy devicePolicy() {
+            return controller.tree().devicePolicy();
+        }
+
+        @Override
+        public EvictionPolicy hostPolicy() {
+            return controller.tree().hostPolicy();
+        }
+
+        @Override
+        public String toString() {
+            return "TreeView{nodes=" + nodeCount() + ", devicePages=" + devicePagesCached() + '}';
+        }
+    }
+
+    private final class Pool implements HostPoolView {
+        @Override
+        public int capacityPages() {
+            return controller.allocator().capacityPages();
+        }
+
+        @Override
+        public int freePages() {
+            return controller.allocator().freePages();
+        }
+
+        @Override
+        public long budgetUsedPages() {
+            return controller.hostBudgetUsedPages();
+        }
+
+        @Override
+        public long budgetCapacityPages() {
+            return controller.hostBudgetCapacityPages();
+        }
+
+        @Override
+        public long bytesPerPage() {
+            return controller.hostPool().bytesPerPageAllLayers();
+        }
+
+        @Override
+        public long totalBytes() {
+            return controller.hostPool().totalBytes();
+        }
+
+        @Override
+        public HostLayout layout() {
+            return controller.hostPool().layout();
+        }
+
+        @Override
+        public HostMemoryKind memoryKind() {
+            return controller.hostPool().memoryKind();
+        }
+
+        @Override
+        public boolean hasDraft() {
+            return controller.draftHostPool() != null;
+        }
+
+        @Override
+        public String toString() {
+            return "HostPoolView{pages=" + capacityPages() + ", free=" + freePages() + '}';
+        }
+    }
+
+    // ------------------------------------------------------------------ builder
+
+    /**
+     * Configuration of a {@link HiCache}. Required: {@link #runtime}, {@link #targetLayout} and a host pool size
+     * ({@link #hostPages}, {@link #hostBytes} or {@link #hostRatioToDevice}). Setters record; {@link #build()}
+     * validates everything, naming the bad setting. Cold path; not thread-safe.
+     */
+    public static final class Builder {
+        private final HiCacheController.Builder b = HiCacheController.builder();
+
+        private Builder() {
+        }
+
+        /** The CUDA runtime (native or simulated). Required. */
+        public Builder runtime(CudaRuntime runtime) {
+            b.runtime(runtime);
+            return this;
+        }
+
+        /** The engine's compute stream the hooks record on; default: a stream the cache creates. */
+        public Builder computeStream(CudaStream stream) {
+            b.computeStream(stream);
+            return this;
+        }
+
+        /** The target model's device KV layout. Required; its page size is the tree's. */
+        public Builder targetLayout(DeviceKvLayout layout) {
+            b.targetLayout(layout);
+            return this;
+        }
+
+        /** The draft/MTP model's device KV layout (same page size and device page ids); none by default. */
+        public Builder draftLayout(DeviceKvLayout layout) {
+            b.draftLayout(layout);
+            return this;
+        }
+
+        /** Host pool size in pages. */
+        public Builder hostPages(int pages) {
+            b.hostPages(pages);
+            return this;
+        }
+
+        /** Host pool size in bytes (rounded down to whole pages). */
+        public Builder hostBytes(long bytes) {
+            b.hostBytes(bytes);
+            return this;
+        }
+
+        /** Host pool size as a ratio of the device pool ({@code > 0}). */
+        public Builder hostRatioToDevice(double ratio) {
+            b.hostRatioToDevice(ratio);
+            return this;
+        }
+
+        /** Host byte order (default {@link HostLayout#LAYER_FIRST}). */
+        public Builder hostLayout(HostLayout layout) {
+            b.hostLayout(layout);
+            return this;
+        }
+
+        /** Where host memory comes from (default {@link HostMemoryKind#HOST_ALLOC}). */
+        public Builder hostMemoryKind(HostMemoryKind kind) {
+            b.hostMemoryKind(kind);
+            return this;
+        }
+
+        /** The CP group: size, this rank, the owner-lane strategy and the agreement among ranks. */
+        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement) {
+            b.cpGroup(size, rank, lanes, agreement);
+            return this;
+        }
+
+        /**
+         * The CP group with a separate agreement for loads (an engine's collective may serve both; in-process
+         * groups need two {@link io.hicache.core.cp.InProcessRankAgreement}s).
+         */
+        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement,
+                               RankAgreement loadAgreement) {
+            b.cpGroup(size, rank, lanes, agreement, loadAgreement);
+            return this;
+        }
+
+        /** Host hits shorter than this many tokens are not loaded back (default 10, as SGLang). */
+        public Builder loadThresholdTokens(int tokens) {
+            b.loadThresholdTokens(tokens);
+            return this;
+        }
+
+        /** Listener for finished and failed loads (default none). */
+        public Builder loadListener(LoadListener listener) {
+            b.loadListener(listener);
+            return this;
+        }
+
+        /** Listener for commits and aborts (default none). */
+        public Builder listener(BackupListener listener) {
+            b.listener(listener);
+            return this;
+        }
+
+        /** Write policy (default {@link WritePolicy#WRITE_THROUGH}). */
+        public Builder writePolicy(WritePolicy policy) {
+            b.writePolicy(policy);
+            return this;
+        }
+
+        /** Hit threshold of write-through-selective (default 2; write-through uses 1). */
+        public Builder hitThreshold(int threshold) {
+            b.hitThreshold(threshold);
+            return this;
+        }
+
+        /** Backup mode (default {@link BackupMode#LAYERED}). */
+        public Builder backupMode(BackupMode mode) {
+            b.backupMode(mode);
+            return this;
+        }
+
+        /** Eviction policies of the device and host tiers (default LRU for both). */
+        public Builder eviction(EvictionPolicy device, EvictionPolicy host) {
+            b.eviction(device, host);
+            return this;
+        }
+
+        /** Threading of the agents (default {@link ThreadingMode#DEDICATED}). */
+        public Builder threadingMode(ThreadingMode mode) {
+            b.threadingMode(mode);
+            return this;
+        }
+
+        /** Idle strategy of the agent threads in {@link ThreadingMode#DEDICATED} mode (a new one per agent). */
+        public Builder idleStrategy(Supplier<IdleStrategy> supplier) {
+            b.idleStrategy(supplier);
+            return this;
+        }
+
+        /** Clock in nanoseconds for leases and latencies (default {@code System::nanoTime}). */
+        public Builder clock(LongSupplier clockNs) {
+            b.clock(clockNs);
+            return this;
+        }
+
+        /** Lease of a reservation: not sealed within it, the backup is aborted (default 30 s; 0 disables). */
+        public Builder leaseNs(long leaseNs) {
+            b.leaseNs(leaseNs);
+            return this;
+        }
+
+        /** Forwards with backups that may be in flight at once (default 8). */
+        public Builder maxForwardsInFlight(int n) {
+            b.maxForwardsInFlight(n);
+            return this;
+        }
+
+        /** Whether pages contiguous on both sides are copied in one call (default true). */
+        public Builder coalesce(boolean coalesce) {
+            b.coalesce(coalesce);
+            return this;
+        }
+
+        /** Whether a layer's copies go in one batched call where the runtime supports it (default true). */
+        public Builder batchedCopies(boolean batched) {
+            b.batchedCopies(batched);
+            return this;
+        }
+
+        /** Whether scheduler-thread calls are checked to come from one thread (default true). */
+        public Builder checkThread(boolean check) {
+            b.checkThread(check);
+            return this;
+        }
+
+        /**
+         * Validates the settings and builds the cache: allocates the pinned host pool, streams and events and, in
+         * {@link ThreadingMode#DEDICATED} mode, starts the agent threads. On failure whatever it allocated is
+         * released again.
+         *
+         * @throws IllegalArgumentException naming the bad setting
+         * @throws io.hicache.core.memory.InsufficientHostMemoryException if the host pool does not fit
+         * @throws CudaException if the runtime fails
+         */
+        public HiCache build() {
+            return new HiCache(b.build());
+        }
+    }
+}

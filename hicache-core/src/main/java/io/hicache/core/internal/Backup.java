@@ -1,0 +1,161 @@
+package io.hicache.core.internal;
+
+import io.hicache.core.AbortReason;
+import io.hicache.core.BackupState;
+import io.hicache.radix.spi.PendingBackup;
+import io.hicache.radix.RadixNode;
+
+import java.util.Arrays;
+
+/**
+ * One backup of a radix node's pages to host memory on one CP rank: the unit of the state machine
+ * RESERVED → COPYING → SEALED → COMMITTED, or → DRAINING → ABORTED.
+ *
+ * <p>Owned by the scheduler thread, which creates it in {@code reserve}, attaches it to a forward, and
+ * commits or aborts it in {@code poll}. The submitter agent reads only the page arrays, which are fixed
+ * before the backup is handed to a forward (the hand-off through the forward's queues orders those reads
+ * after the writes). The engine holds it as an opaque handle to abort it.
+ *
+ * <p>As the tree's {@link PendingBackup} it learns about splits of its node, so that every fragment is
+ * published (or cleared) when the backup ends.
+ */
+public final class Backup implements PendingBackup, io.hicache.core.BackupHandle {
+
+    /** Local resolution of a backup on this rank, before the group agrees. */
+    enum Local { UNRESOLVED, OK, FAILED }
+
+    final Object owner;
+    final long seq;
+    final boolean withDraft;
+    final int startPage;
+    final int pageCount;
+    final int[] devicePages;
+    /** Positions (0-based within the node) this rank owns, ascending. */
+    final int[] ownedIndex;
+    final int ownedCount;
+    /** Host pages for the owned positions, parallel to {@link #ownedIndex}. */
+    final int[] hostPages;
+    final int budgetPages;
+    final HostPages hostValue;
+    final long reservedNs;
+    final long leaseDeadlineNs;
+
+    RadixNode node;
+    RadixNode[] fragments = new RadixNode[1];
+    int fragmentCount;
+
+    BackupState state = BackupState.RESERVED;
+    Local local = Local.UNRESOLVED;
+    AbortReason abortReason;
+    ForwardSlot slot;
+    boolean cancelSent;
+    long forwardEndNs;
+
+    Backup(Object owner, long seq, RadixNode node, int startPage, int[] devicePages, int[] ownedIndex, int ownedCount,
+           int[] hostPages, int budgetPages, HostPages hostValue, boolean withDraft, long reservedNs,
+           long leaseDeadlineNs) {
+        this.owner = owner;
+        this.seq = seq;
+        this.node = node;
+        this.fragments[0] = node;
+        this.fragmentCount = 1;
+        this.startPage = startPage;
+        this.pageCount = devicePages.length;
+        this.devicePages = devicePages;
+        this.ownedIndex = ownedIndex;
+        this.ownedCount = ownedCount;
+        this.hostPages = hostPages;
+        this.budgetPages = budgetPages;
+        this.hostValue = hostValue;
+        this.withDraft = withDraft;
+        this.reservedNs = reservedNs;
+        this.leaseDeadlineNs = leaseDeadlineNs;
+    }
+
+    @Override
+    public void onSplit(RadixNode prefix, RadixNode suffix) {
+        for (int i = 0; i < fragmentCount; i++) {
+            if (fragments[i] == suffix) {
+                if (fragmentCount == fragments.length) {
+                    fragments = Arrays.copyOf(fragments, fragmentCount * 2);
+                }
+                System.arraycopy(fragments, i, fragments, i + 1, fragmentCount - i);
+                fragments[i] = prefix;
+                fragmentCount++;
+                return;
+            }
+        }
+        throw new IllegalStateException("backup " + seq + " was told of a split of " + suffix
+            + ", which is not one of its fragments");
+    }
+
+    /** Sequence number, identical on every rank of the group for the same reservation. */
+    public long seq() {
+        return seq;
+    }
+
+    /** Current state. Scheduler thread. */
+    public BackupState state() {
+        return state;
+    }
+
+    /** The reason it was aborted, or null. Scheduler thread. */
+    public AbortReason abortReason() {
+        return abortReason;
+    }
+
+    /** Whether it carries draft/MTP KV besides the target KV. */
+    public boolean withDraft() {
+        return withDraft;
+    }
+
+    /** Pages of the node (all positions, owned by any rank). */
+    public int pageCount() {
+        return pageCount;
+    }
+
+    /** Pages this rank copies (its owned positions). */
+    public int ownedPageCount() {
+        return ownedCount;
+    }
+
+    /** Host page holding owned position {@code i} ({@code 0 <= i < ownedPageCount()}). */
+    public int hostPage(int i) {
+        if (i < 0 || i >= ownedCount) {
+            throw new IndexOutOfBoundsException("owned page " + i + " outside [0, " + ownedCount + ")");
+        }
+        return hostPages[i];
+    }
+
+    /** Device page of owned position {@code i}. */
+    public int ownedDevicePage(int i) {
+        if (i < 0 || i >= ownedCount) {
+            throw new IndexOutOfBoundsException("owned page " + i + " outside [0, " + ownedCount + ")");
+        }
+        return devicePages[ownedIndex[i]];
+    }
+
+    /** The deepest fragment: the node reserved (it keeps the trailing pages across splits). */
+    public RadixNode node() {
+        return node;
+    }
+
+    /** Number of fragments the node was split into while pending (1 if never split). */
+    public int fragmentCount() {
+        return fragmentCount;
+    }
+
+    /** Fragment {@code i}, prefix first. */
+    public RadixNode fragment(int i) {
+        if (i < 0 || i >= fragmentCount) {
+            throw new IndexOutOfBoundsException("fragment " + i + " outside [0, " + fragmentCount + ")");
+        }
+        return fragments[i];
+    }
+
+    @Override
+    public String toString() {
+        return "Backup{seq=" + seq + ", state=" + state + ", pages=" + pageCount + ", owned=" + ownedCount
+            + ", draft=" + withDraft + (abortReason != null ? ", abort=" + abortReason : "") + '}';
+    }
+}

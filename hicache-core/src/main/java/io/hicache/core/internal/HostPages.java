@@ -1,0 +1,94 @@
+package io.hicache.core.internal;
+
+import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.radix.spi.HostValue;
+
+import java.util.Arrays;
+
+/**
+ * The committed host copy of a node on one rank: the host page ids of the positions this rank owns, in
+ * ascending offset order, and the {@link LaneDescription} they were written with. Data and lane metadata
+ * live in one immutable value, so they are published together and cannot drift apart.
+ *
+ * <p>Immutable; created on the scheduler thread at reservation (so a commit allocates nothing) and by
+ * {@link #head}/{@link #tail} when the tree splits a node.
+ */
+public final class HostPages implements HostValue {
+    private final int[] hostPages;
+    private final LaneDescription lanes;
+    private final boolean draft;
+    /** The controller whose host budget this value is charged to (notified of splits), or null. */
+    private final HiCacheController budgetOwner;
+
+    HostPages(int[] hostPages, LaneDescription lanes, boolean draft, HiCacheController budgetOwner) {
+        if (hostPages.length != lanes.ownedCount()) {
+            throw new IllegalArgumentException(hostPages.length + " host pages for " + lanes.ownedCount()
+                + " owned positions of " + lanes);
+        }
+        this.hostPages = hostPages;
+        this.lanes = lanes;
+        this.draft = draft;
+        this.budgetOwner = budgetOwner;
+    }
+
+    /** True when the draft/MTP KV of these pages was backed up too (same host page ids, draft pool). */
+    public boolean hasDraft() {
+        return draft;
+    }
+
+    @Override
+    public int pageCount() {
+        return lanes.pageCount();
+    }
+
+    /** The lanes these pages were written with. */
+    public LaneDescription lanes() {
+        return lanes;
+    }
+
+    /** Host pages held on this rank (its owned positions). */
+    public int ownedPageCount() {
+        return hostPages.length;
+    }
+
+    /** Host page id of owned position {@code i} (ascending node offset). */
+    public int hostPage(int i) {
+        return hostPages[i];
+    }
+
+    /** Copies the owned host page ids into {@code dst} at {@code dstOff}. */
+    public void copyHostPages(int[] dst, int dstOff) {
+        System.arraycopy(hostPages, 0, dst, dstOff, hostPages.length);
+    }
+
+    @Override
+    public HostValue head(int pages) {
+        checkCut(pages);
+        int owned = lanes.ownedCountBefore(pages);
+        LaneDescription head = lanes.slice(0, pages);
+        if (budgetOwner != null) {
+            // the tree splits a value by asking for its head, then its tail: account the split once, here
+            budgetOwner.onHostValueSplit(lanes, head, lanes.slice(pages, lanes.pageCount() - pages));
+        }
+        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), head, draft, budgetOwner);
+    }
+
+    @Override
+    public HostValue tail(int pages) {
+        checkCut(pages);
+        int owned = lanes.ownedCountBefore(pages);
+        return new HostPages(Arrays.copyOfRange(hostPages, owned, hostPages.length),
+            lanes.slice(pages, lanes.pageCount() - pages), draft, budgetOwner);
+    }
+
+    private void checkCut(int pages) {
+        if (pages <= 0 || pages >= lanes.pageCount()) {
+            throw new IllegalArgumentException("cut at " + pages + " outside (0, " + lanes.pageCount() + ")");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "HostPages{pages=" + Arrays.toString(hostPages) + ", lanes=" + lanes + ", draft=" + draft + '}';
+    }
+}

@@ -1,0 +1,80 @@
+package io.hicache.core.internal;
+
+import io.hicache.core.DevicePageAllocator;
+import io.hicache.radix.RadixNode;
+
+/**
+ * One request's load of host-only pages back to the device, created by {@link HiCacheController#loadBack}.
+ *
+ * <p>Owned by the scheduler thread. The engine reads {@link #devicePage(int)} to build the request's KV page
+ * list; the pages hold valid KV for layer {@code l} once the forward has waited on layer {@code l}
+ * ({@link HiCacheController#waitLayer}). The nodes become device hits only when the load is acknowledged on
+ * every rank; until then a match sees them as host-only.
+ */
+public final class LoadOp implements io.hicache.core.LoadHandle {
+
+    final long seq;
+    final long requestId;
+    final RadixNode anchor;
+    /** The chain, top first; re-read by the loader when a match or insert split one of its nodes. */
+    RadixNode[] nodes;
+    int[] nodePageStart;
+    final int pageCount;
+    final int[] devicePages;
+    State state = State.QUEUED;
+    LoadSet set;
+    long issuedNs;
+    Local local = Local.UNRESOLVED;
+    DevicePageAllocator allocator;
+
+    enum Local { UNRESOLVED, OK, FAILED }
+
+    LoadOp(long seq, long requestId, RadixNode anchor, RadixNode[] nodes, int[] nodePageStart, int pageCount,
+           int[] devicePages) {
+        this.seq = seq;
+        this.requestId = requestId;
+        this.anchor = anchor;
+        this.nodes = nodes;
+        this.nodePageStart = nodePageStart;
+        this.pageCount = pageCount;
+        this.devicePages = devicePages;
+    }
+
+    /** The engine's id of the request this load serves. */
+    public long requestId() {
+        return requestId;
+    }
+
+    /** Current state. */
+    public State state() {
+        return state;
+    }
+
+    /** Pages loaded (the host-only chain's pages). */
+    public int pageCount() {
+        return pageCount;
+    }
+
+    /** Device page receiving chain page {@code i} (in sequence order after the device prefix). */
+    public int devicePage(int i) {
+        if (i < 0 || i >= pageCount) {
+            throw new IndexOutOfBoundsException("page " + i + " outside [0, " + pageCount + ")");
+        }
+        return devicePages[i];
+    }
+
+    /** Nodes of the chain, top first. */
+    public int nodeCount() {
+        return nodes.length;
+    }
+
+    /** Chain node {@code i}, top first. */
+    public RadixNode node(int i) {
+        return nodes[i];
+    }
+
+    @Override
+    public String toString() {
+        return "LoadOp{request=" + requestId + ", pages=" + pageCount + ", state=" + state + '}';
+    }
+}

@@ -1,0 +1,450 @@
+package io.hicache.core.internal;
+
+import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.LoadListener;
+import io.hicache.core.internal.copy.CopyDirection;
+import io.hicache.core.internal.copy.CopyPlan;
+import io.hicache.core.internal.copy.CopyPlanner;
+import io.hicache.core.cp.RankAgreement;
+import io.hicache.core.internal.metrics.HiCacheMetrics;
+import io.hicache.core.metrics.Metric;
+import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaStream;
+import io.hicache.radix.MatchResult;
+import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTree;
+import org.jctools.queues.SpscArrayQueue;
+
+import java.util.function.LongSupplier;
+
+/**
+ * Load-back (host → device) of one controller: collects host-only chains, allocates device pages, issues the
+ * per-layer H2D copies on the load stream with one event per layer, and attaches the pages to the tree once the
+ * group agreed the load completed.
+ *
+ * <p>Owned by the scheduler thread, except {@link #waitLayer}, which the forward thread calls. Event sets live in
+ * a ring of {@link #RING} so the next batch's load can be issued before the previous one is consumed.
+ */
+final class Loader {
+    static final int RING = 3;
+
+    private final CudaRuntime runtime;
+    private final CudaStream computeStream;
+    private final CudaStream loadStream;
+    private final RadixTree tree;
+    private final CopyPlanner targetPlanner;
+    private final CopyPlanner draftPlanner;
+    private final CopyPlan plan = new CopyPlan(256);
+    private final boolean batched;
+    private final RankAgreement agreement;
+    private final int rank;
+    private final LongSupplier clock;
+    private final HiCacheMetrics metrics;
+    private final LoadListener listener;
+    private final int thresholdTokens;
+    private final int pageSize;
+    private final LoadSet[] sets = new LoadSet[RING];
+    private final SpscArrayQueue<LoadSet> issued;
+    private final SpscArrayQueue<LoadSet> acks;
+    private int nextSet;
+    private long generation;
+
+    private LoadOp[] queued = new LoadOp[8];
+    private int queuedCount;
+    private final SeqRing<LoadOp> fifo = new SeqRing<>(64);
+    private long nextSeq;
+    private long round;
+    private boolean roundOpen;
+    private final long[] agreed = new long[2];
+    private final java.util.IdentityHashMap<RadixNode, LoadOp> loading = new java.util.IdentityHashMap<>();
+    private final PagePairs pairs = new PagePairs(64);
+    private final PagePairs drafts = new PagePairs(64);
+    private int[] scratchOffsets = new int[64];
+
+    Loader(CudaRuntime runtime, CudaStream computeStream, RadixTree tree, CopyPlanner targetPlanner,
+           CopyPlanner draftPlanner, boolean batched, RankAgreement agreement, int rank, LongSupplier clock,
+           HiCacheMetrics metrics, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
+           SpscArrayQueue<LoadSet> issued, SpscArrayQueue<LoadSet> acks, java.util.List<CudaEvent> created) {
+        this.runtime = runtime;
+        this.computeStream = computeStream;
+        this.tree = tree;
+        this.targetPlanner = targetPlanner;
+        this.draftPlanner = draftPlanner;
+        this.batched = batched;
+        this.agreement = agreement;
+        this.rank = rank;
+        this.clock = clock;
+        this.metrics = metrics;
+        this.listener = listener;
+        this.thresholdTokens = thresholdTokens;
+        this.pageSize = tree.pageSize();
+        this.issued = issued;
+        this.acks = acks;
+        this.loadStream = runtime.createStream(0);
+        for (int i = 0; i < RING; i++) {
+            CudaEvent start = ev(created);
+            CudaEvent[] t = new CudaEvent[targetLayers];
+            for (int l = 0; l < targetLayers; l++) {
+                t[l] = ev(created);
+            }
+            CudaEvent[] d = new CudaEvent[draftLayers];
+            for (int l = 0; l < draftLayers; l++) {
+                d[l] = ev(created);
+            }
+            sets[i] = new LoadSet(i, start, t, d, ev(created));
+        }
+    }
+
+    private CudaEvent ev(java.util.List<CudaEvent> created) {
+        CudaEvent e = runtime.createEvent(true);
+        created.add(e);
+        return e;
+    }
+
+    CudaStream loadStream() {
+        return loadStream;
+    }
+
+    LoadSet[] sets() {
+        return sets;
+    }
+
+    int inFlight() {
+        return fifo.size() + queuedCount;
+    }
+
+    /** See {@link HiCacheController#loadBack}. */
+    LoadOp loadBack(MatchResult match, long requestId, int memoryQuotaTokens, DevicePageAllocator allocator,
+                    HiCacheController evict) {
+        int hostTokens = match.hostTokenCount();
+        if (hostTokens == 0 || hostTokens < thresholdTokens || hostTokens > memoryQuotaTokens) {
+            return null;
+        }
+        RadixNode anchor = match.lastDeviceNode();
+        // host-only chain from the node after the device prefix down to lastHostNode
+        int count = 0;
+        for (RadixNode n = match.lastHostNode(); n != anchor && n != null; n = n.parent()) {
+            count++;
+        }
+        RadixNode[] chain = new RadixNode[count];
+        int i = count;
+        for (RadixNode n = match.lastHostNode(); n != anchor && n != null; n = n.parent()) {
+            chain[--i] = n;
+        }
+        // stop before a node another load is already bringing back, or one no longer host-only
+        int usable = 0;
+        int pages = 0;
+        while (usable < count && !loading.containsKey(chain[usable]) && chain[usable].isDeviceEvicted()
+            && chain[usable].isHostResident()) {
+            pages += chain[usable].pageCount();
+            usable++;
+        }
+        if (usable == 0 || pages * pageSize < thresholdTokens) {
+            return null;
+        }
+        if (usable < count) {
+            chain = java.util.Arrays.copyOf(chain, usable);
+        }
+        int[] devicePages = new int[pages];
+        tree.lock(anchor);
+        tree.protectHost(chain[usable - 1]);
+        boolean ok = allocator.allocate(pages, devicePages, 0);
+        if (!ok) {
+            evict.evictDevice(pages, allocator);
+            ok = allocator.allocate(pages, devicePages, 0);
+        }
+        if (!ok) {
+            tree.releaseHost(chain[usable - 1]);
+            tree.unlock(anchor);
+            metrics.increment(Metric.LOADS_REFUSED);
+            return null;
+        }
+        int[] starts = new int[usable];
+        int p = 0;
+        for (int k = 0; k < usable; k++) {
+            starts[k] = p;
+            p += chain[k].pageCount();
+        }
+        LoadOp op = new LoadOp(nextSeq++, requestId, anchor, chain, starts, pages, devicePages);
+        op.allocator = allocator;
+        for (int k = 0; k < usable; k++) {
+            loading.put(chain[k], op);
+        }
+        if (queuedCount == queued.length) {
+            queued = java.util.Arrays.copyOf(queued, queuedCount * 2);
+        }
+        queued[queuedCount++] = op;
+        fifo.add(op);
+        return op;
+    }
+
+    /** See {@link HiCacheController#startLoading}. */
+    long startLoading() {
+        if (queuedCount == 0) {
+            return -1;
+        }
+        LoadSet set = sets[nextSet];
+        if (set.inUse) {
+            throw new IllegalStateException("load event set " + set.index + " is still in use by an earlier batch "
+                + "(ring of " + RING + "): poll() until its load completed before starting another");
+        }
+        nextSet = (nextSet + 1) % RING;
+        set.inUse = true;
+        set.opCount = 0;
+        set.submitError = 0;
+        set.submitErrorCall = null;
+        set.finalRecorded = false;
+        set.status = 0;
+        set.generation = ++generation;
+        set.issuedNs = clock.getAsLong();
+        pairs.count = 0;
+        drafts.count = 0;
+        for (int q = 0; q < queuedCount; q++) {
+            LoadOp op = queued[q];
+            queued[q] = null;
+            refreshChain(op);
+            op.set = set;
+            op.state = LoadOp.State.ISSUED;
+            op.issuedNs = set.issuedNs;
+            set.add(op);
+            for (int k = 0; k < op.nodes.length; k++) {
+                HostPages hp = (HostPages) op.nodes[k].hostValue();
+                int owned = hp.lanes().ownedOffsets(scratch(op.nodes[k].pageCount()));
+                pairs.ensure(pairs.count + owned);
+                for (int j = 0; j < owned; j++) {
+                    pairs.add(op.devicePages[op.nodePageStart[k] + scratchOffsets[j]], hp.hostPage(j));
+                }
+                if (draftPlanner != null && hp.hasDraft()) {
+                    drafts.addFrom(pairs, pairs.count - owned, owned);
+                }
+            }
+            metrics.add(Metric.LOAD_TOKENS, (long) op.pageCount * pageSize);
+            metrics.increment(Metric.LOADS_STARTED);
+        }
+        queuedCount = 0;
+        try {
+            runtime.recordEvent(set.startEvent, computeStream);
+            runtime.streamWaitEvent(loadStream, set.startEvent);
+            int layers = set.targetEvents.length;
+            int draftLayers = set.draftEvents.length;
+            int maxLayers = Math.max(layers, draftLayers);
+            for (int l = 0; l < maxLayers; l++) {
+                if (l < layers) {
+                    issue(targetPlanner, l, pairs);
+                    runtime.recordEvent(set.targetEvents[l], loadStream);
+                }
+                if (l < draftLayers) {
+                    if (drafts.count > 0) {
+                        issue(draftPlanner, l, drafts);
+                    }
+                    runtime.recordEvent(set.draftEvents[l], loadStream);
+                }
+            }
+            runtime.recordEvent(set.finalEvent, loadStream);
+            set.finalRecorded = true;
+        } catch (CudaException e) {
+            set.submitError = e.code();
+            set.submitErrorCall = e.call();
+            // wait for the copies already queued before the load's pages go back to the engine
+            try {
+                runtime.recordEvent(set.finalEvent, loadStream);
+                set.finalRecorded = true;
+            } catch (CudaException dead) {
+                // the context is dead: nothing queued will run
+            }
+        }
+        if (!issued.offer(set)) {
+            throw new IllegalStateException("load queue full");
+        }
+        return (set.generation << 2) | set.index;
+    }
+
+    private void issue(CopyPlanner planner, int layer, PagePairs p) {
+        if (p.count == 0) {
+            return;
+        }
+        planner.plan(layer, p.device, p.host, 0, p.count, CopyDirection.HOST_TO_DEVICE, plan);
+        plan.issue(runtime, loadStream, batched);
+        metrics.add(Metric.H2D_BYTES, plan.totalBytes());
+        metrics.add(Metric.H2D_COPIES, batched && runtime.supportsBatchedCopy() ? 1 : plan.runCount());
+    }
+
+    /** Forward thread: see {@link HiCacheController#waitLayer}. */
+    void waitLayer(long consumer, int layer, boolean draft) {
+        if (consumer < 0) {
+            return;
+        }
+        LoadSet set = sets[(int) (consumer & 3)];
+        CudaEvent[] events = draft ? set.draftEvents : set.targetEvents;
+        if (layer < 0 || layer >= events.length) {
+            throw new IllegalArgumentException((draft ? "draft" : "target") + " layer " + layer + " outside [0, "
+                + events.length + ")");
+        }
+        if (set.generation != (consumer >>> 2)) {
+            return; // the set was reused, which needs the earlier load to have completed: nothing to wait for
+        }
+        runtime.streamWaitEvent(computeStream, events[layer]);
+    }
+
+    /** Scheduler: drain acks, agree, attach or roll back. Returns loads finished. */
+    int poll() {
+        int changes = 0;
+        LoadSet s;
+        while ((s = acks.poll()) != null) {
+            for (int i = 0; i < s.opCount; i++) {
+                LoadOp op = s.ops[i];
+                s.ops[i] = null;
+                op.local = s.status == 0 ? LoadOp.Local.OK : LoadOp.Local.FAILED;
+                if (s.status == 0) {
+                    metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);
+                }
+            }
+            s.opCount = 0;
+            s.inUse = false;
+        }
+        if (fifo.size() == 0) {
+            return 0;
+        }
+        if (!roundOpen) {
+            long prefix = nextSeq;
+            long firstFailed = Long.MAX_VALUE;
+            for (int i = 0; i < fifo.size(); i++) {
+                LoadOp op = fifo.at(i);
+                if (op.local == LoadOp.Local.UNRESOLVED) {
+                    prefix = op.seq;
+                    break;
+                }
+                if (op.local == LoadOp.Local.FAILED && firstFailed == Long.MAX_VALUE) {
+                    firstFailed = op.seq;
+                }
+            }
+            agreement.contribute(rank, round, prefix, firstFailed);
+            roundOpen = true;
+        }
+        if (!agreement.tryResult(rank, round, agreed)) {
+            return 0;
+        }
+        roundOpen = false;
+        round++;
+        long g = agreed[0];
+        long f = agreed[1];
+        long limit = Math.min(g, f);
+        while (fifo.size() > 0 && fifo.at(0).seq < limit) {
+            attach(fifo.pop());
+            changes++;
+        }
+        if (f < g && fifo.size() > 0 && fifo.at(0).seq == f) {
+            rollBack(fifo.pop());
+            changes++;
+        }
+        return changes;
+    }
+
+    /**
+     * Re-reads the chain from its last node up to the anchor. A match or insert may have split a chain node since
+     * loadBack: the split keeps the node as the tail and puts a new node, with the head's host pages, above it, so
+     * the walk up from the (unchanged) last node still covers exactly the loaded pages, now in more nodes.
+     */
+    private void refreshChain(LoadOp op) {
+        RadixNode last = op.nodes[op.nodes.length - 1];
+        int count = 0;
+        for (RadixNode n = last; n != op.anchor; n = n.parent()) {
+            count++;
+        }
+        if (count == op.nodes.length) {
+            return; // splits only add nodes
+        }
+        RadixNode[] nodes = new RadixNode[count];
+        int[] starts = new int[count];
+        int start = op.pageCount;
+        int i = count;
+        for (RadixNode n = last; n != op.anchor; n = n.parent()) {
+            nodes[--i] = n;
+            start -= n.pageCount();
+            starts[i] = start;
+            loading.put(n, op);
+        }
+        op.nodes = nodes;
+        op.nodePageStart = starts;
+    }
+
+    private void attach(LoadOp op) {
+        refreshChain(op);
+        for (int k = 0; k < op.nodes.length; k++) {
+            RadixNode n = op.nodes[k];
+            loading.remove(n);
+            if (n.hasDeviceValue()) {
+                // an insert adopted the node while the load ran (or another load of a split piece attached it):
+                // the tree keeps its pages, this load's are duplicates
+                freeDuplicates(op, n, op.nodePageStart[k]);
+            } else {
+                tree.attachDevice(n, op.devicePages, op.nodePageStart[k]);
+            }
+        }
+        tree.releaseHost(op.nodes[op.nodes.length - 1]);
+        tree.unlock(op.anchor);
+        op.state = LoadOp.State.LOADED;
+        metrics.increment(Metric.LOADS_COMPLETED);
+        if (listener != null) {
+            listener.onLoaded(op);
+        }
+    }
+
+    private void rollBack(LoadOp op) {
+        refreshChain(op);
+        for (int k = 0; k < op.nodes.length; k++) {
+            RadixNode n = op.nodes[k];
+            loading.remove(n);
+            if (n.hasDeviceValue()) {
+                freeDuplicates(op, n, op.nodePageStart[k]);
+            } else {
+                op.allocator.free(op.devicePages, op.nodePageStart[k], n.pageCount());
+            }
+        }
+        tree.releaseHost(op.nodes[op.nodes.length - 1]);
+        tree.unlock(op.anchor);
+        op.state = LoadOp.State.FAILED;
+        metrics.increment(Metric.LOADS_FAILED);
+        if (listener != null) {
+            listener.onLoadFailed(op);
+        }
+    }
+
+    /** Returns the load's pages for {@code n} that the tree does not hold (an engine may have inserted them). */
+    private static void freeDuplicates(LoadOp op, RadixNode n, int start) {
+        for (int i = 0; i < n.pageCount(); i++) {
+            if (n.devicePage(i) != op.devicePages[start + i]) {
+                op.allocator.free(op.devicePages, start + i, 1);
+            }
+        }
+    }
+
+    /** Close: loads still in flight are rolled back (their copies were synchronised by the caller). */
+    void abandonAll() {
+        for (int q = 0; q < queuedCount; q++) {
+            queued[q] = null;
+        }
+        queuedCount = 0;
+        while (fifo.size() > 0) {
+            rollBack(fifo.pop());
+        }
+    }
+
+    private int[] scratch(int n) {
+        if (scratchOffsets.length < n) {
+            scratchOffsets = new int[Math.max(n, scratchOffsets.length * 2)];
+        }
+        return scratchOffsets;
+    }
+
+    void destroy() {
+        // events are destroyed by the controller, which created the list they were recorded in
+        try {
+            runtime.destroyStream(loadStream);
+        } catch (RuntimeException ignored) {
+            // poisoned context: nothing to free
+        }
+    }
+}

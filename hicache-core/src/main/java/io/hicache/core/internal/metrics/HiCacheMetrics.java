@@ -1,0 +1,88 @@
+package io.hicache.core.internal.metrics;
+
+import io.hicache.core.metrics.FallbackReason;
+import io.hicache.core.metrics.Metric;
+import io.hicache.core.metrics.MetricsSnapshot;
+import io.hicache.core.AbortReason;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * A controller's counters, readable from any thread without locks.
+ *
+ * <p>Every counter has one writing thread (see {@link Metric}); writers use {@link #add} (a plain read plus a
+ * release store: no atomic read-modify-write is needed with a single writer), readers use {@link #get}
+ * (acquire). Nothing allocates after construction except {@link #snapshot()}.
+ */
+public final class HiCacheMetrics {
+    private static final VarHandle ARRAY = MethodHandles.arrayElementVarHandle(long[].class);
+
+    private final long[] values = new long[Metric.values().length];
+    private final long[] abortedByReason = new long[AbortReason.count()];
+    private final long[] fallbackByReason = new long[FallbackReason.values().length];
+    private final LatencyHistogram commitLatencyNs = new LatencyHistogram();
+
+    /** Adds {@code delta} to a counter. Only the counter's writing thread may call this. */
+    public void add(Metric metric, long delta) {
+        int i = metric.ordinal();
+        ARRAY.setRelease(values, i, (long) ARRAY.getOpaque(values, i) + delta);
+    }
+
+    /** Adds one to a counter. Only the counter's writing thread may call this. */
+    public void increment(Metric metric) {
+        add(metric, 1);
+    }
+
+    /** The counter's current value. Any thread. */
+    public long get(Metric metric) {
+        return (long) ARRAY.getAcquire(values, metric.ordinal());
+    }
+
+    /** Counts an abort with its reason (scheduler thread). */
+    public void countAbort(AbortReason reason) {
+        int i = reason.ordinal();
+        ARRAY.setRelease(abortedByReason, i, (long) ARRAY.getOpaque(abortedByReason, i) + 1);
+        increment(Metric.BACKUPS_ABORTED);
+    }
+
+    /** Aborts counted for one reason. Any thread. */
+    public long abortedBy(AbortReason reason) {
+        return (long) ARRAY.getAcquire(abortedByReason, reason.ordinal());
+    }
+
+    /** Counts a fallback entry with its reason. Synchronized: the scheduler and the forward thread both count. */
+    public synchronized void countFallback(FallbackReason reason) {
+        int i = reason.ordinal();
+        ARRAY.setRelease(fallbackByReason, i, (long) ARRAY.getOpaque(fallbackByReason, i) + 1);
+        increment(Metric.FALLBACK_ENTRIES);
+    }
+
+    /** Fallback entries counted for one reason. Any thread. */
+    public long fallbacksBy(FallbackReason reason) {
+        return (long) ARRAY.getAcquire(fallbackByReason, reason.ordinal());
+    }
+
+    /** Commit latency: the last layer stored (or the forward's end) to the commit (scheduler writes). */
+    public LatencyHistogram commitLatencyNs() {
+        return commitLatencyNs;
+    }
+
+    /** A consistent-enough copy of every counter for reports and logs. Allocates; any thread. */
+    public MetricsSnapshot snapshot() {
+        long[] copy = new long[values.length];
+        for (int i = 0; i < copy.length; i++) {
+            copy[i] = (long) ARRAY.getAcquire(values, i);
+        }
+        long[] aborts = new long[abortedByReason.length];
+        for (int i = 0; i < aborts.length; i++) {
+            aborts[i] = (long) ARRAY.getAcquire(abortedByReason, i);
+        }
+        long[] fallbacks = new long[fallbackByReason.length];
+        for (int i = 0; i < fallbacks.length; i++) {
+            fallbacks[i] = (long) ARRAY.getAcquire(fallbackByReason, i);
+        }
+        return new MetricsSnapshot(copy, aborts, fallbacks, commitLatencyNs.count(), commitLatencyNs.quantile(0.5),
+            commitLatencyNs.quantile(0.99), commitLatencyNs.max());
+    }
+}

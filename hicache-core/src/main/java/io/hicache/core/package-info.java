@@ -1,0 +1,36 @@
+/**
+ * The engine-facing API of HiCache. An engine uses {@link io.hicache.core.HiCache} and nothing else of the
+ * library's internals; everything it needs is in the packages exported by the module {@code io.hicache.core}:
+ *
+ * <ul>
+ *   <li>{@link io.hicache.core.HiCache} — the cache of one rank: match/insert, lock/unlock of prefixes,
+ *       reserve, beginForward, poll, abort, load-back, device eviction, metrics, read-only views
+ *       ({@link io.hicache.core.HiCache.TreeView}, {@link io.hicache.core.HiCache.HostPoolView}) and close;
+ *       configured through {@link io.hicache.core.HiCache.Builder}.</li>
+ *   <li>Handles: {@link io.hicache.core.BackupHandle} (one node's backup), {@link io.hicache.core.ForwardHooks}
+ *       (the per-layer hooks of one forward), {@link io.hicache.core.LoadHandle} (one request's load-back).</li>
+ *   <li>Values: {@link io.hicache.core.BackupState}, {@link io.hicache.core.AbortReason},
+ *       {@link io.hicache.core.BackupMode}, {@link io.hicache.core.WritePolicy},
+ *       {@link io.hicache.core.ThreadingMode}.</li>
+ *   <li>What the engine implements: {@link io.hicache.core.DevicePageAllocator} (its device page pool) and
+ *       {@link io.hicache.core.DevicePageSink}; optionally {@link io.hicache.core.BackupListener} and
+ *       {@link io.hicache.core.LoadListener}.</li>
+ *   <li>{@link io.hicache.core.memory}: the device KV layout ({@link io.hicache.core.memory.DeviceKvLayout},
+ *       {@link io.hicache.core.memory.AttentionKind}, {@link io.hicache.core.memory.KvPageShape}) and host
+ *       pool settings ({@link io.hicache.core.memory.HostLayout}, {@link io.hicache.core.memory.HostMemoryKind},
+ *       {@link io.hicache.core.memory.InsufficientHostMemoryException}).</li>
+ *   <li>{@link io.hicache.core.cp}: context-parallel groups ({@link io.hicache.core.cp.OwnerLanes},
+ *       {@link io.hicache.core.cp.RankAgreement}, {@link io.hicache.core.cp.InProcessRankAgreement}).</li>
+ *   <li>{@link io.hicache.core.metrics}: {@link io.hicache.core.metrics.MetricsSnapshot} with
+ *       {@link io.hicache.core.metrics.Metric} and {@link io.hicache.core.metrics.FallbackReason}.</li>
+ *   <li>From {@code io.hicache.radix}: {@link io.hicache.radix.RadixNode} (read-only node handles),
+ *       {@link io.hicache.radix.MatchResult}, {@link io.hicache.radix.EvictionPolicy}; from
+ *       {@code io.hicache.cuda}: {@link io.hicache.cuda.CudaRuntime} and the simulated device.</li>
+ * </ul>
+ *
+ * <p><b>Threads.</b> One scheduler thread owns a {@code HiCache}; the forward thread calls the
+ * {@link io.hicache.core.ForwardHooks} hooks and {@code waitLayer}; the cache's own agents run on threads of
+ * their own or are stepped by the caller ({@link io.hicache.core.ThreadingMode}). Each method's javadoc names
+ * its thread and its failures.
+ */
+package io.hicache.core;

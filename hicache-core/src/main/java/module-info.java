@@ -1,0 +1,36 @@
+/**
+ * HiCache: a hierarchical KV cache with layer-wise, commit-on-ack host backup for JVM LLM serving engines.
+ *
+ * <p>Exported (the engine-facing API; see {@link io.hicache.core.HiCache}):
+ * {@code io.hicache.core}, {@code io.hicache.core.memory} (KV layouts), {@code io.hicache.core.cp}
+ * (context-parallel groups) and {@code io.hicache.core.metrics} (counters and their snapshot).
+ *
+ * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
+ * the mutable metrics) is exported only to the project's own modules that build on it.
+ */
+module io.hicache.core {
+    requires transitive io.hicache.cuda;
+    requires transitive io.hicache.radix;
+    requires transitive org.agrona;
+    requires com.lmax.disruptor;
+    requires org.jctools.core;
+    requires org.slf4j;
+    requires java.management;
+    requires jdk.management;
+
+    exports io.hicache.core;
+    exports io.hicache.core.cp;
+    exports io.hicache.core.memory;
+    exports io.hicache.core.metrics;
+
+    exports io.hicache.core.internal
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+    exports io.hicache.core.internal.copy
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+    exports io.hicache.core.internal.cp
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+    exports io.hicache.core.internal.memory
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+    exports io.hicache.core.internal.metrics
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+}

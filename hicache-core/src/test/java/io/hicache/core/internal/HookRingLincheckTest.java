@@ -1,0 +1,110 @@
+package io.hicache.core.internal;
+
+import com.lmax.disruptor.EventPoller;
+import com.lmax.disruptor.RingBuffer;
+import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaStream;
+import org.jetbrains.lincheck.datastructures.IntGen;
+import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
+import org.jetbrains.lincheck.datastructures.Operation;
+import org.jetbrains.lincheck.datastructures.Param;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Lincheck model check of the hook hand-off: the real {@link ForwardHandle} on the forward thread publishes
+ * (layer, event) into the controller's kind of single-producer Disruptor ring, and the submitter's side polls
+ * it with an {@link EventPoller}, as {@link SubmitterAgent#doWork()} does. The poller must see every published
+ * hook exactly once, in order, with the fields the forward thread wrote (no torn or stale event).
+ */
+@Param(name = "layer", gen = IntGen.class, conf = "0:3")
+public class HookRingLincheckTest {
+    private static final int LAYERS = 4;
+
+    private final RingBuffer<HookEvent> ring = RingBuffer.createSingleProducer(HookEvent::new, 16);
+    private final EventPoller<HookEvent> poller = ring.newPoller();
+    private final ForwardSlot slot = new ForwardSlot(0, new CudaEvent[LAYERS], new CudaEvent[LAYERS],
+        new CudaEvent(1), new CudaEvent(2), new CudaEvent[2 * LAYERS]);
+    private final ForwardHandle handle;
+    private final StringBuilder seen = new StringBuilder();
+    private final EventPoller.Handler<HookEvent> onHook = (e, seq, end) -> {
+        seen.append(e.kind).append(':').append(e.layer).append(e.slot == slot && e.generation == 7 ? "" : "!").append(' ');
+        e.slot = null;
+        return true;
+    };
+
+    public HookRingLincheckTest() {
+        ring.addGatingSequences(poller.getSequence());
+        slot.reset(7);
+        slot.hasDraft = true;
+        handle = new ForwardHandle(slot, 7, new NoOpRuntime(), CudaStream.DEFAULT, ring, () -> 0L, LAYERS, LAYERS);
+    }
+
+    @Operation(nonParallelGroup = "forward")
+    public void targetLayerStored(@Param(name = "layer") int layer) {
+        handle.targetLayerStored(layer);
+    }
+
+    @Operation(nonParallelGroup = "forward")
+    public void draftLayerStored(@Param(name = "layer") int layer) {
+        handle.draftLayerStored(layer);
+    }
+
+    @Operation(nonParallelGroup = "forward")
+    public void endForward() {
+        handle.endForward();
+    }
+
+    @Operation(nonParallelGroup = "submitter")
+    public String poll() throws Exception {
+        seen.setLength(0);
+        poller.poll(onHook);
+        return seen.toString();
+    }
+
+    @Test
+    void modelCheck() {
+        // No init or post part: Disruptor's single-producer sequencer asserts (under -ea) that one thread
+        // produces for the ring's whole life, and Lincheck runs those parts on other threads.
+        new ModelCheckingOptions().iterations(30).invocationsPerIteration(300).threads(2).actorsPerThread(5)
+            .actorsBefore(0).actorsAfter(0).check(getClass());
+    }
+
+    /** A runtime whose every call succeeds and does nothing: the hooks only record events on it. */
+    static final class NoOpRuntime implements CudaRuntime {
+        public int runtimeVersion() { return 0; }
+        public int driverVersion() { return 0; }
+        public int deviceCount() { return 1; }
+        public void setDevice(int device) { }
+        public String errorName(int code) { return "cudaError" + code; }
+        public String errorString(int code) { return "error " + code; }
+        public CudaStream createStream(int priority) { return new CudaStream(1); }
+        public void destroyStream(CudaStream stream) { }
+        public void synchronizeStream(CudaStream stream) { }
+        public void streamWaitEvent(CudaStream stream, CudaEvent event) { }
+        public CudaEvent createEvent(boolean disableTiming) { return new CudaEvent(1); }
+        public void destroyEvent(CudaEvent event) { }
+        public void recordEvent(CudaEvent event, CudaStream stream) { }
+        public int queryEventStatus(CudaEvent event) { return 0; }
+        public void synchronizeEvent(CudaEvent event) { }
+        public float eventElapsedMs(CudaEvent start, CudaEvent end) { return 0f; }
+        public long deviceMalloc(long bytes) { return 0; }
+        public void deviceFree(long devicePtr) { }
+        public long hostAlloc(long bytes, int flags) { return 0; }
+        public void hostFree(long hostPtr) { }
+        public void hostRegister(long hostPtr, long bytes, int flags) { }
+        public void hostUnregister(long hostPtr) { }
+        public MemorySegment hostMemory(long hostPtr, long bytes) { return MemorySegment.NULL; }
+        public MemorySegment deviceMemory(long devicePtr, long bytes) { return MemorySegment.NULL; }
+        public void memcpyAsync(long dst, long src, long bytes, CopyKind kind, CudaStream stream) { }
+        public void memcpy2DAsync(long dst, long dstPitch, long src, long srcPitch, long widthBytes, long height,
+                                  CopyKind kind, CudaStream stream) { }
+        public boolean supportsBatchedCopy() { return false; }
+        public void memcpyBatchAsync(long[] dsts, long[] srcs, long[] sizes, int count, CopyKind kind, CudaStream stream) { }
+        public void launchHostFunc(CudaStream stream, Runnable fn) { }
+        public void close() { }
+    }
+}

@@ -1,0 +1,21 @@
+/**
+ * The HiCache simulator: replays request traces through the real controller on the simulated device and
+ * reports hit rates, overlap and timelines. Its command line is {@code io.hicache.sim.cli.Main}.
+ */
+module io.hicache.sim {
+    requires io.hicache.core;
+    requires org.agrona;
+    requires info.picocli;
+    requires com.fasterxml.jackson.databind;
+    requires me.tongfei.progressbar;
+
+    exports io.hicache.sim;
+    exports io.hicache.sim.engine;
+    exports io.hicache.sim.model;
+    exports io.hicache.sim.report;
+    exports io.hicache.sim.trace;
+    exports io.hicache.sim.cli;
+
+    opens io.hicache.sim.cli to info.picocli;
+    opens io.hicache.sim.report to com.fasterxml.jackson.databind;
+}

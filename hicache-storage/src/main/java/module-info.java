@@ -1,0 +1,19 @@
+/**
+ * The L3 storage tier of HiCache: SGLang-compatible page keys ({@link io.hicache.storage.PageKeys},
+ * {@link io.hicache.storage.KeyNamespace}), the batch zero-copy store SPI ({@link io.hicache.storage.PageStore})
+ * and its backends, opened by location through {@link io.hicache.storage.PageStores}: {@code file:DIR} and
+ * {@code redis://} / {@code rediss://} (Jedis).
+ *
+ * <p>Exported: {@code io.hicache.storage}. Not exported: the backends ({@code io.hicache.storage.file},
+ * {@code io.hicache.storage.redis}) and the shared machinery ({@code io.hicache.storage.internal}).
+ */
+module io.hicache.storage {
+    requires transitive io.hicache.core;
+    requires redis.clients.jedis;
+    requires org.apache.commons.pool2;
+    requires org.slf4j;
+    // ExtendedOpenOption.DIRECT (O_DIRECT) of the file backend
+    requires jdk.unsupported;
+
+    exports io.hicache.storage;
+}

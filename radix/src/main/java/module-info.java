@@ -1,0 +1,11 @@
+/**
+ * The paged radix tree of cached token prefixes with device and host tiers.
+ *
+ * <p>Exported: {@code io.hicache.radix} (the tree, its nodes as read-only handles, match results, eviction
+ * policies). {@code io.hicache.radix.spi} (the values and listeners the cache plugs into the tree) is exported
+ * only to the modules that implement them.
+ */
+module io.hicache.radix {
+    exports io.hicache.radix;
+    exports io.hicache.radix.spi to io.hicache.core, io.hicache.sim, io.hicache.storage;
+}
