@@ -4,6 +4,7 @@
  */
 module io.hicache.sim {
     requires io.hicache.core;
+    requires io.hicache.storage;
     requires org.agrona;
     requires info.picocli;
     requires com.fasterxml.jackson.databind;

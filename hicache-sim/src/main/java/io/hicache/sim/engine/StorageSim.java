@@ -1,6 +1,6 @@
 package io.hicache.sim.engine;
 
-import io.hicache.core.HiCacheController;
+import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.radix.MatchResult;
 import io.hicache.sim.StorageOptions;

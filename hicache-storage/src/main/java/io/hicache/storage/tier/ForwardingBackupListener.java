@@ -1,7 +1,7 @@
 package io.hicache.storage.tier;
 
 import io.hicache.core.AbortReason;
-import io.hicache.core.Backup;
+import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupListener;
 
 /**
@@ -17,14 +17,14 @@ public final class ForwardingBackupListener implements BackupListener {
     }
 
     @Override
-    public void onCommitted(Backup backup) {
+    public void onCommitted(BackupHandle backup) {
         if (target != null) {
             target.onCommitted(backup);
         }
     }
 
     @Override
-    public void onAborted(Backup backup, AbortReason reason) {
+    public void onAborted(BackupHandle backup, AbortReason reason) {
         if (target != null) {
             target.onAborted(backup, reason);
         }

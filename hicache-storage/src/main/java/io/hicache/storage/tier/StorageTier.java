@@ -1,14 +1,15 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.Backup;
+import io.hicache.core.BackupHandle;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupListener;
-import io.hicache.core.HiCacheController;
-import io.hicache.core.HostLease;
-import io.hicache.core.HostPages;
-import io.hicache.core.HostTierObserver;
-import io.hicache.core.cp.LaneDescription;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.HostLease;
+import io.hicache.core.internal.HostPages;
+import io.hicache.core.internal.HostTierObserver;
+import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.RankAgreement;
-import io.hicache.core.memory.HostKvPool;
+import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
@@ -168,7 +169,8 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
     // ------------------------------------------------------------------ controller callbacks
 
     @Override
-    public void onCommitted(Backup backup) {
+    public void onCommitted(BackupHandle handle) {
+        Backup backup = (Backup) handle;
         for (int i = 0; i < backup.fragmentCount(); i++) {
             committed.add(backup.fragment(i));
         }

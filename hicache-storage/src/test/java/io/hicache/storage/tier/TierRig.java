@@ -1,10 +1,11 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.Backup;
+import io.hicache.core.BackupHandle;
+import io.hicache.core.internal.Backup;
 import io.hicache.core.DevicePageSink;
-import io.hicache.core.ForwardHandle;
-import io.hicache.core.HiCacheController;
-import io.hicache.core.HostPages;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.HostPages;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.core.cp.OwnerLanes;

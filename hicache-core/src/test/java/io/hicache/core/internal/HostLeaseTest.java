@@ -1,4 +1,4 @@
-package io.hicache.core;
+package io.hicache.core.internal;
 
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.radix.MatchResult;

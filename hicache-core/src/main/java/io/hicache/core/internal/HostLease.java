@@ -1,6 +1,6 @@
-package io.hicache.core;
+package io.hicache.core.internal;
 
-import io.hicache.core.cp.LaneDescription;
+import io.hicache.core.internal.cp.LaneDescription;
 
 /**
  * Host pages a storage tier holds for a prefetch (L3 → L2) before they are published as a host-only node:
