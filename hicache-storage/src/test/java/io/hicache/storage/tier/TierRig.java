@@ -79,6 +79,10 @@ final class TierRig implements AutoCloseable {
         }
     }
 
+    int freeDevicePages() {
+        return freeDevice.size();
+    }
+
     static int[] tokens(int start, int n) {
         int[] t = new int[n];
         for (int i = 0; i < n; i++) {
