@@ -21,7 +21,7 @@ needs_build() {
 
 if needs_build; then
   echo "hicache-sim: building $JAR ..." >&2
-  (cd "$ROOT" && ./mvnw -q -B -ntp -DskipTests package -pl hicache-sim -am) >&2 || {
+  (cd "$ROOT" && ./mvnw -q -B -ntp -DskipTests -Dmaven.javadoc.skip -Dmaven.source.skip package -pl hicache-sim -am) >&2 || {
     echo "hicache-sim: build failed; run './mvnw -B -ntp package -pl hicache-sim -am' in $ROOT for details" >&2
     exit 1
   }

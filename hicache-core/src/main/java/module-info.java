@@ -6,7 +6,8 @@
  * (context-parallel groups) and {@code io.hicache.core.metrics} (counters and their snapshot).
  *
  * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
- * the mutable metrics) is exported only to the project's own modules that build on it.
+ * the mutable metrics, the JDK Flight Recorder events) is exported only to the project's own modules that build on
+ * it. The Flight Recorder events are named {@code io.hicache.*}; a recording enables them by name.
  */
 module io.hicache.core {
     requires transitive io.hicache.cuda;
@@ -17,6 +18,7 @@ module io.hicache.core {
     requires org.slf4j;
     requires java.management;
     requires jdk.management;
+    requires jdk.jfr;
 
     exports io.hicache.core;
     exports io.hicache.core.cp;
@@ -32,5 +34,7 @@ module io.hicache.core {
     exports io.hicache.core.internal.memory
         to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
     exports io.hicache.core.internal.metrics
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+    exports io.hicache.core.internal.jfr
         to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
 }

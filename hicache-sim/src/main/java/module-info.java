@@ -5,6 +5,7 @@
 module io.hicache.sim {
     requires io.hicache.core;
     requires io.hicache.storage;
+    requires jdk.jfr;
     requires org.agrona;
     requires info.picocli;
     requires com.fasterxml.jackson.databind;

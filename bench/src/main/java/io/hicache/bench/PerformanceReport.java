@@ -178,6 +178,15 @@ public final class PerformanceReport {
             sb.append("- Commit: CP 8 / CP 1 time per backup committed on the whole group = ").append(num(cp8 / cp1))
                 .append(" (CP 8 polls 8 ranks and agrees over them, all on one thread)\n");
         }
+        for (String path : new String[] {"hook", "pollCommit"}) {
+            Double off = scores.get("JfrBenchmark." + path + " recording=off");
+            Double on = scores.get("JfrBenchmark." + path + " recording=on");
+            if (off != null && on != null) {
+                sb.append("- JFR, ").append(path).append(": ").append(num(off)).append(" ns with no recording vs ")
+                    .append(num(on)).append(" ns recording every io.hicache event: on/off = ").append(num(on / off))
+                    .append('\n');
+            }
+        }
         return sb.toString();
     }
 

@@ -53,6 +53,10 @@ public final class HiCache implements AutoCloseable {
     /** Scratch for {@link #reserveByPolicy}: the controller's list type is its own backup class. */
     private final ArrayList<io.hicache.core.internal.Backup> reserved = new ArrayList<>();
 
+    static {
+        io.hicache.core.internal.FacadeAccess.register(c -> c.controller);
+    }
+
     private HiCache(HiCacheController controller) {
         this.controller = controller;
     }
@@ -67,14 +71,15 @@ public final class HiCache implements AutoCloseable {
     /**
      * Matches {@code tokens[from, from + len)} against the cached prefixes (whole pages only): fills {@code out}
      * with the device hit (its pages), the host-only extension beyond it and the last device and host nodes.
-     * Touches the access order of the matched nodes. Scheduler thread.
+     * Touches the access order of the matched nodes and counts the device hit in {@link
+     * io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}. Scheduler thread.
      *
      * @return {@code out}
      * @throws IllegalArgumentException on null arrays or a range outside {@code tokens}
      */
     public MatchResult match(int[] tokens, int from, int len, MatchResult out) {
         checkOpen();
-        return controller.tree().match(tokens, from, len, out);
+        return controller.match(tokens, from, len, out);
     }
 
     /**

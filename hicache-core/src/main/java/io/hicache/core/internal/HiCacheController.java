@@ -18,6 +18,8 @@ import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.internal.memory.HostPageAllocator;
+import io.hicache.core.internal.jfr.AgreementRoundEvent;
+import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
@@ -121,6 +123,10 @@ public final class HiCacheController implements AutoCloseable {
     private final long budgetCapacityPages;
     private long round;
     private boolean roundOpen;
+    /** The open round's JFR event, or null when none is open or the event is disabled. */
+    private AgreementRoundEvent roundEvent;
+    private final long targetPageBytes;
+    private final long draftPageBytes;
     private final long[] agreed = new long[2];
     private int changes;
     private int[] scratchPages = new int[64];
@@ -224,6 +230,9 @@ public final class HiCacheController implements AutoCloseable {
         this.computeStream = createdCompute != null ? createdCompute : b.computeStream;
         this.allocator = new HostPageAllocator(hostPool.pageCount());
         this.budgetCapacityPages = hostPool.pageCount();
+        metrics.set(Metric.HOST_PAGES_CAPACITY, budgetCapacityPages);
+        this.targetPageBytes = hostPool.bytesPerPageAllLayers();
+        this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
 
         this.freeSlots = new ForwardSlot[slots.length];
         for (int i = slots.length - 1; i >= 0; i--) {
@@ -275,6 +284,19 @@ public final class HiCacheController implements AutoCloseable {
     public RadixTree tree() {
         checkOwner();
         return tree;
+    }
+
+    /**
+     * Matches {@code tokens[from, from + len)} against the tree like {@code tree().match} and counts the device hit in
+     * {@link Metric#DEVICE_HIT_TOKENS}. Scheduler thread; allocation-free.
+     *
+     * @return {@code out}, filled with the device hit and the host-only extension
+     */
+    public MatchResult match(int[] tokens, int from, int len, MatchResult out) {
+        checkOwner();
+        tree.match(tokens, from, len, out);
+        metrics.add(Metric.DEVICE_HIT_TOKENS, out.deviceTokenCount());
+        return out;
     }
 
     /** Counters; any thread. */
@@ -443,6 +465,7 @@ public final class HiCacheController implements AutoCloseable {
         tree.lock(node);
         nextSeq++;
         budgetUsedPages += budget;
+        metrics.set(Metric.HOST_PAGES_USED, budgetUsedPages);
         fifo.add(b);
         metrics.increment(Metric.BACKUPS_RESERVED);
         return b;
@@ -559,6 +582,7 @@ public final class HiCacheController implements AutoCloseable {
 
     private void countFallback(FallbackReason reason) {
         metrics.countFallback(reason);
+        HiCacheEvents.fallback(reason, reason == FallbackReason.HOOKS_UNAVAILABLE ? hooksUnavailableReason : null, rank);
         long now = System.nanoTime();
         int i = reason.ordinal();
         if (lastFallbackWarnNs[i] == 0 || now - lastFallbackWarnNs[i] > 10_000_000_000L) {
@@ -614,7 +638,9 @@ public final class HiCacheController implements AutoCloseable {
         }
         expireLeases();
         agree();
-        return changes + loader.poll();
+        int loads = loader.poll();
+        metrics.set(Metric.HOST_PAGES_USED, budgetUsedPages);
+        return changes + loads;
     }
 
     private void onAck(ForwardSlot slot) {
@@ -711,6 +737,7 @@ public final class HiCacheController implements AutoCloseable {
                         firstFailed = b.seq;
                     }
                 }
+                roundEvent = HiCacheEvents.beginRound();
                 agreement.contribute(rank, round, prefix, firstFailed);
                 roundOpen = true;
             }
@@ -740,6 +767,8 @@ public final class HiCacheController implements AutoCloseable {
                         : AbortReason.RANK_FAILED);
                 }
             }
+            HiCacheEvents.endRound(roundEvent, cpSize, round - 1, retired, rank);
+            roundEvent = null;
             if (retired == 0) {
                 return;
             }
@@ -770,7 +799,10 @@ public final class HiCacheController implements AutoCloseable {
         tree.unlock(b.node);
         b.state = BackupState.COMMITTED;
         metrics.increment(Metric.BACKUPS_COMMITTED);
-        metrics.commitLatencyNs().record(clock.getAsLong() - b.forwardEndNs);
+        long latencyNs = clock.getAsLong() - b.forwardEndNs;
+        metrics.commitLatencyNs().record(latencyNs);
+        HiCacheEvents.backupCommitted(b.pageCount, b.ownedCount * (targetPageBytes + (b.withDraft ? draftPageBytes : 0)),
+            targetLayers, b.withDraft ? draftLayers : 0, latencyNs, rank);
         changes++;
         if (listener != null) {
             listener.onCommitted(b);
@@ -791,6 +823,7 @@ public final class HiCacheController implements AutoCloseable {
         b.state = BackupState.ABORTED;
         b.local = Backup.Local.FAILED;
         metrics.countAbort(reason);
+        HiCacheEvents.backupAborted(reason, b.pageCount, rank);
         changes++;
         if (listener != null) {
             listener.onAborted(b, reason);
@@ -1203,13 +1236,16 @@ public final class HiCacheController implements AutoCloseable {
     private void stopAfterStickyError() {
         LOG.error("HiCache stops: sticky CUDA error {} poisoned the context; aborting {} backups in flight",
             stickyError.errorName(), fifo.size());
+        int aborted = 0;
         for (int i = 0; i < fifo.size(); i++) {
             Backup b = fifo.at(i);
             if (!b.state.terminal()) {
                 b.state = BackupState.DRAINING;
                 release(b, AbortReason.CUDA_ERROR);
+                aborted++;
             }
         }
+        HiCacheEvents.stickyError(stickyError.errorName(), stickyError.code(), stickyError.call(), aborted, rank);
         // the entries stay, failed, so the other ranks learn of them through the agreement rounds
     }
 

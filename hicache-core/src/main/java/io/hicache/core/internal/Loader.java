@@ -6,6 +6,7 @@ import io.hicache.core.internal.copy.CopyDirection;
 import io.hicache.core.internal.copy.CopyPlan;
 import io.hicache.core.internal.copy.CopyPlanner;
 import io.hicache.core.cp.RankAgreement;
+import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaEvent;
@@ -299,6 +300,7 @@ final class Loader {
                 op.local = s.status == 0 ? LoadOp.Local.OK : LoadOp.Local.FAILED;
                 if (s.status == 0) {
                     metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);
+                    metrics.loadLatencyNs().record(s.completedNs - op.issuedNs);
                 }
             }
             s.opCount = 0;
@@ -387,6 +389,8 @@ final class Loader {
         tree.unlock(op.anchor);
         op.state = LoadOp.State.LOADED;
         metrics.increment(Metric.LOADS_COMPLETED);
+        HiCacheEvents.loadCompleted(op.requestId(), op.pageCount, (long) op.pageCount * pageSize,
+            clock.getAsLong() - op.issuedNs, rank);
         if (listener != null) {
             listener.onLoaded(op);
         }
@@ -407,6 +411,7 @@ final class Loader {
         tree.unlock(op.anchor);
         op.state = LoadOp.State.FAILED;
         metrics.increment(Metric.LOADS_FAILED);
+        HiCacheEvents.loadFailed(op.requestId(), op.pageCount, rank);
         if (listener != null) {
             listener.onLoadFailed(op);
         }

@@ -3,14 +3,14 @@ package io.hicache.core.memory;
 /**
  * The shape of one KV page, independent of where it lives: how many layers, how many buffers per
  * layer, tokens per page and bytes per token per buffer. A device layout and the host pool that backs
- * it up must have equal shapes. Immutable value; thread-safe.
+ * it up must have equal shapes. Immutable value; thread-safe. The constructor throws
+ * {@link IllegalArgumentException} naming the field when a value is out of range or the page bytes overflow a
+ * {@code long}.
  *
  * @param layerCount             layers, at least 1
  * @param bufferCount            buffers per layer: 2 (K, V) for MHA, 1 (latent) for MLA
  * @param pageSizeTokens         tokens per page, at least 1
  * @param bytesPerTokenPerBuffer bytes one token occupies in one buffer of one layer, at least 1
- * @throws IllegalArgumentException naming the field when a value is out of range or the page bytes
- *                                  overflow a {@code long}
  */
 public record KvPageShape(int layerCount, int bufferCount, int pageSizeTokens, long bytesPerTokenPerBuffer) {
 

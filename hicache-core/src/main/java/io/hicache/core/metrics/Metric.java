@@ -1,7 +1,8 @@
 package io.hicache.core.metrics;
 
 /**
- * The counters a controller keeps. Each has exactly one writing thread (named here); any thread may read.
+ * The counters a controller keeps, and a few levels (named as such). Each has exactly one writing thread (named
+ * here); any thread may read.
  */
 public enum Metric {
     /** Backups reserved (scheduler). */
@@ -43,7 +44,13 @@ public enum Metric {
     /** Copy calls issued for loads (scheduler). */
     H2D_COPIES,
     /** Sum of load durations, issue to agreed completion (scheduler). */
-    LOAD_DURATION_NS;
+    LOAD_DURATION_NS,
+    /** Tokens a prefix match found on the device, counted by {@code HiCache.match} (scheduler). */
+    DEVICE_HIT_TOKENS,
+    /** Host pages in use by reserved and committed backups, in budget units: a level, not a counter (scheduler). */
+    HOST_PAGES_USED,
+    /** Host pages the budget allows: a level, set once at build (scheduler). */
+    HOST_PAGES_CAPACITY;
 
     private static final Metric[] VALUES = values();
 

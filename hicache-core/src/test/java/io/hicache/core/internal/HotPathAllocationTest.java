@@ -72,6 +72,17 @@ class HotPathAllocationTest {
         assertPollAllocatesNothing(8);
     }
 
+    /** A flight recording of other events runs; the HiCache events are off, so emitting them must cost nothing. */
+    @Test
+    void steadyStateCommitAllocatesNothingWhileARecordingRunsWithHiCacheEventsOff() {
+        try (jdk.jfr.Recording recording = new jdk.jfr.Recording()) {
+            recording.enable("jdk.ThreadSleep");
+            io.hicache.core.internal.jfr.HiCacheEvents.ALL.forEach(recording::disable);
+            recording.start();
+            assertPollAllocatesNothing(8);
+        }
+    }
+
     /** Each round: N backups reserved and copied unmeasured, then only the polls that commit them are measured. */
     private static void assertPollAllocatesNothing(int cp) {
         int backupsPerRound = 32;

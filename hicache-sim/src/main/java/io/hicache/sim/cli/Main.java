@@ -39,7 +39,7 @@ import java.util.function.Function;
  * (unknown option or preset, bad value, contradictory options), always refused before any work.
  * One invocation per instance, on the calling thread.
  */
-@Command(name = "hicache-sim", mixinStandardHelpOptions = true, version = "hicache-sim 0.1.0",
+@Command(name = "hicache-sim", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = {"Replays request traces through the HiCache radix tree and backup controller.",
                 "With no arguments: compare on the bundled trace, writing report.html."},
         footer = {"", "Exit status: 0 ok, 1 run failed, 2 usage error."})
@@ -57,6 +57,20 @@ public final class Main implements Callable<Integer> {
      */
     public record Env(EngineFactory engines, PrintStream out, PrintStream err, Path workDir, Path repoRoot,
                       boolean tty) {
+    }
+
+    /** The build's version, from a resource the build fills in (the version is set once, in the root POM). */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() throws java.io.IOException {
+            var props = new java.util.Properties();
+            try (var in = Main.class.getResourceAsStream("/io/hicache/sim/version.properties")) {
+                if (in != null) {
+                    props.load(in);
+                }
+            }
+            return new String[] {"hicache-sim " + props.getProperty("version", "(unknown version)")};
+        }
     }
 
     /** System property the launcher sets to the repository root. */
@@ -239,6 +253,11 @@ public final class Main implements Callable<Integer> {
 
         @Option(names = "--html", paramLabel = "FILE", description = "Write a self-contained HTML report.")
         Path htmlFile;
+
+        @Option(names = "--jfr", paramLabel = "FILE",
+                description = "Record the run with JDK Flight Recorder (every io.hicache event) into FILE; read it "
+                        + "with 'jfr summary FILE' or JDK Mission Control.")
+        Path jfrFile;
     }
 
     /** A subcommand: the shared options, run as one {@link Kind} of run. */

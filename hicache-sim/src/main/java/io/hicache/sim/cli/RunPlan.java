@@ -1,5 +1,6 @@
 package io.hicache.sim.cli;
 
+import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.sim.CoreNames;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.WritePolicy;
@@ -11,9 +12,12 @@ import io.hicache.sim.report.HtmlReport;
 import io.hicache.sim.report.JsonReport;
 import io.hicache.sim.report.SimResult;
 import io.hicache.sim.trace.TraceSource;
+import jdk.jfr.Recording;
 import picocli.CommandLine;
 import picocli.CommandLine.ParameterException;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -37,10 +41,11 @@ final class RunPlan {
     private final List<String> labels;
     private final Path jsonFile;
     private final Path htmlFile;
+    private final Path jfrFile;
     private final io.hicache.sim.StorageOptions storage;
 
     private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs, List<String> labels,
-                    Path jsonFile, Path htmlFile, io.hicache.sim.StorageOptions storage) {
+                    Path jsonFile, Path htmlFile, Path jfrFile, io.hicache.sim.StorageOptions storage) {
         this.storage = storage;
         this.env = env;
         this.kind = kind;
@@ -49,6 +54,7 @@ final class RunPlan {
         this.labels = labels;
         this.jsonFile = jsonFile;
         this.htmlFile = htmlFile;
+        this.jfrFile = jfrFile;
     }
 
     /** The configurations, in run order. */
@@ -144,7 +150,7 @@ final class RunPlan {
                     + "so hit ratios do not depend on it); drop one of them");
         }
         io.hicache.sim.StorageOptions storage = StoragePlan.build(cl, o, kind, noHost, backupMode, pageSize);
-        for (Path out : new Path[] {o.jsonFile, o.htmlFile}) {
+        for (Path out : new Path[] {o.jsonFile, o.htmlFile, o.jfrFile}) {
             if (out != null) {
                 Path abs = env.workDir().resolve(out).toAbsolutePath();
                 if (abs.getParent() != null && !Files.isDirectory(abs.getParent())) {
@@ -181,11 +187,32 @@ final class RunPlan {
         }
         Path json = o.jsonFile == null ? null : env.workDir().resolve(o.jsonFile);
         Path html = o.htmlFile == null ? null : env.workDir().resolve(o.htmlFile);
-        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(labels), json, html, storage);
+        Path jfr = o.jfrFile == null ? null : env.workDir().resolve(o.jfrFile);
+        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(labels), json, html, jfr, storage);
     }
 
-    /** Runs every configuration, prints the summary, writes the reports; returns exit status 0. */
+    /**
+     * Runs every configuration, prints the summary, writes the reports; returns exit status 0. With a JFR file, the
+     * replays run inside a flight recording of every {@code io.hicache} event, dumped to that file at the end.
+     */
     int run(String commandLine) {
+        if (jfrFile == null) {
+            return replayAndReport(commandLine);
+        }
+        try (Recording recording = HiCacheEvents.enableAll(new Recording())) {
+            recording.setName("hicache-sim");
+            recording.start();
+            int status = replayAndReport(commandLine);
+            recording.stop();
+            recording.dump(jfrFile);
+            env.out().println("wrote " + jfrFile);
+            return status;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + jfrFile + ": " + e.getMessage(), e);
+        }
+    }
+
+    private int replayAndReport(String commandLine) {
         List<SimulationEngine> engines = new ArrayList<>();
         for (SimConfig c : configs) {
             engines.add(storage != null // the storage tier runs in the timed engine

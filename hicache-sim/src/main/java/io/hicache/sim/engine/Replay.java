@@ -403,7 +403,7 @@ final class Replay {
                 p.loadDone = true;
             }
             for (int r = 0; r < cp; r++) {
-                ctl[r].tree().match(p.keys, 0, p.keys.length, match[r]);
+                ctl[r].match(p.keys, 0, p.keys.length, match[r]);
             }
             if (storage != null && !force) {
                 long now = rt[0].nowNs();

@@ -87,6 +87,33 @@ class MainTest {
     }
 
     @Test
+    void jfrRecordsTheRunsHiCacheEvents() throws IOException {
+        int rc = run(new DefaultEngineFactory(), "replay", "--limit", "40", "--jfr", "r.jfr");
+        assertThat(rc).as(err()).isZero();
+        assertThat(out.toString(StandardCharsets.UTF_8)).contains("wrote " + work.resolve("r.jfr"));
+        java.util.Map<String, Long> counts = new java.util.TreeMap<>();
+        for (jdk.jfr.consumer.RecordedEvent e : jdk.jfr.consumer.RecordingFile.readAllEvents(work.resolve("r.jfr"))) {
+            counts.merge(e.getEventType().getName(), 1L, Long::sum);
+        }
+        assertThat(counts).containsKeys("io.hicache.BackupCommitted", "io.hicache.AgreementRound");
+        assertThat(counts.keySet().stream().filter(n -> n.startsWith("io.hicache."))).hasSizeGreaterThanOrEqualTo(2);
+    }
+
+    @Test
+    void versionComesFromTheBuild() {
+        assertThat(run(recording, "--version")).isZero();
+        assertThat(out.toString(StandardCharsets.UTF_8).strip()).matches("hicache-sim \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?");
+    }
+
+    @Test
+    void jfrIntoAMissingDirectoryIsAUsageError() {
+        int rc = run(recording, "replay", "--limit", "5", "--jfr", "no/such/dir/r.jfr");
+        assertThat(rc).isEqualTo(2);
+        assertThat(err()).contains("cannot write no/such/dir/r.jfr");
+        assertThat(ran).isEmpty();
+    }
+
+    @Test
     void compareWritesAnArrayOfThreeModesAndAReport() throws IOException {
         int rc = run(recording, "compare", "--limit", "50", "--json", "c.json", "--html", "c.html");
         assertThat(rc).as(err()).isZero();

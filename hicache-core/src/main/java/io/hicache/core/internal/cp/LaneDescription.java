@@ -9,9 +9,8 @@ import io.hicache.core.cp.OwnerLanes;
  * cannot drift from the data it describes: the host value's page ids are, in order, the pages of the node
  * offsets {@link #ownedOffsets} lists.
  *
- * <p>Immutable value; thread-safe. See {@link OwnerLanes} for what positions and offsets mean.
- *
- * @throws IllegalArgumentException naming the bad field at construction
+ * <p>Immutable value; thread-safe. See {@link OwnerLanes} for what positions and offsets mean. The constructor
+ * throws {@link IllegalArgumentException} naming the bad field.
  */
 public record LaneDescription(OwnerLanes strategy, int cpSize, int rank, int startPage, int pageCount,
                               int totalPages) {

@@ -22,11 +22,17 @@ public final class HiCacheMetrics {
     private final long[] abortedByReason = new long[AbortReason.count()];
     private final long[] fallbackByReason = new long[FallbackReason.values().length];
     private final LatencyHistogram commitLatencyNs = new LatencyHistogram();
+    private final LatencyHistogram loadLatencyNs = new LatencyHistogram();
 
     /** Adds {@code delta} to a counter. Only the counter's writing thread may call this. */
     public void add(Metric metric, long delta) {
         int i = metric.ordinal();
         ARRAY.setRelease(values, i, (long) ARRAY.getOpaque(values, i) + delta);
+    }
+
+    /** Sets a level (a metric documented as a level, not a counter). Only its writing thread may call this. */
+    public void set(Metric metric, long value) {
+        ARRAY.setRelease(values, metric.ordinal(), value);
     }
 
     /** Adds one to a counter. Only the counter's writing thread may call this. */
@@ -66,6 +72,11 @@ public final class HiCacheMetrics {
     /** Commit latency: the last layer stored (or the forward's end) to the commit (scheduler writes). */
     public LatencyHistogram commitLatencyNs() {
         return commitLatencyNs;
+    }
+
+    /** Load latency: a load's issue to the completion of its copies on this rank (scheduler writes). */
+    public LatencyHistogram loadLatencyNs() {
+        return loadLatencyNs;
     }
 
     /** A consistent-enough copy of every counter for reports and logs. Allocates; any thread. */

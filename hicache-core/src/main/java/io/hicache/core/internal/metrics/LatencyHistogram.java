@@ -20,6 +20,7 @@ public final class LatencyHistogram {
     private volatile long version;
     private volatile long total;
     private volatile long max;
+    private volatile long sum;
 
     /** Records one value (negative values count as 0). Single writer. */
     public void record(long valueNs) {
@@ -32,6 +33,7 @@ public final class LatencyHistogram {
         if (v > max) {
             max = v;
         }
+        sum = sum + v;
         total = total + 1;
         version = ver + 2;
     }
@@ -44,6 +46,19 @@ public final class LatencyHistogram {
             VarHandle.loadLoadFence();
             if ((ver & 1) == 0 && ver == version) {
                 return n;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Sum of the values recorded (negative values counted as 0). */
+    public long sum() {
+        while (true) {
+            long ver = version;
+            long s = sum;
+            VarHandle.loadLoadFence();
+            if ((ver & 1) == 0 && ver == version) {
+                return s;
             }
             Thread.onSpinWait();
         }

@@ -1,0 +1,10 @@
+package io.hicache.cuda;
+
+/** The {@link CudaRuntimeContract} on host memory and real stream threads (runs in every build). */
+class HostThreadCudaRuntimeConformanceTest extends CudaRuntimeContract {
+
+    @Override
+    protected CudaRuntime open() {
+        return new HostThreadCudaRuntime();
+    }
+}

@@ -1,0 +1,181 @@
+package io.hicache.examples.consumer;
+
+import io.hicache.core.BackupHandle;
+import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.ForwardHooks;
+import io.hicache.core.HiCache;
+import io.hicache.core.LoadHandle;
+import io.hicache.core.ThreadingMode;
+import io.hicache.core.WritePolicy;
+import io.hicache.core.memory.AttentionKind;
+import io.hicache.core.memory.DeviceKvLayout;
+import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.micrometer.HiCacheMetricsBinder;
+import io.hicache.radix.MatchResult;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The toy serving engine of docs/INTEGRATION.md, built against the installed HiCache artifacts: a scheduler thread
+ * (the caller) and a forward thread on the simulated device, with the controller's metrics bound to a Prometheus
+ * registry. Request 1 is prefilled and backed up layer by layer; its device pages are evicted; request 2 shares
+ * its prefix, which is loaded back from host memory while the forward waits per layer.
+ */
+public final class ToyEngine {
+    static final int LAYERS = 4;
+    static final int PAGE = 16;
+    static final int DEVICE_PAGES = 64;
+
+    /** What a run leaves behind: the backups of request 1, request 2's load, and the Prometheus scrape. */
+    public record Result(List<BackupHandle> backups, LoadHandle load, int deviceHitTokensAfterLoad, String scrape) {
+    }
+
+    /** The engine's device page pool (scheduler thread). */
+    static final class DevicePool implements DevicePageAllocator {
+        final ArrayDeque<Integer> free = new ArrayDeque<>();
+
+        DevicePool() {
+            for (int p = 0; p < DEVICE_PAGES; p++) {
+                free.add(p);
+            }
+        }
+
+        @Override
+        public boolean allocate(int count, int[] out, int offset) {
+            if (free.size() < count) {
+                return false;
+            }
+            for (int i = 0; i < count; i++) {
+                out[offset + i] = free.poll();
+            }
+            return true;
+        }
+
+        @Override
+        public void free(int[] pages, int offset, int count) {
+            for (int i = 0; i < count; i++) {
+                free.add(pages[offset + i]);
+            }
+        }
+    }
+
+    /** What the scheduler hands the forward thread: the hooks and the load consumer token. */
+    record ForwardJob(ForwardHooks hooks, long loadToken, boolean last) {
+    }
+
+    private ToyEngine() {
+    }
+
+    /** Runs the two requests and prints the HiCache lines of the Prometheus scrape. */
+    public static void main(String[] args) throws Exception {
+        Result r = run();
+        r.scrape().lines().filter(l -> l.startsWith("hicache_backup_committed_total")
+            || l.startsWith("hicache_tokens_served_total")).forEach(System.out::println);
+    }
+
+    /** Runs the two requests on the calling (scheduler) thread and a forward thread. */
+    public static Result run() throws InterruptedException {
+        SimulatedCudaRuntime gpu = new SimulatedCudaRuntime();
+        DeviceKvLayout.Builder lb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS).pageSizeTokens(PAGE)
+            .bytesPerTokenPerBuffer(256).pageCount(DEVICE_PAGES);
+        long kvBase = gpu.deviceMalloc(lb.packedBytes());
+        DevicePool pool = new DevicePool();
+
+        // 1. Build the controller once, on the scheduler thread, and bind its metrics.
+        HiCache cache = HiCache.builder().runtime(gpu).targetLayout(lb.packedFrom(kvBase).build())
+            .hostPages(128).writePolicy(WritePolicy.WRITE_THROUGH).threadingMode(ThreadingMode.DEDICATED).build();
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        HiCacheMetricsBinder.monitor(registry, cache, "toy-engine");
+        BlockingQueue<ForwardJob> toForward = new ArrayBlockingQueue<>(4);
+        BlockingQueue<Boolean> forwardDone = new ArrayBlockingQueue<>(4);
+
+        // 2. The forward thread: per layer, wait for loaded KV, run the layer, then report it stored.
+        Thread forward = Thread.ofPlatform().name("forward").start(() -> {
+            try {
+                while (true) {
+                    ForwardJob job = toForward.take();
+                    for (int l = 0; l < LAYERS; l++) {
+                        cache.waitLayer(job.loadToken(), l);
+                        gpu.simulateKernel(cache.computeStream(), 50_000);
+                        job.hooks().targetLayerStored(l);
+                    }
+                    job.hooks().endForward();
+                    forwardDone.put(job.last());
+                    if (job.last()) {
+                        return;
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+
+        try {
+            // 3. Request 1: nothing cached; allocate pages, insert, reserve backups, run the forward.
+            int[] first = tokens(0, 96);
+            int[] second = tokens(0, 64);
+            MatchResult match = new MatchResult();
+            cache.match(first, 0, first.length, match);
+            int[] pages = new int[first.length / PAGE];
+            if (!pool.allocate(pages.length, pages, 0)) {
+                throw new IllegalStateException("device pool exhausted");
+            }
+            cache.insert(first, 0, first.length, pages, 0);
+            List<BackupHandle> backups = new ArrayList<>();
+            cache.reserveByPolicy(cache.lastInsertNode(), false, backups);
+            toForward.put(new ForwardJob(cache.beginForward(backups), -1, false));
+            await(forwardDone);
+            long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!backups.stream().allMatch(b -> b.state().terminal()) && System.nanoTime() < deadlineNs) {
+                cache.poll();
+                gpu.advanceToNextEvent(); // stands in for the GPU running
+                Thread.onSpinWait();
+            }
+
+            // The device needs room: evict request 1's pages; its host copy remains.
+            cache.evictDevice(pages.length, pool);
+
+            // 4. Request 2: a host hit; load it back, then run the forward waiting per layer.
+            cache.match(second, 0, second.length, match);
+            LoadHandle load = cache.loadBack(match, 2, 1 << 20, pool);
+            long token = cache.startLoading();
+            toForward.put(new ForwardJob(cache.beginForward(List.of()), token, true));
+            await(forwardDone);
+            deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (load != null && load.state() != LoadHandle.State.LOADED && load.state() != LoadHandle.State.FAILED
+                && System.nanoTime() < deadlineNs) {
+                gpu.advanceToNextEvent();
+                cache.poll();
+                Thread.onSpinWait();
+            }
+            int deviceHit = cache.match(second, 0, second.length, match).deviceTokenCount();
+            return new Result(List.copyOf(backups), load, deviceHit, registry.scrape());
+        } finally {
+            forward.join(TimeUnit.SECONDS.toMillis(30));
+            cache.close();
+            gpu.deviceFree(kvBase);
+            gpu.close();
+        }
+    }
+
+    private static void await(BlockingQueue<Boolean> done) throws InterruptedException {
+        if (done.poll(30, TimeUnit.SECONDS) == null) {
+            throw new IllegalStateException("the forward thread did not finish within 30 s");
+        }
+    }
+
+    static int[] tokens(int start, int n) {
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = start + i;
+        }
+        return t;
+    }
+}

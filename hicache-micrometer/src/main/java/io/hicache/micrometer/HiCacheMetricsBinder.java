@@ -1,0 +1,218 @@
+package io.hicache.micrometer;
+
+import io.hicache.core.AbortReason;
+import io.hicache.core.HiCache;
+import io.hicache.core.internal.FacadeAccess;
+import io.hicache.core.internal.metrics.HiCacheMetrics;
+import io.hicache.core.internal.metrics.LatencyHistogram;
+import io.hicache.core.metrics.FallbackReason;
+import io.hicache.core.metrics.Metric;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.FunctionTimer;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.TimeGauge;
+import io.micrometer.core.instrument.binder.BaseUnits;
+import io.micrometer.core.instrument.binder.MeterBinder;
+
+import java.lang.ref.WeakReference;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.function.ToDoubleFunction;
+import java.util.function.ToLongFunction;
+
+/**
+ * Binds one {@link HiCache}'s metrics to a Micrometer {@link MeterRegistry}.
+ *
+ * <p>Shaped like Micrometer's own cache binders: the binder keeps only a {@link WeakReference} to the cache,
+ * and every meter is a function meter ({@link FunctionCounter}, {@link FunctionTimer}, {@link Gauge},
+ * {@link TimeGauge}) that reads the cache's live lock-free counters when the registry is scraped (no snapshot is
+ * allocated), so binding adds nothing to the cache's hot paths and a closed, unreachable cache is not kept alive
+ * (its meters then report {@code NaN}). Every meter carries the tags {@value #CACHE_TAG} (the name given here) and
+ * {@value #RANK_TAG} (the cache's CP rank), plus the tags passed in.
+ *
+ * <p>Meters, named dot-separated in lower case, in base units (a Prometheus registry renders
+ * {@code hicache.backup.committed} as {@code hicache_backup_committed_total}):
+ * <ul>
+ *   <li>{@code hicache.backup.reserved}, {@code hicache.backup.committed}, {@code hicache.backup.aborted}
+ *       (tag {@code reason}: every {@link AbortReason}), {@code hicache.backup.no.room} (reservations refused
+ *       for want of host pages), {@code hicache.backup.fallback} (tag {@code reason}: every
+ *       {@link FallbackReason}), {@code hicache.backup.exposed} (seconds of copy time not hidden behind the
+ *       forward), {@code hicache.forwards.sealed}, {@code hicache.cuda.errors} — function counters;</li>
+ *   <li>{@code hicache.d2h.copied} (bytes, tag {@code kv}: {@code target}, {@code draft}) and
+ *       {@code hicache.h2d.copied} (bytes); {@code hicache.copies.issued} (tag {@code direction}:
+ *       {@code d2h}, {@code h2d}) — function counters;</li>
+ *   <li>{@code hicache.load.started}, {@code hicache.load.completed}, {@code hicache.load.failed},
+ *       {@code hicache.load.refused} — function counters;</li>
+ *   <li>{@code hicache.tokens.served} (tag {@code tier}: {@code device} for prefix-match device hits counted by
+ *       {@link HiCache#match}, {@code host} for tokens loaded back from host memory) — function
+ *       counters. The L3 storage tier will add {@code tier=storage} here, and its prefetch and write bandwidth
+ *       beside it, when that tier exists;</li>
+ *   <li>{@code hicache.backup.commit.latency} (the last layer stored to the commit) and
+ *       {@code hicache.load.latency} (a load's issue to its copies' completion) — function timers from the
+ *       cache's latency histograms, each with a {@code .max} time gauge and {@code .percentile} time
+ *       gauges tagged {@code phi} (0.5, 0.99), as Micrometer names its own percentile gauges;</li>
+ *   <li>{@code hicache.host.used} and {@code hicache.host.capacity} (pages of the host budget) — gauges.</li>
+ * </ul>
+ *
+ * <p>Thread-safety: {@link #bindTo} may be called from any thread, once per registry; the meters may be read
+ * from any thread at any time, concurrently with the cache's threads.
+ */
+public final class HiCacheMetricsBinder implements MeterBinder {
+    /** Tag naming the cache, as in Micrometer's cache binders. */
+    public static final String CACHE_TAG = "cache";
+    /** Tag carrying the cache's rank in its CP group. */
+    public static final String RANK_TAG = "rank";
+
+    private static final double[] PERCENTILES = {0.5, 0.99};
+
+    private final WeakReference<HiCache> cacheRef;
+    private final Tags tags;
+
+    /**
+     * A binder for {@code cache}.
+     *
+     * @param cache     the cache whose metrics are bound (held weakly)
+     * @param cacheName value of the {@value #CACHE_TAG} tag
+     * @param tags      further tags on every meter
+     * @throws NullPointerException if an argument is null
+     */
+    public HiCacheMetricsBinder(HiCache cache, String cacheName, Iterable<Tag> tags) {
+        Objects.requireNonNull(cache, "cache");
+        Objects.requireNonNull(cacheName, "cacheName");
+        Objects.requireNonNull(tags, "tags");
+        this.cacheRef = new WeakReference<>(cache);
+        this.tags = Tags.concat(tags, CACHE_TAG, cacheName, RANK_TAG, Integer.toString(cache.rank()));
+    }
+
+    /**
+     * Binds {@code cache}'s metrics to {@code registry} and returns the cache, like Micrometer's
+     * {@code CaffeineCacheMetrics.monitor}.
+     *
+     * @param registry  where the meters are registered
+     * @param cache     the cache to monitor (held weakly)
+     * @param cacheName value of the {@value #CACHE_TAG} tag
+     * @param tags      further tags as key/value pairs (an even number of strings)
+     * @return {@code cache}
+     */
+    public static HiCache monitor(MeterRegistry registry, HiCache cache, String cacheName, String... tags) {
+        new HiCacheMetricsBinder(cache, cacheName, Tags.of(tags)).bindTo(registry);
+        return cache;
+    }
+
+    /**
+     * Registers the meters; does nothing if the cache has already been garbage collected.
+     *
+     * @param registry where the meters are registered
+     */
+    @Override
+    public void bindTo(MeterRegistry registry) {
+        HiCache cache = cacheRef.get();
+        if (cache == null) {
+            return;
+        }
+        // The meters hold the live metrics object weakly, as Micrometer's function meters do; it lives as long as
+        // the cache that owns it.
+        HiCacheMetrics m = FacadeAccess.controller(cache).metrics();
+
+        counter(registry, m, "hicache.backup.reserved", "Backups reserved", Metric.BACKUPS_RESERVED);
+        counter(registry, m, "hicache.backup.committed", "Backups committed: published as host hits on every rank",
+            Metric.BACKUPS_COMMITTED);
+        for (AbortReason reason : AbortReason.values()) {
+            FunctionCounter.builder("hicache.backup.aborted", m, x -> x.abortedBy(reason))
+                .description("Backups aborted, never published")
+                .tags(tags).tag("reason", tagValue(reason))
+                .register(registry);
+        }
+        counter(registry, m, "hicache.backup.no.room",
+            "Reservations refused: no host room after one host eviction", Metric.RESERVE_NO_ROOM);
+        for (FallbackReason reason : FallbackReason.values()) {
+            FunctionCounter.builder("hicache.backup.fallback", m, x -> x.fallbacksBy(reason))
+                .description("Forwards whose backups copied all layers after the forward")
+                .tags(tags).tag("reason", tagValue(reason))
+                .register(registry);
+        }
+        FunctionCounter.builder("hicache.backup.exposed", m, x -> x.get(Metric.EXPOSED_BACKUP_NS) / 1e9)
+            .description("Backup copy time not hidden behind the forward")
+            .baseUnit("seconds").tags(tags).register(registry);
+        counter(registry, m, "hicache.forwards.sealed", "Forwards whose backup copies were all submitted",
+            Metric.FORWARDS_SEALED);
+        counter(registry, m, "hicache.cuda.errors", "CUDA errors seen by the cache", Metric.CUDA_ERRORS);
+        FunctionCounter.builder("hicache.host.evicted", m, x -> x.get(Metric.HOST_PAGES_EVICTED))
+            .description("Host pages freed by host eviction")
+            .baseUnit("pages").tags(tags).register(registry);
+
+        bytes(registry, m, "hicache.d2h.copied", "KV bytes copied device to host", Metric.D2H_TARGET_BYTES,
+            Tags.of("kv", "target"));
+        bytes(registry, m, "hicache.d2h.copied", "KV bytes copied device to host", Metric.D2H_DRAFT_BYTES,
+            Tags.of("kv", "draft"));
+        bytes(registry, m, "hicache.h2d.copied", "KV bytes copied host to device (loads)", Metric.H2D_BYTES,
+            Tags.empty());
+        FunctionCounter.builder("hicache.copies.issued", m, x -> x.get(Metric.D2H_COPIES))
+            .description("Copy calls issued after coalescing").tags(tags).tag("direction", "d2h")
+            .register(registry);
+        FunctionCounter.builder("hicache.copies.issued", m, x -> x.get(Metric.H2D_COPIES))
+            .description("Copy calls issued after coalescing").tags(tags).tag("direction", "h2d")
+            .register(registry);
+
+        counter(registry, m, "hicache.load.started", "Loads issued host to device", Metric.LOADS_STARTED);
+        counter(registry, m, "hicache.load.completed", "Loads whose pages became device hits",
+            Metric.LOADS_COMPLETED);
+        counter(registry, m, "hicache.load.failed", "Loads that failed and were rolled back", Metric.LOADS_FAILED);
+        counter(registry, m, "hicache.load.refused", "Loads refused for want of device pages",
+            Metric.LOADS_REFUSED);
+
+        FunctionCounter.builder("hicache.tokens.served", m, x -> x.get(Metric.DEVICE_HIT_TOKENS))
+            .description("Prompt tokens served from a cache tier").tags(tags).tag("tier", "device")
+            .register(registry);
+        FunctionCounter.builder("hicache.tokens.served", m, x -> x.get(Metric.LOAD_TOKENS))
+            .description("Prompt tokens served from a cache tier").tags(tags).tag("tier", "host")
+            .register(registry);
+        // tier=storage and the L3 prefetch/write bandwidth go here once the storage tier exists.
+
+        latency(registry, m, "hicache.backup.commit.latency", "From the last layer stored to the commit",
+            HiCacheMetrics::commitLatencyNs);
+        latency(registry, m, "hicache.load.latency", "From a load's issue to its copies' completion",
+            HiCacheMetrics::loadLatencyNs);
+
+        Gauge.builder("hicache.host.used", m, x -> x.get(Metric.HOST_PAGES_USED))
+            .description("Host pages held by reserved and committed backups")
+            .baseUnit("pages").tags(tags).register(registry);
+        Gauge.builder("hicache.host.capacity", m, x -> x.get(Metric.HOST_PAGES_CAPACITY))
+            .description("Host pages the host budget allows")
+            .baseUnit("pages").tags(tags).register(registry);
+    }
+
+    private void counter(MeterRegistry registry, HiCacheMetrics m, String name, String description, Metric metric) {
+        FunctionCounter.builder(name, m, x -> x.get(metric)).description(description).tags(tags).register(registry);
+    }
+
+    private void bytes(MeterRegistry registry, HiCacheMetrics m, String name, String description, Metric metric,
+                       Tags extra) {
+        FunctionCounter.builder(name, m, x -> x.get(metric)).description(description).baseUnit(BaseUnits.BYTES)
+            .tags(tags).tags(extra).register(registry);
+    }
+
+    private void latency(MeterRegistry registry, HiCacheMetrics m, String name, String description,
+                         Function<HiCacheMetrics, LatencyHistogram> histogram) {
+        ToLongFunction<HiCacheMetrics> count = x -> histogram.apply(x).count();
+        ToDoubleFunction<HiCacheMetrics> sum = x -> histogram.apply(x).sum();
+        FunctionTimer.builder(name, m, count, sum, TimeUnit.NANOSECONDS)
+            .description(description).tags(tags).register(registry);
+        TimeGauge.builder(name + ".max", m, TimeUnit.NANOSECONDS, x -> histogram.apply(x).max())
+            .description(description + ": the largest").tags(tags).register(registry);
+        for (double phi : PERCENTILES) {
+            TimeGauge.builder(name + ".percentile", m, TimeUnit.NANOSECONDS, x -> histogram.apply(x).quantile(phi))
+                .description(description + ": percentile").tags(tags).tag("phi", Double.toString(phi))
+                .register(registry);
+        }
+    }
+
+    private static String tagValue(Enum<?> e) {
+        return e.name().toLowerCase(Locale.ROOT);
+    }
+}
