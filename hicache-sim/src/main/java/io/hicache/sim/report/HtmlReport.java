@@ -139,7 +139,7 @@ public final class HtmlReport {
                     .append("<td class=\"n\">").append(ratioCell(r.tokenHitRatio())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.deviceHitTokens())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.hostHitTokens())).append("</td>")
-                    .append("<td class=\"n\">").append(r.storage() == null ? "&mdash;"
+                    .append("<td class=\"n\">").append(r.storage() == null ? "&#8212;"
                             : fmtInt(r.storage().storageHitTokens())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.prefillTokensComputed())).append("</td>")
                     .append("<td class=\"n\">").append(r.backups().committed()).append(" / ").append(r.backups().noRoom())

@@ -111,7 +111,7 @@ class StorageCliTest {
     @Test
     void modelStorageOnASmallCacheServesHitsAndWritesTheJsonFields() throws IOException {
         int rc = run("replay", "--limit", "300", "--device-capacity-tokens", "100000", "--host-capacity-tokens",
-                "200000", "--storage-capacity-tokens", "inf", "--json", "r.json");
+                "200000", "--storage-capacity-tokens", "inf", "--json", "r.json", "--html", "r.html");
         assertThat(rc).as(err()).isZero();
         JsonNode n = new ObjectMapper().readTree(work.resolve("r.json").toFile());
         assertThat(n.get("storage").asText()).isEqualTo("model");
@@ -119,6 +119,15 @@ class StorageCliTest {
         assertThat(n.get("storage_write_bytes").asLong()).isPositive();
         assertThat(n.get("prefetch_pages_published").asLong()).isPositive();
         assertThat(n.get("host_hit_tokens").asLong()).isGreaterThanOrEqualTo(n.get("storage_hit_tokens").asLong());
+        String html = Files.readString(work.resolve("r.html"));
+        assertThat(html).contains("Storage tier (L3)", "of which storage", "without storage");
+        try { // well-formed, like every report
+            var f = javax.xml.parsers.DocumentBuilderFactory.newInstance();
+            f.setFeature("http://apache.org/xml/features/nonvalidating/load-external-dtd", false);
+            f.newDocumentBuilder().parse(new org.xml.sax.InputSource(new java.io.StringReader(html)));
+        } catch (javax.xml.parsers.ParserConfigurationException | org.xml.sax.SAXException e) {
+            throw new AssertionError("report is not well-formed: " + e.getMessage(), e);
+        }
         for (String f : new String[] {"prefetch_started", "prefetch_bytes", "prefetch_bytes_per_s",
             "storage_write_pages", "prefetch_wait_seconds", "prefetch_queue_peak"}) {
             assertThat(n.has(f)).as(f).isTrue();
