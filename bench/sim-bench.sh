@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Simulator benchmark (not a test): replays the whole bundled trace (12,031 requests) with the 80-layer
-# llama3-70b model in layered backup mode through the timed engine (the real controller on the simulated
-# device) and prints wall seconds and simulated device events (operations completed) per second.
+# llama3-70b model (TP 4) in layered backup mode through the timed engine (the real controller on the simulated
+# device), once on one instance and once on a fleet of 8 behind the cache-aware router, and prints for each
+# the wall seconds and the simulated device events (operations completed) per second.
 # Usage: bench/sim-bench.sh [TRACE [LIMIT]]   e.g. bench/sim-bench.sh traces/conversation_trace.jsonl 2000
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -2,7 +2,7 @@
 # L3 storage benchmark (not a test): the file backend's batch put/get against dd on the same disk, and the
 # Redis backend's put/get at 1 MiB and 64 KiB values against redis-benchmark on the same server, side by
 # side in one run; prints the ratios and writes them into docs/PERFORMANCE.md (its storage section).
-# Usage: bench/storage-bench.sh [--rounds N] [--file-mib N] [--dir DIR] [--no-report]
+# Usage: bench/storage-bench.sh [--rounds N] [--file-mib N] [--file-page-mib N] [--io-threads N] [--dir DIR] [--no-report]
 # Needs dd (coreutils) and, for the Redis rows, redis-server, redis-cli and redis-benchmark
 # (apt-get update && apt-get install -y redis-server redis-tools); without them the Redis rows are skipped
 # with a note.
@@ -18,7 +18,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --no-report) report=0; shift ;;
-    --rounds|--file-mib|--io-threads) args+=("$1" "$2"); shift 2 ;;
+    --rounds|--file-mib|--file-page-mib|--io-threads|--only) args+=("$1" "$2"); shift 2 ;;
     *) echo "unknown argument $1; use [--rounds N] [--file-mib N] [--dir DIR] [--no-report]" >&2; exit 2 ;;
   esac
 done

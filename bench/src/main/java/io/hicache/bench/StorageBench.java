@@ -30,22 +30,71 @@ import java.util.regex.Pattern;
  * {@code bench/storage-bench.sh}): the file backend's batch put/get against {@code dd} writing and
  * reading the same number of bytes in blocks of one page (buffered, and with O_DIRECT on both sides);
  * the Redis backend's put/get against {@code redis-benchmark} SET/GET of the same value size with the same
- * connections and pipeline depth. Each figure is the best of {@code --rounds}. Prints a Markdown section
- * and, with {@code --out}, writes it into that file between {@code <!-- storage-bench -->} markers.
+ * connections and pipeline depth. Each round runs the reference and then ours back to back; the ratio is the
+ * median over rounds of the per-round ratios, the MB/s columns the best round of each side. Prints a Markdown
+ * section and, with {@code --out}, writes it into that file between {@code <!-- storage-bench -->} markers.
  *
  * <p>Arguments: {@code --dir DIR} (scratch directory on the disk under test, required),
  * {@code --redis-port P} (a running redis-server on 127.0.0.1; omit to skip Redis), {@code --rounds N}
- * (default 3), {@code --file-mib N} (bytes per file run, default 256), {@code --out FILE},
- * {@code --command TEXT} (shown in the report).
+ * (default 3), {@code --file-mib N} (bytes per file run, default 512), {@code --file-page-mib N} (default 4),
+ * {@code --io-threads N} (default 2), {@code --only file|redis}, {@code --out FILE}, {@code --command TEXT}
+ * (shown in the report).
  */
 public final class StorageBench {
     private static final String BEGIN = "<!-- storage-bench begin -->";
     private static final String END = "<!-- storage-bench end -->";
     private static int IO_THREADS = 2;
 
-    private record Row(String backend, String op, long pageBytes, double ours, String reference, double theirs) {
+    /** One comparison measured round after round: each round runs the reference and ours back to back. */
+    private static final class Paired {
+        final List<Double> ours = new ArrayList<>();
+        final List<Double> theirs = new ArrayList<>();
+        private double pendingTheirs = Double.NaN;
+
+        void theirs(double v) {
+            pendingTheirs = v;
+        }
+
+        void ours(double v) {
+            ours.add(v);
+            theirs.add(pendingTheirs);
+        }
+
+        void clear() {
+            ours.clear();
+            theirs.clear();
+        }
+
+        double bestOurs() {
+            return ours.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
+        }
+
+        double bestTheirs() {
+            return theirs.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
+        }
+
+        /** Median over rounds of ours / reference in the same round: robust to load that drifts between rounds. */
+        double medianRatio() {
+            double[] r = new double[ours.size()];
+            for (int i = 0; i < r.length; i++) {
+                r[i] = ours.get(i) / theirs.get(i);
+            }
+            java.util.Arrays.sort(r);
+            return r.length == 0 ? Double.NaN : r.length % 2 == 1 ? r[r.length / 2] : (r[r.length / 2 - 1] + r[r.length / 2]) / 2;
+        }
+    }
+
+    private record Row(String backend, String op, long pageBytes, String reference, Paired p) {
+        double ours() {
+            return p.bestOurs();
+        }
+
+        double theirs() {
+            return p.bestTheirs();
+        }
+
         double ratio() {
-            return ours / theirs;
+            return p.medianRatio();
         }
     }
 
@@ -53,15 +102,19 @@ public final class StorageBench {
         Path dir = null;
         int redisPort = -1;
         int rounds = 3;
-        long fileMib = 256;
+        long fileMib = 512;
+        long filePageMib = 4;
         Path out = null;
         String command = "bench/storage-bench.sh";
+        String only = "";
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--dir" -> dir = Path.of(args[++i]);
                 case "--redis-port" -> redisPort = Integer.parseInt(args[++i]);
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--file-mib" -> fileMib = Long.parseLong(args[++i]);
+                case "--file-page-mib" -> filePageMib = Long.parseLong(args[++i]);
+                case "--only" -> only = args[++i];
                 case "--out" -> out = Path.of(args[++i]);
                 case "--command" -> command = args[++i];
                 case "--io-threads" -> IO_THREADS = Integer.parseInt(args[++i]);
@@ -83,12 +136,12 @@ public final class StorageBench {
         Files.createDirectories(dir);
         List<Row> rows = new ArrayList<>();
         try (Arena arena = Arena.ofShared()) {
-            long pageBytes = 1 << 20;
-            int pages = (int) fileMib;
-            for (boolean direct : new boolean[] {false, true}) {
+            long pageBytes = filePageMib << 20;
+            int pages = (int) (fileMib / filePageMib);
+            for (boolean direct : only.equals("redis") ? new boolean[0] : new boolean[] {false, true}) {
                 rows.addAll(fileRows(arena, dir, direct, pageBytes, pages, rounds));
             }
-            if (redisPort > 0) {
+            if (redisPort > 0 && !only.equals("file")) {
                 rows.addAll(redisRows(arena, redisPort, 1 << 20, 256, 16, rounds));
                 rows.addAll(redisRows(arena, redisPort, 64 << 10, 4096, 64, rounds));
             }
@@ -107,7 +160,7 @@ public final class StorageBench {
         String mode = direct ? "O_DIRECT" : "buffered";
         Path storeDir = dir.resolve("store-" + (direct ? "direct" : "buffered"));
         Path ddFile = dir.resolve("dd-" + (direct ? "direct" : "buffered") + ".bin");
-        int batch = 64;
+        int batch = (int) Math.max(1, Math.min(64, (64L << 20) / pageBytes));
         List<PageKey> keys = keys(pages, direct ? 7 : 5);
         List<HostPage> src = pages(arena, batch, pageBytes, true);
         List<List<HostPage>> dst = new ArrayList<>();
@@ -115,31 +168,41 @@ public final class StorageBench {
             dst.add(pages(arena, batch, pageBytes, false));
         }
         long bytes = pageBytes * pages;
-        double bestPut = 0, bestGet = 0, bestDdW = 0, bestDdR = 0;
+        Paired put = new Paired();
+        Paired get = new Paired();
         StoreConfig config = StoreConfig.builder().fileDirectIo(direct).ioThreads(IO_THREADS).maxBatchPages(batch).build();
         for (int r = -2; r < rounds; r++) { // rounds -2 and -1 warm the JIT up (CRC-32C, NIO) and are not counted
             if (r == 0) {
-                bestPut = bestGet = bestDdW = bestDdR = 0;
+                put.clear();
+                get.clear();
             }
             deleteTree(storeDir);
             Files.deleteIfExists(ddFile);
             String bs = "bs=" + pageBytes;
             String count = "count=" + pages;
-            bestDdW = Math.max(bestDdW, direct ? dd("if=/dev/zero", "of=" + ddFile, bs, count, "oflag=direct")
+            // each timed phase starts with no dirty data left by the one before (sync is untimed)
+            sync();
+            put.theirs(direct ? dd("if=/dev/zero", "of=" + ddFile, bs, count, "oflag=direct")
                     : dd("if=/dev/zero", "of=" + ddFile, bs, count));
+            sync();
             try (PageStore store = PageStores.open("file:" + storeDir, config)) {
-                bestPut = Math.max(bestPut, bytes / run(store, keys, List.of(src, src), true, batch));
+                put.ours(bytes / run(store, keys, List.of(src, src), true, batch));
             }
-            bestDdR = Math.max(bestDdR, direct ? dd("if=" + ddFile, "of=/dev/null", bs, "iflag=direct")
+            sync();
+            get.theirs(direct ? dd("if=" + ddFile, "of=/dev/null", bs, "iflag=direct")
                     : dd("if=" + ddFile, "of=/dev/null", bs));
             try (PageStore store = PageStores.open("file:" + storeDir, config)) {
-                bestGet = Math.max(bestGet, bytes / run(store, keys, dst, false, batch));
+                get.ours(bytes / run(store, keys, dst, false, batch));
             }
         }
         deleteTree(storeDir);
         Files.deleteIfExists(ddFile);
-        return List.of(new Row("file (" + mode + ")", "put", pageBytes, bestPut, "dd write " + mode, bestDdW),
-                new Row("file (" + mode + ")", "get", pageBytes, bestGet, "dd read " + mode, bestDdR));
+        return List.of(new Row("file (" + mode + ")", "put", pageBytes, "dd write " + mode, put),
+                new Row("file (" + mode + ")", "get", pageBytes, "dd read " + mode, get));
+    }
+
+    private static void sync() throws IOException, InterruptedException {
+        new ProcessBuilder("sync").inheritIO().start().waitFor(10, TimeUnit.MINUTES);
     }
 
     /** Runs {@code dd}; returns bytes per second as dd measured them. */
@@ -169,27 +232,29 @@ public final class StorageBench {
             dst.add(pages(arena, pipeline, pageBytes, false));
         }
         long bytes = pageBytes * pages;
-        double bestPut = 0, bestGet = 0, bestSet = 0, bestBGet = 0;
+        Paired put = new Paired();
+        Paired get = new Paired();
         StoreConfig config = StoreConfig.builder().ioThreads(IO_THREADS).redisConnections(IO_THREADS)
                 .maxBatchPages(pipeline).build();
         for (int r = -2; r < rounds; r++) { // rounds -2 and -1 warm the JIT up and are not counted
             if (r == 0) {
-                bestPut = bestGet = bestSet = bestBGet = 0;
+                put.clear();
+                get.clear();
             }
             cli(port, "FLUSHALL");
             double[] ref = redisBenchmark(port, pageBytes, pages, pipeline);
-            bestSet = Math.max(bestSet, ref[0] * pageBytes);
-            bestBGet = Math.max(bestBGet, ref[1] * pageBytes);
+            put.theirs(ref[0] * pageBytes);
+            get.theirs(ref[1] * pageBytes);
             cli(port, "FLUSHALL");
             try (PageStore store = PageStores.open("redis://127.0.0.1:" + port, config)) {
-                bestPut = Math.max(bestPut, bytes / run(store, keys, List.of(src, src), true, pipeline));
-                bestGet = Math.max(bestGet, bytes / run(store, keys, dst, false, pipeline));
+                put.ours(bytes / run(store, keys, List.of(src, src), true, pipeline));
+                get.ours(bytes / run(store, keys, dst, false, pipeline));
             }
         }
         cli(port, "FLUSHALL");
         String ref = "redis-benchmark -c " + IO_THREADS + " -P " + pipeline;
-        return List.of(new Row("redis", "put", pageBytes, bestPut, ref + " SET", bestSet),
-                new Row("redis", "get", pageBytes, bestGet, ref + " GET", bestBGet));
+        return List.of(new Row("redis", "put", pageBytes, ref + " SET", put),
+                new Row("redis", "get", pageBytes, ref + " GET", get));
     }
 
     /** SET and GET requests per second from redis-benchmark with our connection count and pipeline depth. */
@@ -317,16 +382,25 @@ public final class StorageBench {
     private static String markdown(List<Row> rows, String command, Path dir, int rounds) {
         StringBuilder sb = new StringBuilder();
         sb.append("## L3 storage backends against dd and redis-benchmark (`").append(command).append("`)\n\n");
+        String load = "";
+        try {
+            load = ", load average " + Files.readString(Path.of("/proc/loadavg")).trim().split(" ")[0] + " at the end";
+        } catch (IOException | RuntimeException e) {
+            // not Linux: no load figure
+        }
         sb.append("Generated on ").append(Instant.now()).append(", ").append(Runtime.getRuntime().availableProcessors())
-                .append(" CPUs, scratch directory on the disk of `").append(dir.toAbsolutePath()).append("`. ")
-                .append("Best of ").append(rounds).append(" rounds each. File rows: ").append(IO_THREADS)
-                .append(" I/O threads, batches of 64 pages of 1 MiB, one object per page (atomic rename, commit marker, CRC-32C) ")
-                .append("against `dd` moving the same bytes in 1 MiB blocks to or from one file (`/dev/zero` source, `/dev/null` sink); ")
-                .append("buffered rows run through the page cache on both sides, O_DIRECT rows bypass it on both sides. ")
+                .append(" CPUs").append(load).append(", scratch directory on the disk of `").append(dir.toAbsolutePath()).append("`. ")
+                .append(rounds).append(" rounds after two warm-up rounds; each round runs the reference and then hicache ")
+                .append("back to back. MB/s columns: the best round of each side; ratio: the median over rounds of ")
+                .append("hicache / reference in the same round (robust to load that drifts between rounds). File rows: ").append(IO_THREADS)
+                .append(" I/O threads, batches of 64 MiB, one object per page (atomic rename, commit marker, CRC-32C) ")
+                .append("against `dd` moving the same bytes in blocks of one page to or from one file (`/dev/zero` source, `/dev/null` sink); ")
+                .append("buffered rows run through the page cache on both sides, O_DIRECT rows bypass it on both sides; ")
+                .append("`sync` (untimed) before each write, so neither side pays for the other's write-back. ")
                 .append("Redis rows: a local redis-server without persistence, ").append(IO_THREADS)
                 .append(" connections, pipelined batches of the depth named, distinct keys, against `redis-benchmark` ")
                 .append("with the same connections, pipeline depth and value size.\n\n");
-        sb.append("| backend | operation | page bytes | hicache MB/s | reference | reference MB/s | ratio | target 0.8 |\n");
+        sb.append("| backend | operation | page bytes | hicache MB/s | reference | reference MB/s | ratio (median) | target 0.8 |\n");
         sb.append("|---|---|---:|---:|---|---:|---:|---|\n");
         for (Row r : rows) {
             sb.append(String.format(Locale.ROOT, "| %s | %s | %d | %.1f | %s | %.1f | %.2f | %s |%n", r.backend(), r.op(),

@@ -35,6 +35,9 @@ import java.util.Objects;
  * @param randomFailureError            the error of randomly failed copies
  * @param delayProbability              probability in [0, 1] that a copy takes extra time
  * @param maxExtraDelayNs               a delayed copy takes a uniform extra time in [0, maxExtraDelayNs]
+ * @param moveBytes                     whether copies move their bytes (default true); a timing-only user whose
+ *                                      buffers carry no data anyone reads (the simulator) turns it off, and copies
+ *                                      then only take their time and complete
  */
 public record SimulatedCudaConfig(
         long seed,
@@ -51,7 +54,8 @@ public record SimulatedCudaConfig(
         double copyFailureProbability,
         CudaError randomFailureError,
         double delayProbability,
-        long maxExtraDelayNs) {
+        long maxExtraDelayNs,
+        boolean moveBytes) {
 
     /** Validates every value; see the class comment for their meaning. */
     public SimulatedCudaConfig {
@@ -98,6 +102,7 @@ public record SimulatedCudaConfig(
         b.randomFailureError = randomFailureError;
         b.delayProbability = delayProbability;
         b.maxExtraDelayNs = maxExtraDelayNs;
+        b.moveBytes = moveBytes;
         return b;
     }
 
@@ -136,6 +141,7 @@ public record SimulatedCudaConfig(
         private CudaError randomFailureError = CudaError.UNKNOWN;
         private double delayProbability = 0.0;
         private long maxExtraDelayNs = 0L;
+        private boolean moveBytes = true;
 
         private Builder() {
         }
@@ -227,12 +233,18 @@ public record SimulatedCudaConfig(
             return this;
         }
 
+        /** Whether copies move their bytes (default true); see {@link SimulatedCudaConfig#moveBytes()}. */
+        public Builder moveBytes(boolean move) {
+            this.moveBytes = move;
+            return this;
+        }
+
         /** Validates and builds. */
         public SimulatedCudaConfig build() {
             return new SimulatedCudaConfig(seed, copyLaunchLatencyNs, hostToDeviceBytesPerSecond,
                     deviceToHostBytesPerSecond, deviceToDeviceBytesPerSecond, sharedPcieLink, batchedCopySupported,
                     deviceMemoryBytes, deviceMemoryFill, runtimeVersion, driverVersion, copyFailureProbability,
-                    randomFailureError, delayProbability, maxExtraDelayNs);
+                    randomFailureError, delayProbability, maxExtraDelayNs, moveBytes);
         }
     }
 }

@@ -158,6 +158,8 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     }
 
     private final SimulatedCudaConfig config;
+    /** {@link SimulatedCudaConfig#moveBytes()}, read on every copy completion. */
+    private final boolean moveBytes;
     private final ReentrantLock lock = new ReentrantLock();
     private final SplittableRandom random;
 
@@ -208,6 +210,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     /** A runtime with the given settings; the clock starts at 0. */
     public SimulatedCudaRuntime(SimulatedCudaConfig config) {
         this.config = Objects.requireNonNull(config, "config");
+        this.moveBytes = config.moveBytes();
         this.random = new SplittableRandom(config.seed());
         this.copyFailureProbability = config.copyFailureProbability();
         this.randomFailureCode = config.randomFailureError().code();
@@ -1404,7 +1407,9 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         int failCode = op.failCode;
         switch (op.type) {
             case OP_COPY -> {
-                copyBytes(op, failCode == 0 ? op.bytes : op.bytes / 2);
+                if (moveBytes) {
+                    copyBytes(op, failCode == 0 ? op.bytes : op.bytes / 2);
+                }
                 if (failCode == 0) {
                     bytesCopiedByKind[op.kindValue] += op.bytes;
                 }

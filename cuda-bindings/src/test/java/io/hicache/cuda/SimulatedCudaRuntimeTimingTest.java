@@ -43,6 +43,28 @@ class SimulatedCudaRuntimeTimingTest {
     }
 
     @Test
+    void withoutMovingBytesACopyOnlyTakesItsTime() {
+        SimulatedCudaRuntime timing = new SimulatedCudaRuntime(simple().moveBytes(false).build());
+        try {
+            long host = timing.hostAlloc(1024, 0);
+            long dev = timing.deviceMalloc(1024);
+            fill(timing.hostMemory(host, 1024), (byte) 7);
+            CudaStream s = timing.createStream(0);
+            timing.memcpyAsync(dev, host, 1000, CopyKind.HOST_TO_DEVICE, s);
+            assertThat(timing.nextEventTimeNs()).isEqualTo(2_000);
+            timing.advanceTo(2_000);
+            assertThat(timing.opsCompleted()).isEqualTo(1);
+            assertThat(timing.deviceMemory(dev, 1000).toArray(ValueLayout.JAVA_BYTE)).containsOnly((byte) 0);
+            timing.destroyStream(s);
+            timing.deviceFree(dev);
+            timing.hostFree(host);
+        } finally {
+            timing.close();
+        }
+        assertThat(simple().build().moveBytes()).isTrue();
+    }
+
+    @Test
     void bytesMoveOnlyWhenTheCopyCompletes() {
         long host = rt.hostAlloc(1024, 0);
         long dev = rt.deviceMalloc(1024);

@@ -16,4 +16,12 @@ public final class DefaultEngineFactory implements EngineFactory {
         }
         return new ServingEngine();
     }
+
+    @Override
+    public SimulationEngine create(SimConfig config, ServingConfig serving) {
+        if (config.cacheOnly()) {
+            return new CacheOnlyEngine();
+        }
+        return new ServingEngine(serving);
+    }
 }

@@ -12,4 +12,13 @@ public interface EngineFactory {
      * @throws EngineUnavailableException no engine can run this configuration
      */
     SimulationEngine create(SimConfig config);
+
+    /**
+     * The engine for {@code config} served as {@code serving}; engines that do not model serving ignore it.
+     *
+     * @throws EngineUnavailableException no engine can run this configuration
+     */
+    default SimulationEngine create(SimConfig config, ServingConfig serving) {
+        return create(config);
+    }
 }

@@ -55,6 +55,22 @@ public final class HitStats {
         this.hostHitTokens += hostHitTokens;
     }
 
+    /** Adds the counts of {@code other} (same block tokens) to these. */
+    public void add(HitStats other) {
+        if (other.blockTokens != blockTokens) {
+            throw new IllegalArgumentException("cannot add hit counts of " + other.blockTokens + " block tokens to "
+                    + blockTokens);
+        }
+        requests += other.requests;
+        inputTokens += other.inputTokens;
+        simulatedTokens += other.simulatedTokens;
+        blocks += other.blocks;
+        hitBlocks += other.hitBlocks;
+        hitPromptTokens += other.hitPromptTokens;
+        deviceHitTokens += other.deviceHitTokens;
+        hostHitTokens += other.hostHitTokens;
+    }
+
     /** Requests counted. */
     public long requests() {
         return requests;

@@ -8,6 +8,7 @@ import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.ProgressListener;
 import io.hicache.core.WritePolicy;
 import io.hicache.sim.CoreNames;
+import io.hicache.sim.Router;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
 import io.hicache.sim.report.SimResult;
@@ -41,7 +42,7 @@ import java.util.function.Function;
  */
 @Command(name = "hicache-sim", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = {"Replays request traces through the HiCache radix tree and backup controller.",
-                "With no arguments: compare on the bundled trace, writing report.html."},
+                "With no arguments: compare on the bundled trace on a fleet of 8 instances, writing report.html."},
         footer = {"", "Exit status: 0 ok, 1 run failed, 2 usage error."})
 public final class Main implements Callable<Integer> {
 
@@ -107,12 +108,14 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("compare", new Compare(main));
         cl.addSubcommand("sweep", new Sweep(main));
         cl.addSubcommand("keys", new KeysCommand(env));
+        cl.addSubcommand("gen-multiturn", new GenerateMultiTurn(env));
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
         register(cl, WritePolicy.class, CoreNames::writePolicy);
         register(cl, BackupMode.class, BackupMode::byName);
         register(cl, Eviction.class, Eviction::byName);
         register(cl, OwnerLanes.class, CoreNames::lanes);
+        register(cl, Router.class, Router::byName);
         cl.setOut(new PrintWriter(env.out(), true, StandardCharsets.UTF_8));
         cl.setErr(new PrintWriter(env.err(), true, StandardCharsets.UTF_8));
         cl.setParameterExceptionHandler((ex, a) -> {
@@ -144,12 +147,20 @@ public final class Main implements Callable<Integer> {
         });
     }
 
-    /** No subcommand: {@code compare} with defaults on the bundled trace, writing {@code report.html}. */
+    /** Instances of the no-argument run (a fleet, as operators size it). */
+    public static final int DEFAULT_FLEET = 8;
+
+    /**
+     * No subcommand: {@code compare} with defaults on the bundled trace on a fleet of {@link #DEFAULT_FLEET}
+     * instances behind the cache-aware router, writing {@code report.html}.
+     */
     @Override
     public Integer call() {
         SimOptions defaults = new SimOptions();
         defaults.htmlFile = Paths.get(DEFAULT_HTML);
-        return execute(spec, defaults, Kind.COMPARE);
+        ServingOptions fleet = new ServingOptions();
+        fleet.instances = List.of(DEFAULT_FLEET);
+        return execute(spec, defaults, fleet, Kind.COMPARE);
     }
 
     enum Kind {
@@ -181,7 +192,9 @@ public final class Main implements Callable<Integer> {
         GpuPreset gpu;
 
         @Option(names = "--device-capacity-tokens", paramLabel = "TOKENS",
-                description = "Device KV capacity in simulated tokens (k/M/G suffixes; default about 3M prompt tokens).")
+                description = "Device KV capacity per instance in simulated tokens (k/M/G suffixes; default: the KV "
+                        + "room of the instance's GPUs after the weights, about 1.1M tokens for llama3-70b at TP 4 on "
+                        + "H200; --cache-only: about 3M).")
         String deviceCapacity;
 
         @Option(names = "--host-capacity-tokens", paramLabel = "TOKENS", split = ",",
@@ -268,6 +281,8 @@ public final class Main implements Callable<Integer> {
         CommandSpec spec;
         @Mixin
         SimOptions options;
+        @Mixin
+        ServingOptions serving;
 
         SimCommand(Main main, Kind kind) {
             this.main = main;
@@ -276,7 +291,7 @@ public final class Main implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            return main.execute(spec, options, kind);
+            return main.execute(spec, options, serving, kind);
         }
     }
 
@@ -288,7 +303,8 @@ public final class Main implements Callable<Integer> {
     }
 
     @Command(name = "compare", mixinStandardHelpOptions = true,
-            description = "Replay with backup modes layered, all-layers and none side by side.")
+            description = "Replay with backup modes layered, all-layers and none side by side "
+                    + "(for every --instances and --router given as lists).")
     static final class Compare extends SimCommand {
         Compare(Main main) {
             super(main, Kind.COMPARE);
@@ -303,8 +319,8 @@ public final class Main implements Callable<Integer> {
         }
     }
 
-    Integer execute(CommandSpec at, SimOptions o, Kind kind) {
-        RunPlan plan = RunPlan.build(at.commandLine(), o, kind, env);
+    Integer execute(CommandSpec at, SimOptions o, ServingOptions s, Kind kind) {
+        RunPlan plan = RunPlan.build(at.commandLine(), o, s, kind, env);
         return plan.run("hicache-sim " + String.join(" ", redacted(args)));
     }
 
@@ -322,22 +338,27 @@ public final class Main implements Callable<Integer> {
         return out;
     }
 
+
     /** Summary line for a result, printed to standard output. */
     static String summary(String label, SimResult r) {
-        return String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
+        String line = String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
                 label, r.blockHitRatio(), r.tokenHitRatio(), r.deviceHitTokens(), r.hostHitTokens(),
-                r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds())
-                + (r.storage() == null ? "" : String.format(Locale.ROOT,
+                r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds());
+        var s = r.serving();
+        String storage = r.storage() == null ? "" : String.format(Locale.ROOT,
                 "  storage=%s storage_hit_tok=%d storage_write_pages=%d prefetch_pages_published=%d",
                 r.storage().backend(), r.storage().storageHitTokens(), r.storage().writePages(),
-                r.storage().prefetchPagesPublished()));
+                r.storage().prefetchPagesPublished());
+        return (s == null ? line : line + String.format(Locale.ROOT, " %11.1f %11.1f %11.1f %10.1f %7.3f",
+                s.ttftMs().p50(), s.ttftMs().p99(), s.tpotMs().p50(), s.throughputOutputTokensPerS(), s.goodput()))
+                + storage;
     }
 
     /** Header of {@link #summary}. */
     static String summaryHeader() {
-        return String.format(Locale.ROOT, "%-26s %8s %8s %14s %14s %12s %12s %12s %10s",
+        return String.format(Locale.ROOT, "%-26s %8s %8s %14s %14s %12s %12s %12s %10s %11s %11s %11s %10s %7s",
                 "configuration", "blk_hit", "tok_hit", "device_hit_tok", "host_hit_tok", "backups", "exposed_ms",
-                "commit_p99ms", "wall_s");
+                "commit_p99ms", "wall_s", "ttft_p50ms", "ttft_p99ms", "tpot_p50ms", "out_tok/s", "goodput");
     }
 
     static ProgressListener progress(Env env) {

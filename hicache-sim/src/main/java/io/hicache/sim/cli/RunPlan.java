@@ -5,6 +5,8 @@ import io.hicache.sim.CoreNames;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.WritePolicy;
 import io.hicache.sim.BackupMode;
+import io.hicache.sim.Router;
+import io.hicache.sim.ServingConfig;
 import io.hicache.sim.CacheOnlyEngine;
 import io.hicache.sim.SimConfig;
 import io.hicache.sim.SimulationEngine;
@@ -38,19 +40,22 @@ final class RunPlan {
     private final Main.Kind kind;
     private final TraceSource trace;
     private final List<SimConfig> configs;
+    private final List<ServingConfig> servings;
     private final List<String> labels;
     private final Path jsonFile;
     private final Path htmlFile;
     private final Path jfrFile;
     private final io.hicache.sim.StorageOptions storage;
 
-    private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs, List<String> labels,
-                    Path jsonFile, Path htmlFile, Path jfrFile, io.hicache.sim.StorageOptions storage) {
+    private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs,
+                    List<ServingConfig> servings, List<String> labels, Path jsonFile, Path htmlFile, Path jfrFile,
+                    io.hicache.sim.StorageOptions storage) {
         this.storage = storage;
         this.env = env;
         this.kind = kind;
         this.trace = trace;
         this.configs = configs;
+        this.servings = servings;
         this.labels = labels;
         this.jsonFile = jsonFile;
         this.htmlFile = htmlFile;
@@ -62,7 +67,12 @@ final class RunPlan {
         return configs;
     }
 
-    static RunPlan build(CommandLine cl, Main.SimOptions o, Main.Kind kind, Main.Env env) {
+    /** The serving configurations, parallel to {@link #configs()}. */
+    List<ServingConfig> servings() {
+        return servings;
+    }
+
+    static RunPlan build(CommandLine cl, Main.SimOptions o, ServingOptions so, Main.Kind kind, Main.Env env) {
         // Values checked one by one.
         long limit = Long.MAX_VALUE;
         if (o.limit != null) {
@@ -87,9 +97,19 @@ final class RunPlan {
             throw usage(cl, "--block-tokens must be >= 1, got " + blockTokens);
         }
         int pageSize = o.pageSize == null ? SimConfig.defaultPageSize(blockTokens) : o.pageSize;
-        long device = o.deviceCapacity == null
-                ? SimConfig.defaultDeviceCapacityTokens(blockTokens, formatBlock)
-                : tokens(cl, "--device-capacity-tokens", o.deviceCapacity);
+        var model = o.model == null ? io.hicache.sim.model.ModelPreset.DEFAULT : o.model;
+        var gpu = o.gpu == null ? io.hicache.sim.model.GpuPreset.DEFAULT : o.gpu;
+        int cp = o.cp == null ? 1 : o.cp;
+        ServingConfig serving = serving(cl, so, model, gpu, kind, o.cacheOnly);
+        long device;
+        if (o.deviceCapacity != null) {
+            device = tokens(cl, "--device-capacity-tokens", o.deviceCapacity);
+        } else if (o.cacheOnly) {
+            device = SimConfig.defaultDeviceCapacityTokens(blockTokens, formatBlock);
+        } else {
+            device = Math.max(1, ServingConfig.kvRoomPromptTokens(model, gpu, serving.tp(), Math.max(1, cp))
+                    * blockTokens / formatBlock);
+        }
         if (device == 0) {
             throw usage(cl, "--device-capacity-tokens must be > 0 (there is always a device tier)");
         }
@@ -111,12 +131,9 @@ final class RunPlan {
                 hosts.add(scale(device, SimConfig.DEFAULT_HOST_RATIO));
             }
         }
-        var model = o.model == null ? io.hicache.sim.model.ModelPreset.DEFAULT : o.model;
-        var gpu = o.gpu == null ? io.hicache.sim.model.GpuPreset.DEFAULT : o.gpu;
         var writePolicy = o.writePolicy == null ? WritePolicy.WRITE_THROUGH : o.writePolicy;
         var backupMode = o.backupMode == null ? BackupMode.LAYERED : o.backupMode;
         var eviction = o.eviction == null ? io.hicache.sim.Eviction.LRU : o.eviction;
-        int cp = o.cp == null ? 1 : o.cp;
         var lanes = o.lanes == null ? OwnerLanes.ROUND_ROBIN : o.lanes;
         int draftLayers = o.draftLayers == null ? model.defaultDraftLayers() : o.draftLayers;
         long seed = o.seed == null ? 0 : o.seed;
@@ -160,6 +177,7 @@ final class RunPlan {
         }
 
         List<SimConfig> configs = new ArrayList<>();
+        List<ServingConfig> servings = new ArrayList<>();
         List<String> labels = new ArrayList<>();
         try {
             SimConfig base = new SimConfig(model, gpu, blockTokens, pageSize, device, hosts.getFirst(), writePolicy,
@@ -167,17 +185,30 @@ final class RunPlan {
             switch (kind) {
                 case REPLAY -> {
                     configs.add(base);
+                    servings.add(serving);
                     labels.add(backupMode.cliName());
                 }
                 case COMPARE -> {
-                    for (BackupMode m : BackupMode.values()) {
-                        configs.add(base.withBackupMode(m));
-                        labels.add(m == BackupMode.NONE ? "none (no backup)" : m.cliName());
+                    List<Integer> fleets = so.instances == null ? List.of(serving.instances()) : so.instances;
+                    List<Router> routers = so.routers == null ? List.of(serving.router()) : so.routers;
+                    boolean axes = fleets.size() > 1 || routers.size() > 1 || serving.instances() > 1;
+                    for (int n : fleets) {
+                        for (Router router : routers) {
+                            ServingConfig sc = serving.withFleet(n, router);
+                            String fleet = n == 1 ? "1 instance" : n + "x " + router.cliName();
+                            for (BackupMode m : BackupMode.values()) {
+                                configs.add(base.withBackupMode(m));
+                                servings.add(sc);
+                                String mode = m == BackupMode.NONE ? "none (no backup)" : m.cliName();
+                                labels.add(axes ? mode + ", " + fleet : mode);
+                            }
+                        }
                     }
                 }
                 case SWEEP -> {
                     for (long h : hosts) {
                         configs.add(base.withHostCapacityTokens(h));
+                        servings.add(serving);
                         labels.add("host " + (h == SimConfig.HOST_UNLIMITED ? "inf" : Long.toString(h)));
                     }
                 }
@@ -188,7 +219,46 @@ final class RunPlan {
         Path json = o.jsonFile == null ? null : env.workDir().resolve(o.jsonFile);
         Path html = o.htmlFile == null ? null : env.workDir().resolve(o.htmlFile);
         Path jfr = o.jfrFile == null ? null : env.workDir().resolve(o.jfrFile);
-        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(labels), json, html, jfr, storage);
+        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(servings), List.copyOf(labels), json,
+                html, jfr, storage);
+    }
+
+    /** The serving configuration the options ask for (the first of each list); refuses bad values. */
+    private static ServingConfig serving(CommandLine cl, ServingOptions so, io.hicache.sim.model.ModelPreset model,
+                                         io.hicache.sim.model.GpuPreset gpu, Main.Kind kind, boolean cacheOnly) {
+        if (cacheOnly && so.any()) {
+            throw usage(cl, "--instances, --router, --tp, --max-batch-tokens, --chunk-tokens and the SLOs have no "
+                    + "effect with --cache-only (it models no serving); drop them");
+        }
+        if (kind != Main.Kind.COMPARE && so.instances != null && so.instances.size() > 1) {
+            throw usage(cl, "--instances takes one value here; compare takes a list, got " + so.instances);
+        }
+        if (kind != Main.Kind.COMPARE && so.routers != null && so.routers.size() > 1) {
+            throw usage(cl, "--router takes one value here; compare takes a list, got " + so.routers);
+        }
+        if (so.instances != null) {
+            for (int n : so.instances) {
+                if (n < 1) {
+                    throw usage(cl, "--instances must be >= 1, got " + n);
+                }
+            }
+        }
+        ServingConfig d = ServingConfig.defaults(model, gpu);
+        int budget = so.maxBatchTokens == null ? d.maxBatchTokens() : so.maxBatchTokens;
+        if (budget < 1) {
+            throw usage(cl, "--max-batch-tokens must be >= 1, got " + budget);
+        }
+        int chunk = so.chunkTokens == null ? Math.min(budget, d.chunkTokens()) : so.chunkTokens;
+        try {
+            ServingConfig s = new ServingConfig(so.instances == null ? d.instances() : so.instances.getFirst(),
+                    so.routers == null ? d.router() : so.routers.getFirst(), so.tp == null ? d.tp() : so.tp, budget,
+                    chunk, so.sloTtftMs == null ? d.sloTtftMs() : so.sloTtftMs,
+                    so.sloTpotMs == null ? d.sloTpotMs() : so.sloTpotMs);
+            s.checkModel(model);
+            return s;
+        } catch (IllegalArgumentException e) {
+            throw usage(cl, e.getMessage());
+        }
     }
 
     /**
@@ -214,11 +284,11 @@ final class RunPlan {
 
     private int replayAndReport(String commandLine) {
         List<SimulationEngine> engines = new ArrayList<>();
-        for (SimConfig c : configs) {
+        for (int i = 0; i < configs.size(); i++) {
+            // fails before any replay when an engine is missing
             engines.add(storage != null // the storage tier runs in the timed engine
-                    ? new io.hicache.sim.engine.ServingEngine(io.hicache.sim.engine.ServingEngine.DEFAULT_BATCH_TOKEN_BUDGET,
-                    storage)
-                    : env.engines().create(c)); // fails before any replay when an engine is missing
+                    ? new io.hicache.sim.engine.ServingEngine(servings.get(i), storage)
+                    : env.engines().create(configs.get(i), servings.get(i)));
         }
         List<SimResult> results = new ArrayList<>();
         env.out().println(Main.summaryHeader());
@@ -246,13 +316,13 @@ final class RunPlan {
         }
         SimConfig first = configs.getFirst();
         if (storage != null) {
-            SimResult r = env.engines().create(first).run(first, trace, Main.progress(env));
+            SimResult r = env.engines().create(first, servings.getFirst()).run(first, trace, Main.progress(env));
             rows.add(new HtmlReport.Row("without storage", r, true));
             env.out().println(Main.summary("without storage", r));
         }
         if (kind == Main.Kind.REPLAY && first.backupMode() != BackupMode.NONE) {
             SimConfig none = first.withBackupMode(BackupMode.NONE);
-            SimResult r = env.engines().create(none).run(none, trace, Main.progress(env));
+            SimResult r = env.engines().create(none, servings.getFirst()).run(none, trace, Main.progress(env));
             rows.add(new HtmlReport.Row("no backup (baseline)", r, true));
             env.out().println(Main.summary("no backup (baseline)", r));
         }

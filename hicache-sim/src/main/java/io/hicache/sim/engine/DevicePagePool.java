@@ -3,28 +3,33 @@ package io.hicache.sim.engine;
 import io.hicache.core.DevicePageAllocator;
 
 /**
- * The serving engine's device KV page pool: a stack of free page ids shared by every CP rank (identical
- * scheduling gives every rank the same ids, so one pool serves the group; see {@link Mirror}). Owned by the
- * engine's scheduler thread; not thread-safe. Allocation-free.
+ * The serving engine's device KV page pool, shared by every CP rank (identical scheduling gives every rank
+ * the same ids, so one pool serves the group; see {@link Mirror}). Free pages are a bitmap handed out
+ * next-fit in ascending order, so a request's pages form runs of consecutive ids whenever free space allows,
+ * and the controller's copies of them coalesce. Refuses a page freed twice. Owned by the engine's scheduler
+ * thread; not thread-safe. Allocation-free.
  */
 final class DevicePagePool implements DevicePageAllocator {
-    private final int[] free;
+    private final long[] freeBits;
+    private final int capacity;
     private int freeCount;
+    private int cursorPage;
 
     /** A pool of pages {@code 0 .. capacityPages-1}, all free. */
     DevicePagePool(int capacityPages) {
         if (capacityPages < 1) {
             throw new IllegalArgumentException("device pool needs at least one page, got " + capacityPages);
         }
-        free = new int[capacityPages];
-        for (int i = 0; i < capacityPages; i++) {
-            free[i] = capacityPages - 1 - i; // page 0 on top: low ids first
+        capacity = capacityPages;
+        freeBits = new long[(capacityPages + 63) >>> 6];
+        for (int p = 0; p < capacityPages; p++) {
+            freeBits[p >>> 6] |= 1L << p;
         }
         freeCount = capacityPages;
     }
 
     int capacityPages() {
-        return free.length;
+        return capacity;
     }
 
     int freePages() {
@@ -36,22 +41,84 @@ final class DevicePagePool implements DevicePageAllocator {
         if (count > freeCount) {
             return false;
         }
-        for (int i = 0; i < count; i++) {
-            out[offset + i] = free[--freeCount];
+        int got = 0;
+        int w = cursorPage >>> 6;
+        long bits = freeBits[w] & (-1L << (cursorPage & 63)); // the first word from the cursor on
+        int last = -1;
+        int scanned = 0;
+        while (got < count) {
+            while (bits != 0 && got < count) {
+                long low = bits & -bits;
+                last = (w << 6) + Long.numberOfTrailingZeros(low);
+                out[offset + got++] = last;
+                freeBits[w] &= ~low;
+                bits ^= low;
+            }
+            if (got < count) {
+                w = w + 1 == freeBits.length ? 0 : w + 1;
+                bits = freeBits[w];
+                if (++scanned > freeBits.length + 1) {
+                    throw new IllegalStateException("device pool free count " + freeCount + " disagrees with its bitmap");
+                }
+            }
         }
+        cursorPage = last + 1 >= capacity ? 0 : last + 1;
+        freeCount -= count;
         return true;
+    }
+
+    /**
+     * Allocates one page, {@code after + 1} if it is free (so a request's decode pages follow its last page and
+     * their copies coalesce), else as {@link #allocate}.
+     */
+    boolean allocateAfter(int after, int[] out, int offset) {
+        int p = after + 1;
+        if (p > 0 && p < capacity && (freeBits[p >>> 6] & (1L << p)) != 0) {
+            freeBits[p >>> 6] &= ~(1L << p);
+            freeCount--;
+            out[offset] = p;
+            return true;
+        }
+        return allocate(1, out, offset);
+    }
+
+    /**
+     * Moves the next-fit cursor {@code pages} further, leaving the pages right after the last allocation to
+     * {@link #allocateAfter} (a request about to decode grows into them); they stay free for anyone once the
+     * cursor comes round.
+     */
+    void skip(int pages) {
+        if (pages > 0) {
+            cursorPage = (int) ((cursorPage + (long) pages) % capacity);
+        }
     }
 
     @Override
     public void free(int[] pages, int offset, int count) {
-        if (freeCount + count > free.length) {
-            throw new IllegalStateException("device pool overflow: freeing " + count + " pages with " + freeCount
-                    + " of " + free.length + " already free (a page was freed twice)");
+        for (int i = 0; i < count; i++) {
+            int p = pages[offset + i];
+            long bit = 1L << p;
+            if ((freeBits[p >>> 6] & bit) != 0) {
+                throw new IllegalStateException("device page " + p + " freed twice (it was already free)");
+            }
+            freeBits[p >>> 6] |= bit;
         }
-        // pushed last to first, so a freed ascending run is handed out ascending again (copies coalesce)
-        for (int i = count - 1; i >= 0; i--) {
-            free[freeCount++] = pages[offset + i];
+        freeCount += count;
+    }
+
+    /** The free page ids, ascending. */
+    int[] freeList() {
+        int[] out = new int[freeCount];
+        int n = 0;
+        for (int w = 0; w < freeBits.length; w++) {
+            long bits = freeBits[w];
+            while (bits != 0) {
+                long low = bits & -bits;
+                out[n++] = (w << 6) + Long.numberOfTrailingZeros(low);
+                bits ^= low;
+            }
         }
+        return out;
     }
 
     /**

@@ -2,6 +2,7 @@ package io.hicache.sim.engine;
 
 import io.hicache.cuda.SimulatedCudaRuntime;
 import io.hicache.sim.ProgressListener;
+import io.hicache.sim.ServingConfig;
 import io.hicache.sim.SimConfig;
 import io.hicache.sim.SimulationEngine;
 import io.hicache.sim.report.SimResult;
@@ -10,45 +11,54 @@ import io.hicache.sim.trace.TraceSource;
 import java.util.List;
 
 /**
- * The timed engine: a discrete-event model of a serving engine that drives the <b>real</b>
- * {@link io.hicache.core.internal.HiCacheController} (one per CP rank, agents stepped by hand) on
- * {@link SimulatedCudaRuntime} devices with a virtual clock.
+ * The timed engine: a discrete-event model of a fleet of serving engines that drives the <b>real</b>
+ * {@link io.hicache.core.internal.HiCacheController} (one per CP rank per instance, agents stepped by hand) on
+ * {@link SimulatedCudaRuntime} devices with virtual clocks.
  *
  * <h2>The serving model</h2>
  * <ul>
- *   <li><b>Arrivals</b> at the trace's timestamps divided by {@code --time-scale}, into one FCFS queue.</li>
- *   <li><b>Prefill batches.</b> When the compute stream is idle the scheduler forms a batch from the head of
- *   the queue (at most {@link #LOOKAHEAD_REQUESTS} requests are looked at) until the tokens to compute would
- *   exceed the token budget ({@link #DEFAULT_BATCH_TOKEN_BUDGET} = 8192 prompt tokens, SGLang's default
- *   {@code --max-prefill-tokens}); a request larger than the budget runs alone (no chunked prefill).</li>
- *   <li><b>Per request</b>, on every rank in the same order: {@code match}; a host hit is loaded back
- *   first ({@code loadBack}, then one {@code startLoading} per batch, before the batch is enqueued so the
- *   copies overlap this batch's compute) and the request joins a later batch once the controller has
- *   published the loaded pages: the controller makes loaded nodes device hits only after the load is
- *   acknowledged, and the engine cannot insert a request's new tokens below a chain still being loaded.
- *   A load refused for lack of device pages turns the host hit into recomputation. Then device pages are
- *   allocated for the tokens to compute (evicting with {@code evictDevice} when the pool is empty), the
- *   request's pages are <b>inserted</b> into the tree and locked, and the write policy reserves the
- *   backups ({@code reserveByPolicy}).</li>
- *   <li><b>Order of a forward</b>: insert &rarr; reserve &rarr; {@code beginForward} &rarr; per layer a kernel of
- *   the compute model's prefill time on the compute stream then {@code targetLayerStored(l)} (draft layers
- *   after the target layers, each a kernel of one layer's time then {@code draftLayerStored(d)}) &rarr;
- *   {@code endForward}. The reservation must precede {@code beginForward}: a backup joins the forward whose
- *   hooks copy it, so only tokens reserved before the first hook can be copied layer by layer while later
- *   layers compute. Inserting before the forward makes the new pages device hits for requests scheduled
- *   after; that is safe because every later forward runs after this one on the same compute stream, so
- *   their reads of those pages are ordered after the writes. Like a real engine's CPU, the scheduler
- *   enqueues the whole forward at once and the device runs it; the controller measures the forward's end
- *   on the device through its end event.</li>
- *   <li><b>Decode</b> is coarse: after its prefill a request keeps its pages locked for
- *   {@code output_length x decode step}, the step being the compute model's decode time of all layers for
- *   one sequence at its context; decode does not occupy the compute stream (as if it ran on other
- *   instances of a disaggregated deployment), so the cache keeps serving prefills meanwhile. Output tokens
- *   are not added to the cache.</li>
- *   <li><b>Capacities</b>: device pages = {@code device_capacity_tokens / page_size}, shared by the tree,
- *   requests in flight and loads. The host pool holds {@code host_capacity_tokens / page_size} pages for
- *   the CP group ({@code / cp} per rank, as each rank stores only the pages it owns). Backup mode
- *   {@code none} or host capacity 0: no backups and no host tier at all.</li>
+ *   <li><b>Arrivals</b> at the trace's timestamps divided by {@code --time-scale}. A router
+ *   ({@link io.hicache.sim.Router}) sends each to one of {@code --instances} instances; every instance is
+ *   first run up to the arrival, so the router sees the queues and trees as they are at that moment.</li>
+ *   <li><b>Continuous batching</b>, per instance: whenever the previous step has ended, the scheduler forms one
+ *   forward step under a token budget ({@code --max-batch-tokens}, default 8,192): one token for every
+ *   request that is decoding, then the next chunk (at most {@code --chunk-tokens}) of every request still
+ *   prefilling, then new requests from the head of the FCFS queue (at most {@link #LOOKAHEAD_REQUESTS}
+ *   looked at) while budget is left. A request decodes one token per step until it has produced the
+ *   trace's {@code output_length} tokens; the step that completes its prefill yields the first token.</li>
+ *   <li><b>Admission</b> matches the prompt against the tree. A host hit is loaded back first
+ *   ({@code loadBack}, then one {@code startLoading} per step) and the request is admitted at a later step
+ *   once the controller has published the loaded pages; a load refused for lack of device pages turns the
+ *   host hit into recomputation. Then device pages for the whole uncached prompt are allocated (evicting
+ *   with {@code evictDevice}); without room the head of the queue <b>waits</b> (FCFS). A full hit still
+ *   computes its last token.</li>
+ *   <li><b>Decode KV</b> grows page by page. When a decoding request needs a page and none can be freed by
+ *   eviction, the scheduler <b>preempts</b> as SGLang's {@code retract_decode} does: the running request with
+ *   the fewest decoded tokens releases its pages (its prompt stays cached in the tree, unlocked) and goes back
+ *   to the head of the queue; readmitted, it prefills its prompt and the tokens it had decoded again.
+ *   Preemptions are counted. When a request finishes, its whole pages, prompt and output, are inserted into
+ *   the tree (SGLang's {@code cache_finished_req}); the output pages get keys of their own, since a trace
+ *   does not say which later prompt blocks repeat an answer.</li>
+ *   <li><b>Inserts and backups.</b> Before a step, the whole prompt pages its chunks complete are inserted
+ *   and locked, and the write policy reserves their backups ({@code reserveByPolicy}); backups of finished
+ *   requests are reserved the same way. The reservation precedes {@code beginForward} because a backup joins
+ *   the forward whose hooks copy it. A step that carries backups runs on the devices as one forward: per
+ *   layer a kernel of the step's layer time on the compute stream, then {@code targetLayerStored(l)} (draft
+ *   layers after the target layers), then {@code endForward}; the step ends when its compute does.
+ *   A step without backups (decode only, or nothing to back up) needs no hook: it only takes its time, so a
+ *   decode step costs no device event. Backups of finished requests therefore wait for the next step that
+ *   runs the hooks (the next prefill), or for a copy-only forward when the instance has nothing else to run.</li>
+ *   <li><b>Step time</b>: {@link io.hicache.sim.model.ComputeModel#stepLayerNs} of the prefill chunks and the
+ *   decoding sequences together (one pass over the weights), on {@code --tp} GPUs with two all-reduces per
+ *   layer over NVLink, per layer, times the layer count.</li>
+ *   <li><b>Tensor parallelism.</b> The GPUs of a TP group run the same schedule on their own shards, so one
+ *   controller per CP rank stands for its whole TP group: its pages carry one GPU's shard of the KV
+ *   ({@code 1/tp} of the bytes when the KV heads are split; all of them for MLA, which every GPU holds
+ *   whole) over one GPU's host link, and reported {@code d2h_bytes} count every GPU's copies.</li>
+ *   <li><b>Capacities</b>: device pages per instance = {@code device_capacity_tokens / page_size}, shared by
+ *   the tree, running requests and loads. The host pool holds {@code host_capacity_tokens / page_size} pages
+ *   per instance ({@code / cp} per rank). Backup mode {@code none} or host capacity 0: no backups and no
+ *   host tier.</li>
  *   <li><b>CP groups</b> run {@code cp} controllers with {@link io.hicache.core.cp.InProcessRankAgreement}s,
  *   stepped on this thread with identical scheduling and shared device page ids; a layer's compute is split
  *   evenly across the ranks.</li>
@@ -60,56 +70,55 @@ import java.util.List;
  * {@code page_size} tokens of a request become one key, which preserves page-aligned prefix matching
  * exactly since a page never spans two trace blocks) and the device layout has one buffer of one byte per
  * token. Copy <em>time</em> stays true: the simulated link bandwidth is the preset's effective host-link
- * bandwidth divided by the true bytes one simulated byte stands for
- * ({@code kv_bytes_per_token_per_layer x page_size x block_size / block_tokens}), so a copy of {@code n}
- * simulated bytes takes as long as the true copy; reported {@code d2h_bytes} are scaled back to true bytes.
+ * bandwidth divided by the true bytes one simulated byte stands for on one GPU
+ * ({@code kv_bytes_per_token_per_layer / tp_shards x page_size x block_size / block_tokens}), so a copy of
+ * {@code n} simulated bytes takes as long as the true copy.
  *
  * <h2>Checks at the end of every run</h2>
- * Every backup and load has drained; the trees pass {@code checkInvariants()}; no device page is locked;
- * every device page is either free or held by the tree; with one rank, host pages allocated equal host
- * pages committed; after {@code close} every simulated device reports no live stream, event or allocation
- * ({@link #lastRun()}). A violation fails the run with {@link IllegalStateException}.
+ * Every request finished exactly once; prompt tokens prefilled plus hit equal the prompt tokens (recomputation
+ * after a preemption counted apart); no instance's GPU computed longer than its clock ran; every backup and
+ * load has drained; the trees pass {@code checkInvariants()}; no device page is locked; every device page is
+ * either free or held by the tree (the page pool also refuses a page freed twice); with one rank, host pages
+ * allocated equal host pages committed; after {@code close} every simulated device reports no live stream,
+ * event or allocation ({@link #lastRun()}). A violation fails the run with {@link IllegalStateException}.
  *
  * <p>Thread: {@link #run} runs on the calling thread, which becomes the controllers' scheduler thread; one
  * run at a time per instance. Allocates per request (its page keys, its entries in the queues), not per
- * layer.
+ * layer or per decode step.
  */
 public final class ServingEngine implements SimulationEngine {
 
-    /** Prefill token budget of a batch (SGLang's default {@code --max-prefill-tokens}), in prompt tokens. */
-    public static final int DEFAULT_BATCH_TOKEN_BUDGET = 8192;
-    /** Requests at the head of the queue looked at when forming a batch. */
+    /** Requests at the head of the queue looked at when forming a step. */
     public static final int LOOKAHEAD_REQUESTS = 64;
     /** The timeline shows the first forward with backups from this forward index on (or an earlier one). */
     public static final int TIMELINE_FORWARD = 20;
 
-    private final int batchTokenBudget;
+    private final ServingConfig serving;
     private final io.hicache.sim.StorageOptions storage;
     private RunStats lastRun;
 
-    /** An engine with the default token budget. */
+    /** An engine serving each configuration with {@link ServingConfig#defaults} for its model and GPU. */
     public ServingEngine() {
-        this(DEFAULT_BATCH_TOKEN_BUDGET);
+        this.serving = null;
+        this.storage = null;
     }
 
     /**
-     * @param batchTokenBudget prompt tokens to compute per prefill batch, at least 1
+     * An engine serving with {@code serving} (null: the defaults for the configuration) over an L3 storage tier
+     * below the host tier ({@link io.hicache.sim.StorageOptions}; null for none).
      */
-    public ServingEngine(int batchTokenBudget) {
-        this(batchTokenBudget, null);
-    }
-
-    /**
-     * An engine with an L3 storage tier below the host tier ({@link io.hicache.sim.StorageOptions}; null for none).
-     *
-     * @param batchTokenBudget prompt tokens to compute per prefill batch, at least 1
-     */
-    public ServingEngine(int batchTokenBudget, io.hicache.sim.StorageOptions storage) {
+    public ServingEngine(ServingConfig serving, io.hicache.sim.StorageOptions storage) {
+        this.serving = serving;
         this.storage = storage;
-        if (batchTokenBudget < 1) {
-            throw new IllegalArgumentException("batch token budget must be >= 1 token, got " + batchTokenBudget);
+    }
+
+    /** An engine serving with {@code serving}. */
+    public ServingEngine(ServingConfig serving) {
+        if (serving == null) {
+            throw new IllegalArgumentException("serving config must not be null");
         }
-        this.batchTokenBudget = batchTokenBudget;
+        this.serving = serving;
+        this.storage = null;
     }
 
     @Override
@@ -118,7 +127,8 @@ public final class ServingEngine implements SimulationEngine {
             throw new IllegalArgumentException("the timed engine does not run --cache-only configurations; "
                     + "use CacheOnlyEngine");
         }
-        Replay replay = new Replay(config, trace, progress, batchTokenBudget, storage);
+        ServingConfig sc = serving != null ? serving : ServingConfig.defaults(config.model(), config.gpu());
+        Replay replay = new Replay(config, sc, trace, progress, storage);
         try {
             return replay.execute();
         } finally {
@@ -135,7 +145,7 @@ public final class ServingEngine implements SimulationEngine {
      * Device-side facts of one run.
      *
      * @param deviceOpsCompleted operations the simulated devices completed (all ranks)
-     * @param forwards           prefill forwards run
+     * @param forwards           forwards run on the simulated devices (steps that carried backups)
      * @param leakReports        per rank, live objects after the controllers were closed and the KV freed
      */
     public record RunStats(long deviceOpsCompleted, long forwards, List<SimulatedCudaRuntime.LeakReport> leakReports) {

@@ -43,6 +43,8 @@ final class StorageSim implements AutoCloseable {
     private int prefetchQueuePeak;
     private int writeQueuePeak;
     private int published;
+    /** Simulated time before which the tiers were polled (wake-ups of requests waiting for prefetches). */
+    long nextReadyNs = Long.MAX_VALUE;
     private boolean closed;
 
     /**
@@ -51,17 +53,13 @@ final class StorageSim implements AutoCloseable {
      * @param simPageBytes        bytes of one simulated host page (the model store's capacity unit)
      * @param trueBytesPerSimByte true KV bytes one simulated byte stands for
      */
-    StorageSim(StorageOptions options, int cp, int pageSizeTokens, long simPageBytes, double trueBytesPerSimByte) {
+    StorageSim(StorageOptions options, PageStore store, int cp, int pageSizeTokens, long simPageBytes,
+               double trueBytesPerSimByte) {
         this.options = options;
         this.trueBytesPerSimByte = trueBytesPerSimByte;
         this.simPageBytes = simPageBytes;
         this.pageSizeTokens = pageSizeTokens;
-        this.store = switch (options.kind()) {
-            case MODEL -> new MemoryPageStore(options.capacityTokens() == 0 ? 0
-                    : Math.max(simPageBytes, options.capacityTokens() / pageSizeTokens * simPageBytes),
-                    StoreConfig.DEFAULT_MAX_BATCH_PAGES);
-            case FILE, REDIS -> PageStores.open(options.location(), StoreConfig.defaults());
-        };
+        this.store = store;
         this.tiers = new StorageTier[cp];
         this.listeners = new ForwardingBackupListener[cp];
         for (int r = 0; r < cp; r++) {
@@ -73,6 +71,19 @@ final class StorageSim implements AutoCloseable {
                 .withPrefetchThresholdTokens(options.prefetchThresholdTokens() / pageSizeTokens);
         this.scratch = new StorageTier.Prefetch[cp];
         this.rematch = new MatchResult[cp];
+    }
+
+    /**
+     * Opens the run's store, shared by every instance of the fleet ({@code file}/{@code redis}: connects now, so a
+     * bad location or password fails before the run). The caller closes it after the tiers.
+     */
+    static PageStore openStore(StorageOptions options, int pageSizeTokens, long simPageBytes) {
+        return switch (options.kind()) {
+            case MODEL -> new MemoryPageStore(options.capacityTokens() == 0 ? 0
+                    : Math.max(simPageBytes, options.capacityTokens() / pageSizeTokens * simPageBytes),
+                    StoreConfig.DEFAULT_MAX_BATCH_PAGES);
+            case FILE, REDIS -> PageStores.open(options.location(), StoreConfig.defaults());
+        };
     }
 
     /** The listener to give rank {@code r}'s controller builder. */
@@ -244,7 +255,7 @@ final class StorageSim implements AutoCloseable {
                 waitNs / 1e9, prefetchQueuePeak, writeQueuePeak);
     }
 
-    /** Closes the tiers (their leases and protections end), then the store. Before the controllers close. */
+    /** Closes the tiers (their leases and protections end); before the controllers close. The store stays open. */
     @Override
     public void close() {
         if (closed) {
@@ -262,13 +273,8 @@ final class StorageSim implements AutoCloseable {
                 failure = failure == null ? e : failure;
             }
         }
-        store.close();
         if (failure != null) {
-            for (StorageTier t : tiers) {
-                if (t != null) {
-                    t.close(10_000); // the store completed what it held
-                }
-            }
+            throw failure;
         }
     }
 }

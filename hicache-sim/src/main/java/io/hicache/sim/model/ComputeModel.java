@@ -15,8 +15,15 @@ package io.hicache.sim.model;
  *   i.e. an MoE touches more experts as the batch grows) plus the KV read
  *   ({@code K * kvBytesPerTokenPerLayer}); compute = {@code 2 * activeParams * B + attnFlops * K}.</li>
  *   <li><b>Copy</b> of {@code n} bytes over the host link: {@code launchLatency + n / (link * linkEfficiency)}.</li>
+ *   <li><b>Forward step</b> of a continuous batch on an instance of {@code tp} GPUs ({@link #stepLayerNs}): the
+ *   prefill chunks and the decoding sequences share one pass over the weights, so FLOPs and bytes of both
+ *   parts add up before the roofline; tensor parallelism divides FLOPs, weight bytes and (when the KV heads
+ *   are sharded) KV bytes by {@code tp}, and adds two all-reduces per layer (after attention and after the
+ *   MLP) of {@code tokens x hidden x 2} bytes: a ring all-reduce moves {@code 2 (tp-1)/tp} of that over
+ *   each GPU's NVLink at {@link #DEFAULT_NVLINK_EFFICIENCY} of the preset bandwidth, plus
+ *   {@link #ALL_REDUCE_LATENCY_NS} per call.</li>
  * </ul>
- * Tensor parallelism is not modelled: a layer runs on one device. Immutable and thread-safe.
+ * Immutable and thread-safe.
  *
  * @param model            the model preset
  * @param gpu              the GPU preset
@@ -33,6 +40,11 @@ public record ComputeModel(ModelPreset model, GpuPreset gpu, double flopsEfficie
     public static final double DEFAULT_MEMORY_EFFICIENCY = 0.8;
     /** Typical achieved fraction of the host link with pinned memory (about 55 GB/s on PCIe 5.0 x16). */
     public static final double DEFAULT_LINK_EFFICIENCY = 0.87;
+
+    /** Typical achieved fraction of NVLink bandwidth in a ring all-reduce. */
+    public static final double DEFAULT_NVLINK_EFFICIENCY = 0.8;
+    /** Fixed cost of one all-reduce inside an NVLink node (a custom or NCCL all-reduce of a few KB), ns. */
+    public static final long ALL_REDUCE_LATENCY_NS = 5_000;
 
     /** Validates the efficiencies. */
     public ComputeModel {
@@ -70,6 +82,42 @@ public record ComputeModel(ModelPreset model, GpuPreset gpu, double flopsEfficie
                 * model.weightBytesPerParam()
                 + (double) contextTokens * model.kvBytesPerTokenPerLayer();
         return Math.max(computeNs(flops), memoryNs(bytes));
+    }
+
+    /**
+     * Time of one layer of one forward step of a continuous batch on {@code tp} GPUs, ns.
+     *
+     * @param prefillTokens       new prompt tokens computed in this step (all chunks)
+     * @param prefillAttnPairs    attention pairs of the chunks: the sum over chunks of
+     *                            {@code newTokens * (contextTokens + (newTokens + 1) / 2)}
+     * @param decodeBatch         decoding sequences (one new token each)
+     * @param decodeContextTokens context tokens those sequences hold in total
+     * @param tp                  tensor-parallel GPUs (>= 1)
+     */
+    public long stepLayerNs(long prefillTokens, double prefillAttnPairs, int decodeBatch, long decodeContextTokens,
+                            int tp) {
+        long tokens = prefillTokens + decodeBatch;
+        if (tokens <= 0) {
+            return 0;
+        }
+        double flops = 2.0 * model.activeParamsPerLayer() * tokens
+                + (double) model.attnFlopsPerContextToken() * (prefillAttnPairs + decodeContextTokens);
+        double weightBytes = Math.min(model.totalParamsPerLayer(), model.activeParamsPerLayer() * (double) tokens)
+                * model.weightBytesPerParam();
+        double kvBytes = (double) decodeContextTokens * model.kvBytesPerTokenPerLayer();
+        double perGpuBytes = weightBytes / tp + (model.kvShardedByTp() ? kvBytes / tp : kvBytes);
+        long local = Math.max(computeNs(flops / tp), memoryNs(perGpuBytes));
+        return local + allReduceLayerNs(tokens, tp);
+    }
+
+    /** Time of the two all-reduces of one layer over {@code tokens} tokens on {@code tp} GPUs (0 for tp 1), ns. */
+    public long allReduceLayerNs(long tokens, int tp) {
+        if (tp <= 1 || tokens <= 0) {
+            return 0;
+        }
+        double bytes = (double) tokens * model.hiddenSize() * 2 * 2.0 * (tp - 1) / tp;
+        return 2 * (ALL_REDUCE_LATENCY_NS
+                + (long) Math.ceil(bytes * 1e9 / (gpu.nvlinkBytesPerSecond() * DEFAULT_NVLINK_EFFICIENCY)));
     }
 
     /** Time of one async copy of {@code bytes} over the host link (either direction), ns. */

@@ -91,6 +91,15 @@ public enum GpuPreset {
     }
 
     /**
+     * GPU-to-GPU bandwidth per direction for tensor-parallel all-reduce, bytes/s: NVLink 4 on H100/H200 SXM
+     * is 900 GB/s bidirectional, 450 GB/s per direction (NVIDIA H100/H200 datasheets); GH200 nodes link
+     * their GPUs with the same NVLink 4.
+     */
+    public double nvlinkBytesPerSecond() {
+        return 450.0e9;
+    }
+
+    /**
      * The preset with this command-line name (case-insensitive).
      *
      * @throws UnknownPresetException the message lists the valid names

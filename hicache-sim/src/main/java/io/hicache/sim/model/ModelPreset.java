@@ -118,6 +118,54 @@ public enum ModelPreset {
     }
 
     /**
+     * KV heads of the target model (GQA/MHA), split across the tensor-parallel GPUs of an instance; MLA
+     * caches one latent vector per token, counted as 1 head, which every TP GPU holds whole.
+     * Llama 3 70B and 8B: 8 ({@code num_key_value_heads}); DeepSeek-V3: 1 latent.
+     */
+    public int kvHeads() {
+        return switch (this) {
+            case LLAMA3_70B, LLAMA3_8B -> 8;
+            case DEEPSEEK_V3 -> 1;
+        };
+    }
+
+    /** Whether tensor parallelism splits the KV heads (GQA/MHA) rather than replicating the KV (MLA). */
+    public boolean kvShardedByTp() {
+        return attention != AttentionKind.MLA;
+    }
+
+    /** Hidden size ({@code hidden_size} of config.json): the width of each tensor-parallel all-reduce. */
+    public int hiddenSize() {
+        return switch (this) {
+            case LLAMA3_70B -> 8192;
+            case LLAMA3_8B -> 4096;
+            case DEEPSEEK_V3 -> 7168;
+        };
+    }
+
+    /** Bytes of the weights of all layers (every expert for MoE), embeddings excluded. */
+    public long weightBytes() {
+        return totalParamsPerLayer * layers * weightBytesPerParam;
+    }
+
+    /**
+     * The tensor-parallel degree a deployment would use on {@code gpu}: llama3-8b (16 GB of bf16 weights)
+     * fits one GPU, TP 1. llama3-70b (about 140 GB of bf16 weights) would fill a whole H200 and take half
+     * of two, leaving about 60 GB per GPU for KV and activations; TP 4 leaves about 90 GB per GPU, i.e.
+     * about 1.1M tokens of KV per instance for a trace whose prompts average 12k tokens, and quarters the
+     * prefill time of such a prompt (about 0.9 s instead of 1.7 s at TP 2), so TP 4 is the default on every
+     * preset GPU. DeepSeek-V3 (about 670 GB of FP8 weights) needs a whole 8-GPU node: TP 8, as in SGLang's
+     * and DeepSeek's single-node recipes.
+     */
+    public int defaultTensorParallel(GpuPreset gpu) {
+        return switch (this) {
+            case LLAMA3_8B -> 1;
+            case LLAMA3_70B -> 4;
+            case DEEPSEEK_V3 -> 8;
+        };
+    }
+
+    /**
      * The preset with this command-line name (case-insensitive).
      *
      * @throws UnknownPresetException the message lists the valid names

@@ -13,10 +13,12 @@ import java.util.Map;
 
 /**
  * A self-contained HTML report: inline CSS and SVG only, no scripts, no network references; the
- * markup is well-formed XML (XHTML syntax) so it can be checked mechanically. Sections: a table of
- * configurations with the baselines (no backup, unlimited cache) beside them, a hit-ratio vs
- * host-capacity chart (sweep), and per-layer timelines of one forward (compute and copies, one panel
- * per backup mode). Stateless and thread-safe.
+ * markup is well-formed XML (XHTML syntax) so it can be checked mechanically. Sections: a headline card
+ * per timed configuration (TTFT and throughput against the run without a host tier on the same fleet, the
+ * backup copy time hidden), tables of configurations with the baselines (no backup, unlimited cache) beside
+ * them, what clients felt (latency percentiles, throughput, goodput), a TTFT CDF, hit ratio and TTFT vs
+ * host capacity (sweep), and per-layer timelines of one forward (compute and copies, one panel per backup
+ * mode). Tables wrap their headers so a 1,400 px window shows every column. Stateless and thread-safe.
  */
 public final class HtmlReport {
 
@@ -99,10 +101,14 @@ public final class HtmlReport {
                     .append("</p>\n");
         }
         h.append("</header>\n<main>\n");
+        headline(h, report.rows());
         table(h, report.rows());
         storageTable(h, report.rows());
+        servingTable(h, report.rows());
+        ttftCdf(h, report.rows());
         if (!report.sweep().isEmpty()) {
             sweepChart(h, report.sweep());
+            sweepTtftChart(h, report.sweep());
         }
         timelines(h, report.timelines());
         h.append("<section><h2>How to read this report</h2>\n<ul>\n")
@@ -113,18 +119,19 @@ public final class HtmlReport {
                 .append("<li>Baselines (grey): <i>no backup</i> has no host tier writes; <i>unlimited cache</i> ")
                 .append("keeps everything and bounds every hit ratio from above.</li>\n")
                 .append("<li>Token counts other than prompt tokens are simulated tokens (after block expansion).</li>\n")
+                .append("<li><b>TTFT</b>: arrival to first token (queueing included); <b>TPOT</b>: time per output token after ")
+                .append("the first; <b>goodput</b>: share of requests meeting both the TTFT and the TPOT objective; ")
+                .append("<b>GPU busy</b>: share of the simulated time the instances computed; <b>preempted</b>: requests ")
+                .append("whose pages were taken back for others' decode (SGLang's retract).</li>\n")
                 .append("</ul></section>\n</main>\n</body>\n</html>\n");
         return h.toString();
     }
 
     private static void table(StringBuilder h, List<Row> rows) {
-        h.append("<section><h2>Configurations</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
+        h.append("<section><h2>Configurations: cache</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
                 .append("<th>configuration</th><th>backup mode</th><th>write policy</th><th>eviction</th>")
                 .append("<th>device cap</th><th>host cap</th><th>block hit ratio</th><th>token hit ratio</th>")
-                .append("<th>device hits</th><th>host hits</th><th>of which storage</th><th>prefill computed</th>")
-                .append("<th>backups committed / no room / aborted / fallback</th><th>D2H</th>")
-                .append("<th>exposed backup</th><th>commit p50 / p99 / max</th><th>host peak</th>")
-                .append("<th>simulated</th><th>wall</th></tr></thead>\n<tbody>\n");
+                .append("<th>device hits</th><th>host hits</th><th>of which storage</th><th>prefill computed</th></tr></thead>\n<tbody>\n");
         for (Row row : rows) {
             SimResult r = row.result();
             var c = r.config();
@@ -142,10 +149,24 @@ public final class HtmlReport {
                     .append("<td class=\"n\">").append(r.storage() == null ? "&#8212;"
                             : fmtInt(r.storage().storageHitTokens())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.prefillTokensComputed())).append("</td>")
+                    .append("</tr>\n");
+        }
+        h.append("</tbody></table></div></section>\n");
+        h.append("<section><h2>Configurations: backups</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
+                .append("<th>configuration</th><th>backups committed / no room / aborted / fallback</th><th>D2H</th>")
+                .append("<th>exposed backup</th><th>hidden</th><th>commit p50 / p99 / max</th><th>host peak</th>")
+                .append("<th>simulated</th><th>wall</th></tr></thead>\n<tbody>\n");
+        for (Row row : rows) {
+            SimResult r = row.result();
+            ServingStats sv = r.serving();
+            h.append(row.baseline() ? "<tr class=\"baseline\">" : "<tr>")
+                    .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
                     .append("<td class=\"n\">").append(r.backups().committed()).append(" / ").append(r.backups().noRoom())
                     .append(" / ").append(r.backups().aborted()).append(" / ").append(r.backups().fallback()).append("</td>")
                     .append("<td class=\"n\">").append(bytes(r.d2hBytes())).append("</td>")
                     .append("<td class=\"n\">").append(duration(r.exposedBackupNs())).append("</td>")
+                    .append("<td class=\"n\">").append(sv == null || sv.backupCopyNs() == 0 ? "–"
+                            : percent(sv.backupHiddenFraction())).append("</td>")
                     .append("<td class=\"n\">").append(duration(r.commitLatencyNs().p50())).append(" / ")
                     .append(duration(r.commitLatencyNs().p99())).append(" / ").append(duration(r.commitLatencyNs().max()))
                     .append("</td>")
@@ -155,6 +176,237 @@ public final class HtmlReport {
                     .append("</tr>\n");
         }
         h.append("</tbody></table></div></section>\n");
+    }
+
+    /** Whether {@code b} is the no-host-tier baseline of {@code r}: same fleet, backup mode none or no host. */
+    private static boolean baselineOf(SimResult b, SimResult r) {
+        ServingStats bs = b.serving();
+        ServingStats rs = r.serving();
+        boolean noHost = b.config().backupMode() == io.hicache.sim.BackupMode.NONE || !b.config().hasHostTier();
+        return b != r && noHost && bs != null && rs != null && bs.instances() == rs.instances()
+                && bs.router().equals(rs.router()) && bs.tp() == rs.tp();
+    }
+
+    /** The headline: per configuration with a host tier, TTFT and throughput against its no-host baseline. */
+    private static void headline(StringBuilder h, List<Row> rows) {
+        List<String> cards = new ArrayList<>();
+        for (Row row : rows) {
+            SimResult r = row.result();
+            ServingStats s = r.serving();
+            if (s == null || row.baseline() || r.config().backupMode() == io.hicache.sim.BackupMode.NONE
+                    || !r.config().hasHostTier()) {
+                continue; // a baseline itself
+            }
+            SimResult base = null;
+            for (Row b : rows) {
+                if (baselineOf(b.result(), r)) {
+                    base = b.result();
+                    break;
+                }
+            }
+            StringBuilder c = new StringBuilder();
+            c.append("<div class=\"card\"><h3>").append(esc(row.label())).append("</h3>\n");
+            if (base != null) {
+                ServingStats bs = base.serving();
+                c.append(metric("TTFT p50", fmtMs(s.ttftMs().p50()), ratio(s.ttftMs().p50(), bs.ttftMs().p50(), true)))
+                        .append(metric("TTFT p99", fmtMs(s.ttftMs().p99()), ratio(s.ttftMs().p99(), bs.ttftMs().p99(), true)))
+                        .append(metric("output tokens/s", String.format(Locale.ROOT, "%,.0f", s.throughputOutputTokensPerS()),
+                                ratio(s.throughputOutputTokensPerS(), bs.throughputOutputTokensPerS(), false)))
+                        .append(metric("goodput", percent(s.goodput()), "no host tier: " + percent(bs.goodput())));
+            } else {
+                c.append(metric("TTFT p50", fmtMs(s.ttftMs().p50()), ""))
+                        .append(metric("TTFT p99", fmtMs(s.ttftMs().p99()), ""))
+                        .append(metric("output tokens/s", String.format(Locale.ROOT, "%,.0f", s.throughputOutputTokensPerS()), ""))
+                        .append(metric("goodput", percent(s.goodput()), ""));
+            }
+            c.append(metric("backup copy hidden", s.backupCopyNs() == 0 ? "–" : percent(s.backupHiddenFraction()),
+                    duration(Math.round(s.backupCopyNs() * s.backupHiddenFraction())) + " of "
+                            + duration(s.backupCopyNs()) + " copy time behind compute"));
+            c.append("<p class=\"fleet\">").append(s.instances()).append(s.instances() == 1 ? " instance" : " instances, "
+                    + esc(s.router())).append(" · TP ").append(s.tp()).append(" · block hit ").append(
+                    String.format(Locale.ROOT, "%.3f", r.blockHitRatio()));
+            if (base != null) {
+                c.append(" (no host tier ").append(String.format(Locale.ROOT, "%.3f", base.blockHitRatio())).append(')');
+            }
+            c.append("</p></div>\n");
+            cards.add(c.toString());
+        }
+        if (cards.isEmpty()) {
+            return;
+        }
+        h.append("<section class=\"headline\"><h2>Headline: against no host tier</h2>\n<div class=\"cards\">\n");
+        for (String c : cards) {
+            h.append(c);
+        }
+        h.append("</div>\n<p class=\"note\">Ratios compare each configuration with the run that has no host tier ")
+                .append("(backup mode none) on the same fleet; below 1&#215; is better for TTFT, above 1&#215; for ")
+                .append("throughput.</p></section>\n");
+    }
+
+    private static String metric(String name, String value, String sub) {
+        return "<div class=\"metric\"><span class=\"mname\">" + esc(name) + "</span><span class=\"mvalue\">"
+                + esc(value) + "</span><span class=\"msub\">" + esc(sub) + "</span></div>\n";
+    }
+
+    private static String ratio(double v, double base, boolean lowerIsBetter) {
+        if (base <= 0) {
+            return "";
+        }
+        double x = v / base;
+        String better = (lowerIsBetter ? x < 0.995 : x > 1.005) ? "better" : (lowerIsBetter ? x > 1.005 : x < 0.995)
+                ? "worse" : "same";
+        return String.format(Locale.ROOT, "%.2f× no host tier (%s)", x, better);
+    }
+
+    private static String fmtMs(double ms) {
+        if (ms >= 10_000) {
+            return String.format(Locale.ROOT, "%.1f s", ms / 1000);
+        }
+        if (ms >= 1_000) {
+            return String.format(Locale.ROOT, "%.2f s", ms / 1000);
+        }
+        return String.format(Locale.ROOT, "%.0f ms", ms);
+    }
+
+    /** What clients felt, one row per timed configuration. */
+    private static void servingTable(StringBuilder h, List<Row> rows) {
+        boolean any = false;
+        for (Row row : rows) {
+            any |= row.result().serving() != null;
+        }
+        if (!any) {
+            return;
+        }
+        h.append("<section><h2>What clients felt</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
+                .append("<th>configuration</th><th>fleet</th><th>TTFT p50 / p90 / p99 / max</th>")
+                .append("<th>TPOT p50 / p99</th><th>end to end p50 / p99</th><th>queueing p50 / p99</th>")
+                .append("</tr></thead>\n<tbody>\n");
+        for (Row row : rows) {
+            ServingStats s = row.result().serving();
+            if (s == null) {
+                continue;
+            }
+            h.append(row.baseline() ? "<tr class=\"baseline\">" : "<tr>")
+                    .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
+                    .append("<td>").append(s.instances()).append(" × TP ").append(s.tp())
+                    .append(s.instances() > 1 ? ", " + esc(s.router()) : "").append("</td>")
+                    .append("<td class=\"n\">").append(fmtMs(s.ttftMs().p50())).append(" / ").append(fmtMs(s.ttftMs().p90()))
+                    .append(" / ").append(fmtMs(s.ttftMs().p99())).append(" / ").append(fmtMs(s.ttftMs().max())).append("</td>")
+                    .append("<td class=\"n\">").append(fmtMs(s.tpotMs().p50())).append(" / ").append(fmtMs(s.tpotMs().p99()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(fmtMs(s.e2eMs().p50())).append(" / ").append(fmtMs(s.e2eMs().p99()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(fmtMs(s.queueMs().p50())).append(" / ").append(fmtMs(s.queueMs().p99()))
+                    .append("</td></tr>\n");
+        }
+        h.append("</tbody></table></div>\n<h3>Throughput and objectives</h3>\n<div class=\"scroll\"><table>\n<thead><tr>")
+                .append("<th>configuration</th><th>output tok/s</th><th>input tok/s</th><th>req/s</th><th>goodput</th>")
+                .append("<th>goodput req/s</th><th>GPU busy</th><th>preempted</th><th>steps / on device</th>")
+                .append("</tr></thead>\n<tbody>\n");
+        for (Row row : rows) {
+            ServingStats s = row.result().serving();
+            if (s == null) {
+                continue;
+            }
+            h.append(row.baseline() ? "<tr class=\"baseline\">" : "<tr>")
+                    .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
+                    .append("<td class=\"n\">").append(String.format(Locale.ROOT, "%,.0f", s.throughputOutputTokensPerS()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(String.format(Locale.ROOT, "%,.0f", s.throughputInputTokensPerS()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(String.format(Locale.ROOT, "%.2f", s.throughputRequestsPerS()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(percent(s.goodput())).append("</td>")
+                    .append("<td class=\"n\">").append(String.format(Locale.ROOT, "%.2f", s.goodputRequestsPerS()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(percent(s.gpuBusyFraction())).append("</td>")
+                    .append("<td class=\"n\">").append(s.preemptions()).append("</td>")
+                    .append("<td class=\"n\">").append(fmtInt(s.steps())).append(" / ").append(fmtInt(s.deviceForwards()))
+                    .append("</td></tr>\n");
+        }
+        h.append("</tbody></table></div>\n<p class=\"note\">Objectives: TTFT ")
+                .append(fmtMs(firstServing(rows).sloTtftMs())).append(", TPOT ")
+                .append(fmtMs(firstServing(rows).sloTpotMs())).append(". Steps on device ran layer by layer through ")
+                .append("the controller's hooks because they carried backups; the others only took their time.</p></section>\n");
+    }
+
+    private static ServingStats firstServing(List<Row> rows) {
+        for (Row row : rows) {
+            if (row.result().serving() != null) {
+                return row.result().serving();
+            }
+        }
+        throw new IllegalStateException("no timed row");
+    }
+
+    /** TTFT CDF, one line per timed configuration, log time axis. */
+    private static void ttftCdf(StringBuilder h, List<Row> rows) {
+        List<Row> timed = new ArrayList<>();
+        double minMs = Double.MAX_VALUE;
+        double maxMs = 0;
+        for (Row row : rows) {
+            ServingStats s = row.result().serving();
+            if (s != null && s.ttftCdfMs() != null && s.ttftCdfMs().length > 0) {
+                timed.add(row);
+                for (double v : s.ttftCdfMs()) {
+                    minMs = Math.min(minMs, Math.max(v, 0.1));
+                    maxMs = Math.max(maxMs, v);
+                }
+            }
+        }
+        if (timed.isEmpty()) {
+            return;
+        }
+        double lo = Math.pow(10, Math.floor(Math.log10(minMs)));
+        double hi = Math.pow(10, Math.ceil(Math.log10(Math.max(maxMs, lo * 10))));
+        int w = 1000;
+        int ht = 380;
+        int left = 64;
+        int right = 330;
+        int top = 20;
+        int bottom = 56;
+        int pw = w - left - right;
+        int ph = ht - top - bottom;
+        h.append("<section><h2>TTFT distribution</h2>\n<svg class=\"chart\" viewBox=\"0 0 ").append(w).append(' ')
+                .append(ht).append("\" width=\"").append(w).append("\" height=\"").append(ht)
+                .append("\" role=\"img\" aria-label=\"TTFT cumulative distribution\">\n");
+        for (int i = 0; i <= 4; i++) {
+            double y = top + ph - ph * i / 4.0;
+            h.append("<line class=\"grid\" x1=\"").append(left).append("\" x2=\"").append(left + pw).append("\" y1=\"")
+                    .append(f1(y)).append("\" y2=\"").append(f1(y)).append("\"/><text class=\"tick\" x=\"").append(left - 8)
+                    .append("\" y=\"").append(f1(y + 4)).append("\" text-anchor=\"end\">").append(i * 25).append("%</text>\n");
+        }
+        for (double d = lo; d <= hi * 1.0001; d *= 10) {
+            double x = left + pw * Math.log10(d / lo) / Math.log10(hi / lo);
+            h.append("<line class=\"grid\" x1=\"").append(f1(x)).append("\" x2=\"").append(f1(x)).append("\" y1=\"")
+                    .append(top).append("\" y2=\"").append(top + ph).append("\"/><text class=\"tick\" x=\"").append(f1(x))
+                    .append("\" y=\"").append(top + ph + 18).append("\" text-anchor=\"middle\">").append(esc(fmtMs(d)))
+                    .append("</text>\n");
+        }
+        h.append("<text class=\"axis\" x=\"").append(left + pw / 2).append("\" y=\"").append(ht - 12)
+                .append("\" text-anchor=\"middle\">time to first token (log scale)</text>\n")
+                .append("<text class=\"axis\" transform=\"rotate(-90)\" x=\"").append(-(top + ph / 2))
+                .append("\" y=\"16\" text-anchor=\"middle\">requests</text>\n");
+        for (int k = 0; k < timed.size(); k++) {
+            Row row = timed.get(k);
+            double[] cdf = row.result().serving().ttftCdfMs();
+            String colour = LANE_COLOURS[k % LANE_COLOURS.length];
+            StringBuilder path = new StringBuilder();
+            for (int p = 0; p < cdf.length; p++) {
+                double v = Math.max(lo, Math.min(hi, cdf[p]));
+                double x = left + pw * Math.log10(v / lo) / Math.log10(hi / lo);
+                double y = top + ph - ph * p / 100.0;
+                path.append(p == 0 ? "" : " ").append(f1(x)).append(',').append(f1(y));
+            }
+            h.append("<polyline fill=\"none\" stroke=\"").append(colour).append("\" stroke-width=\"2.2\"")
+                    .append(row.baseline() ? " stroke-dasharray=\"6 4\"" : "").append(" points=\"").append(path)
+                    .append("\"><title>").append(esc(row.label())).append("</title></polyline>\n");
+            int ly = top + 8 + 20 * k;
+            h.append("<rect x=\"").append(left + pw + 16).append("\" y=\"").append(ly).append("\" width=\"12\" height=\"12\" fill=\"")
+                    .append(colour).append("\"/><text x=\"").append(left + pw + 34).append("\" y=\"").append(ly + 10)
+                    .append("\">").append(esc(row.label())).append("</text>\n");
+        }
+        h.append("</svg></section>\n");
     }
 
     /** The third tier (L3): one row per configuration that ran with storage; nothing when none did. */
@@ -247,6 +499,68 @@ public final class HtmlReport {
                 .append(top + 14).append("\">block hit ratio</text><rect x=\"").append(left + 150).append("\" y=\"")
                 .append(top + 4).append("\" width=\"12\" height=\"12\" fill=\"#e07b39\"/><text x=\"").append(left + 168)
                 .append("\" y=\"").append(top + 14).append("\">token hit ratio</text></g>\n</svg></section>\n");
+    }
+
+    /** TTFT p50 and p99 against host capacity (sweep), log time axis. */
+    private static void sweepTtftChart(StringBuilder h, List<SimResult> points) {
+        if (points.getFirst().serving() == null) {
+            return;
+        }
+        int w = 760;
+        int ht = 360;
+        int left = 72;
+        int right = 24;
+        int top = 24;
+        int bottom = 64;
+        int pw = w - left - right;
+        int ph = ht - top - bottom;
+        int n = points.size();
+        double minMs = Double.MAX_VALUE;
+        double maxMs = 0;
+        for (SimResult p : points) {
+            minMs = Math.min(minMs, Math.max(0.1, p.serving().ttftMs().p50()));
+            maxMs = Math.max(maxMs, p.serving().ttftMs().p99());
+        }
+        double lo = Math.pow(10, Math.floor(Math.log10(minMs)));
+        double hi = Math.pow(10, Math.ceil(Math.log10(Math.max(maxMs, lo * 10))));
+        h.append("<section><h2>TTFT vs host capacity</h2>\n<svg class=\"chart\" viewBox=\"0 0 ").append(w).append(' ')
+                .append(ht).append("\" width=\"").append(w).append("\" height=\"").append(ht)
+                .append("\" role=\"img\" aria-label=\"TTFT versus host capacity\">\n");
+        for (double d = lo; d <= hi * 1.0001; d *= 10) {
+            double y = top + ph - ph * Math.log10(d / lo) / Math.log10(hi / lo);
+            h.append("<line class=\"grid\" x1=\"").append(left).append("\" x2=\"").append(left + pw).append("\" y1=\"")
+                    .append(f1(y)).append("\" y2=\"").append(f1(y)).append("\"/><text class=\"tick\" x=\"").append(left - 8)
+                    .append("\" y=\"").append(f1(y + 4)).append("\" text-anchor=\"end\">").append(esc(fmtMs(d))).append("</text>\n");
+        }
+        double[] xs = new double[n];
+        for (int i = 0; i < n; i++) {
+            xs[i] = n == 1 ? left + pw / 2.0 : left + 20 + (pw - 40) * (double) i / (n - 1);
+            h.append("<text class=\"tick\" x=\"").append(f1(xs[i])).append("\" y=\"").append(top + ph + 18)
+                    .append("\" text-anchor=\"middle\">").append(capacity(points.get(i).config().hostCapacityTokens(), true))
+                    .append("</text>\n");
+        }
+        h.append("<text class=\"axis\" x=\"").append(left + pw / 2).append("\" y=\"").append(ht - 16)
+                .append("\" text-anchor=\"middle\">host capacity (simulated tokens)</text>\n");
+        for (int k = 0; k < 2; k++) {
+            String colour = k == 0 ? "#3b6fb6" : "#e07b39";
+            StringBuilder path = new StringBuilder();
+            for (int i = 0; i < n; i++) {
+                ServingStats s = points.get(i).serving();
+                double v = Math.max(lo, Math.min(hi, k == 0 ? s.ttftMs().p50() : s.ttftMs().p99()));
+                double y = top + ph - ph * Math.log10(v / lo) / Math.log10(hi / lo);
+                path.append(i == 0 ? "" : " ").append(f1(xs[i])).append(',').append(f1(y));
+                h.append("<circle cx=\"").append(f1(xs[i])).append("\" cy=\"").append(f1(y)).append("\" r=\"4\" fill=\"")
+                        .append(colour).append("\"><title>").append(k == 0 ? "TTFT p50 " : "TTFT p99 ")
+                        .append(esc(fmtMs(k == 0 ? s.ttftMs().p50() : s.ttftMs().p99()))).append("</title></circle>\n");
+            }
+            h.append("<polyline fill=\"none\" stroke=\"").append(colour).append("\" stroke-width=\"2.5\" points=\"")
+                    .append(path).append("\"/>\n");
+        }
+        h.append("<g class=\"legend\"><rect x=\"").append(left + 12).append("\" y=\"").append(top + 4)
+                .append("\" width=\"12\" height=\"12\" fill=\"#3b6fb6\"/><text x=\"").append(left + 30).append("\" y=\"")
+                .append(top + 14).append("\">TTFT p50</text><rect x=\"").append(left + 120).append("\" y=\"")
+                .append(top + 4).append("\" width=\"12\" height=\"12\" fill=\"#e07b39\"/><text x=\"").append(left + 138)
+                .append("\" y=\"").append(top + 14).append("\">TTFT p99</text></g>\n</svg></section>\n");
     }
 
     private static void series(StringBuilder h, List<SimResult> points, double[] xs, int top, int ph, double maxY,
@@ -347,8 +661,9 @@ public final class HtmlReport {
             h2 { font-size: 17px; margin: 6px 0 12px; }
             h3 { font-size: 14px; margin: 14px 0 4px; color: #3e4c59; }
             .scroll { overflow-x: auto; }
-            table { border-collapse: collapse; font-size: 13px; white-space: nowrap; }
-            th { text-align: left; background: #eef1f5; padding: 6px 10px; border-bottom: 2px solid #d5dbe3; font-weight: 600; }
+            table { border-collapse: collapse; font-size: 13px; }
+            td { white-space: nowrap; }
+            th { white-space: normal; max-width: 160px; vertical-align: bottom; text-align: left; background: #eef1f5; padding: 6px 10px; border-bottom: 2px solid #d5dbe3; font-weight: 600; }
             td { padding: 6px 10px; border-bottom: 1px solid #edf0f3; }
             td.n { text-align: right; font-variant-numeric: tabular-nums; }
             td.label { font-weight: 600; }
@@ -361,7 +676,15 @@ public final class HtmlReport {
             svg .lane { fill: #f3f5f8; }
             svg .lanename { font-weight: 600; }
             svg .seg { font-size: 10px; fill: #ffffff; }
-            .note { color: #616e7c; }
+            .note { color: #616e7c; font-size: 13px; }
+            .cards { display: flex; flex-wrap: wrap; gap: 14px; }
+            .card { border: 1px solid #d5dbe3; border-radius: 8px; padding: 10px 16px; min-width: 300px; flex: 1 1 300px; background: #fbfcfe; }
+            .card h3 { margin: 2px 0 8px; font-size: 15px; color: #1f2d3d; }
+            .metric { display: grid; grid-template-columns: 130px 110px 1fr; align-items: baseline; gap: 8px; padding: 3px 0; }
+            .mname { color: #52606d; font-size: 13px; }
+            .mvalue { font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
+            .msub { color: #52606d; font-size: 12px; }
+            .fleet { color: #52606d; font-size: 12px; margin: 8px 0 0; }
             ul { font-size: 13px; line-height: 1.6; }
             """;
 

@@ -4,6 +4,7 @@ import io.hicache.sim.CoreNames;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+import com.fasterxml.jackson.annotation.JsonUnwrapped;
 import io.hicache.sim.HitStats;
 import io.hicache.sim.SimConfig;
 
@@ -42,6 +43,8 @@ import java.util.List;
  * @param simulatedSeconds        simulated time span
  * @param wallSeconds             wall-clock time of the run
  * @param timeline                per-layer timeline of one forward (HTML only; empty when not recorded)
+ * @param serving                 client-side outcomes and the deployment of a timed run (its fields are
+ *                                flattened into the JSON object, see {@link ServingStats}); null for cache-only
  */
 @JsonPropertyOrder({"trace", "model", "gpu", "backup_mode", "write_policy", "eviction", "page_size", "block_tokens",
         "device_capacity_tokens", "host_capacity_tokens", "cp", "lanes", "draft_layers", "cache_only", "seed",
@@ -69,14 +72,35 @@ public record SimResult(
         @JsonProperty("simulated_seconds") double simulatedSeconds,
         @JsonProperty("wall_seconds") double wallSeconds,
         @JsonIgnore List<TimelineSegment> timeline,
+        @JsonUnwrapped ServingStats serving,
         @JsonIgnore StorageResult storage) {
 
-    /** Copies the timeline. */
-    public SimResult {
-        timeline = timeline == null ? List.of() : List.copyOf(timeline);
+    /** A result without a storage tier. */
+    public SimResult(SimConfig config, String trace, long requests, long inputTokens, long simulatedTokens, long blocks,
+                     double blockHitRatio, double tokenHitRatio, long deviceHitTokens, long hostHitTokens,
+                     long prefillTokensComputed, Backups backups, long d2hBytes, long exposedBackupNs,
+                     CommitLatency commitLatencyNs, double hostPoolPeakUtilization, double simulatedSeconds,
+                     double wallSeconds, List<TimelineSegment> timeline, ServingStats serving) {
+        this(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio, tokenHitRatio,
+                deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes, exposedBackupNs,
+                commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline, serving, null);
     }
 
-    /** A result without a storage tier. */
+    /** The storage tier's fields (see {@link StorageResult}), after the others; none without a storage tier. */
+    @com.fasterxml.jackson.annotation.JsonAnyGetter
+    java.util.Map<String, Object> storageFields() {
+        return storage == null ? java.util.Map.of() : storage.fields();
+    }
+
+    /** The same result with the storage tier's figures (null: none). */
+    public SimResult withStorage(StorageResult s) {
+        return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
+                tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
+                exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline,
+                serving, s);
+    }
+
+    /** The result of an engine that does not model serving (no {@link ServingStats}). */
     public SimResult(SimConfig config, String trace, long requests, long inputTokens, long simulatedTokens, long blocks,
                      double blockHitRatio, double tokenHitRatio, long deviceHitTokens, long hostHitTokens,
                      long prefillTokensComputed, Backups backups, long d2hBytes, long exposedBackupNs,
@@ -87,17 +111,9 @@ public record SimResult(
                 commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline, null);
     }
 
-    /** The storage tier's fields (see {@link StorageResult}), after the others; none without a storage tier. */
-    @com.fasterxml.jackson.annotation.JsonAnyGetter
-    java.util.Map<String, Object> storageFields() {
-        return storage == null ? java.util.Map.of() : storage.fields();
-    }
-
-    /** The same result with the storage tier's figures. */
-    public SimResult withStorage(StorageResult s) {
-        return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
-                tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
-                exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline, s);
+    /** Copies the timeline. */
+    public SimResult {
+        timeline = timeline == null ? List.of() : List.copyOf(timeline);
     }
 
     /**
@@ -160,7 +176,15 @@ public record SimResult(
         return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
                 tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
                 exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, segments,
-                storage);
+                serving, storage);
+    }
+
+    /** The same result with serving outcomes. */
+    public SimResult withServing(ServingStats stats) {
+        return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
+                tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
+                exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline,
+                stats, storage);
     }
 
     @JsonProperty("model")

@@ -21,6 +21,23 @@ public record StorageResult(String backend, long storageHitTokens, long writePag
                             long prefetchNoRoom, double prefetchWaitSeconds, int prefetchQueuePeak,
                             int writeQueuePeak) {
 
+    /** The fleet's figures: counts summed, bandwidths and peaks the largest of the instances. */
+    public static StorageResult sum(java.util.List<StorageResult> parts) {
+        StorageResult a = parts.getFirst();
+        for (int i = 1; i < parts.size(); i++) {
+            StorageResult b = parts.get(i);
+            a = new StorageResult(a.backend, a.storageHitTokens + b.storageHitTokens, a.writePages + b.writePages,
+                    a.writeBytes + b.writeBytes, a.writeFailedPages + b.writeFailedPages, a.ioWriteBytes,
+                    a.ioReadBytes, Math.max(a.writeBytesPerSecond, b.writeBytesPerSecond),
+                    Math.max(a.prefetchBytesPerSecond, b.prefetchBytesPerSecond), a.prefetchStarted + b.prefetchStarted,
+                    a.prefetchPages + b.prefetchPages, a.prefetchPagesPublished + b.prefetchPagesPublished,
+                    a.prefetchBytes + b.prefetchBytes, a.prefetchFailedPages + b.prefetchFailedPages,
+                    a.prefetchNoRoom + b.prefetchNoRoom, a.prefetchWaitSeconds + b.prefetchWaitSeconds,
+                    Math.max(a.prefetchQueuePeak, b.prefetchQueuePeak), Math.max(a.writeQueuePeak, b.writeQueuePeak));
+        }
+        return a;
+    }
+
     /** The JSON fields, in order. */
     public Map<String, Object> fields() {
         Map<String, Object> m = new LinkedHashMap<>();

@@ -80,6 +80,35 @@ public final class TokenExpander {
         return count;
     }
 
+    /**
+     * The page keys of {@code r}'s whole pages: key {@code i} is {@code token(i * pageSize) / pageSize} of
+     * {@link #expand}, computed without writing the tokens (hash ids are remapped in the same order, so keys and
+     * later expansions agree with {@code expand}).
+     *
+     * @param pageSize tokens per page, a divisor of {@link #blockTokens()}
+     */
+    public int[] pageKeys(Request r, int pageSize) {
+        if (pageSize < 1 || blockTokens % pageSize != 0) {
+            throw new IllegalArgumentException("page size " + pageSize + " must divide block tokens " + blockTokens);
+        }
+        int count = tokenCount(r);
+        int[] keys = new int[count / pageSize];
+        int[] ids = r.blockIds();
+        int pagesPerBlock = blockTokens / pageSize;
+        int blocks = (count + blockTokens - 1) / blockTokens;
+        for (int b = 0; b < ids.length && b < blocks; b++) {
+            int base = dense(ids[b]) * pagesPerBlock; // = dense * blockTokens / pageSize
+            for (int j = 0; j < pagesPerBlock; j++) {
+                int page = b * pagesPerBlock + j;
+                if (page >= keys.length) {
+                    break;
+                }
+                keys[page] = base + j;
+            }
+        }
+        return keys;
+    }
+
     /** Returns a buffer at least {@code count} long: {@code buf} itself or a larger copy. */
     public static int[] ensureCapacity(int[] buf, int count) {
         return buf.length >= count ? buf : Arrays.copyOf(buf, Math.max(count, buf.length * 2));

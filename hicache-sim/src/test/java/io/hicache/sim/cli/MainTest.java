@@ -141,7 +141,21 @@ class MainTest {
 
     @Test
     void noArgumentsComparesOnTheBundledTraceAndWritesReportHtml() {
-        int rc = run(recording);
+        List<io.hicache.sim.ServingConfig> servings = new ArrayList<>();
+        EngineFactory both = new EngineFactory() {
+            @Override
+            public SimulationEngine create(SimConfig config) {
+                return recording.create(config);
+            }
+
+            @Override
+            public SimulationEngine create(SimConfig config, io.hicache.sim.ServingConfig serving) {
+                servings.add(serving);
+                return recording.create(config);
+            }
+        };
+        int rc = run(both);
+        assertThat(servings).extracting(io.hicache.sim.ServingConfig::instances).containsOnly(Main.DEFAULT_FLEET);
         assertThat(rc).as(err()).isZero();
         assertThat(work.resolve("report.html")).exists();
         assertThat(ran).hasSize(3);
@@ -171,12 +185,76 @@ class MainTest {
             unknown trace format    | replay --trace csv:x.csv                                     | unknown trace format 'csv'
             missing output dir      | replay --json no/such/dir/r.json                             | does not exist
             bad cp                  | replay --cp 0 --lanes zigzag                                 | cp must be >= 1 rank
+            unknown router          | replay --instances 2 --router random                         | valid values: round-robin, least-loaded, cache-aware
+            zero instances          | replay --instances 0                                         | --instances must be >= 1, got 0
+            negative instances      | compare --instances 2,-1                                     | --instances must be >= 1, got -1
+            zero tp                 | replay --tp 0                                                | --tp must be >= 1 GPU, got 0
+            tp not dividing heads   | replay --tp 3                                                | --tp 3 does not divide the 8 KV heads of llama3-70b; valid: 1, 2, 4, 8
+            chunk above budget      | replay --chunk-tokens 9000                                   | --chunk-tokens must be in 1..8192 (at most --max-batch-tokens), got 9000
+            zero budget             | replay --max-batch-tokens 0                                  | --max-batch-tokens must be >= 1, got 0
+            zero ttft slo           | replay --slo-ttft-ms 0                                       | --slo-ttft-ms must be a finite number > 0, got 0.0
+            negative tpot slo       | replay --slo-tpot-ms -5                                      | --slo-tpot-ms must be a finite number > 0, got -5.0
+            router list in replay   | replay --router round-robin,cache-aware                      | --router takes one value here
+            serving with cache-only | replay --cache-only --instances 4                            | have no effect with --cache-only
             """)
     void usageErrorsExitWithTwoBeforeAnyWork(String name, String args, String message) {
-        int rc = run(recording, args.trim().split("\\s+"));
+        String outputs = args.contains("--json") ? "" : " --json out.json --html out.html";
+        String[] argv = (args.trim() + outputs).split("\\s+");
+        int rc = run(recording, argv);
         assertThat(rc).isEqualTo(2);
         assertThat(err()).contains(message);
+        assertThat(err().lines().filter(l -> l.startsWith("hicache-sim: ")).count()).as(err()).isEqualTo(1);
         assertThat(ran).isEmpty();
+        assertThat(work.resolve("out.json")).doesNotExist();
+        assertThat(work.resolve("out.html")).doesNotExist();
+    }
+
+    @Test
+    void aFleetReplayWritesTheServingOutcomes() throws IOException {
+        int rc = run(new DefaultEngineFactory(), "replay", "--limit", "60", "--instances", "4", "--router",
+                "least-loaded", "--json", "f.json", "--html", "f.html");
+        assertThat(rc).as(err()).isZero();
+        JsonNode n = new ObjectMapper().readTree(work.resolve("f.json").toFile());
+        for (String f : List.of("ttft_ms", "tpot_ms", "e2e_ms", "queue_ms")) {
+            for (String q : List.of("p50", "p90", "p99", "max")) {
+                assertThat(n.get(f).get(q).asDouble()).as(f + "." + q).isPositive();
+            }
+        }
+        assertThat(n.get("ttft_ms").get("p50").asDouble()).isLessThanOrEqualTo(n.get("ttft_ms").get("p99").asDouble());
+        assertThat(n.get("instances").asInt()).isEqualTo(4);
+        assertThat(n.get("router").asText()).isEqualTo("least-loaded");
+        assertThat(n.get("tp").asInt()).isEqualTo(4);
+        assertThat(n.get("throughput_output_tokens_per_s").asDouble()).isPositive();
+        assertThat(n.get("goodput").asDouble()).isBetween(0.0, 1.0);
+        assertThat(n.get("gpu_busy_fraction").asDouble()).isBetween(0.0, 1.0);
+        String html = Files.readString(work.resolve("f.html"));
+        assertThat(html).contains("Headline: against no host tier", "TTFT distribution", "What clients felt");
+    }
+
+    @Test
+    void compareTakesInstancesAndRoutersAsAxes() throws IOException {
+        List<io.hicache.sim.ServingConfig> servings = new ArrayList<>();
+        EngineFactory both = new EngineFactory() {
+            @Override
+            public SimulationEngine create(SimConfig config) {
+                return recording.create(config);
+            }
+
+            @Override
+            public SimulationEngine create(SimConfig config, io.hicache.sim.ServingConfig serving) {
+                servings.add(serving);
+                return recording.create(config);
+            }
+        };
+        int rc = run(both, "compare", "--limit", "30", "--instances", "2", "--router", "round-robin,cache-aware",
+                "--json", "c.json");
+        assertThat(rc).as(err()).isZero();
+        assertThat(ran).hasSize(6);
+        assertThat(servings).extracting(io.hicache.sim.ServingConfig::router).containsExactly(
+                io.hicache.sim.Router.ROUND_ROBIN, io.hicache.sim.Router.ROUND_ROBIN, io.hicache.sim.Router.ROUND_ROBIN,
+                io.hicache.sim.Router.CACHE_AWARE, io.hicache.sim.Router.CACHE_AWARE, io.hicache.sim.Router.CACHE_AWARE);
+        assertThat(servings).extracting(io.hicache.sim.ServingConfig::instances).containsOnly(2);
+        assertThat(out.toString(StandardCharsets.UTF_8)).contains("layered, 2x round-robin", "none (no backup), 2x cache-aware");
     }
 
     @Test

@@ -121,14 +121,17 @@ class ServingEngineTest {
 
     @Test
     void agreesWithTheCacheOnlyEngineWhenCapacitiesAreUnlimited() {
+        // arrivals 10,000 times further apart: a request has finished before the next arrives, as in the
+        // cache-only engine, except for the requests that share a timestamp (the first ones all arrive at 0):
+        // prefilling side by side, they cannot hit each other's pages, so the timed engine may only hit less
         SimConfig timed = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, Long.MAX_VALUE,
                 SimConfig.HOST_UNLIMITED, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1,
-                OwnerLanes.ROUND_ROBIN, 0, false, 0, 1.0);
+                OwnerLanes.ROUND_ROBIN, 0, false, 0, 1e-4);
         SimResult t = run(timed, 1_000);
         SimResult c = new CacheOnlyEngine().run(timed.withCacheOnly(true), bundled(1_000), ProgressListener.NONE);
-        assertThat(t.blockHitRatio()).isEqualTo(c.blockHitRatio());
-        assertThat(t.tokenHitRatio()).isEqualTo(c.tokenHitRatio());
-        assertThat(t.deviceHitTokens()).isEqualTo(c.deviceHitTokens());
+        assertThat(t.blockHitRatio()).isLessThanOrEqualTo(c.blockHitRatio()).isCloseTo(c.blockHitRatio(), within(1e-4));
+        assertThat(t.tokenHitRatio()).isLessThanOrEqualTo(c.tokenHitRatio()).isCloseTo(c.tokenHitRatio(), within(1e-4));
+        assertThat(t.deviceHitTokens()).isLessThanOrEqualTo(c.deviceHitTokens());
         assertThat(t.hostHitTokens()).isZero();
     }
 

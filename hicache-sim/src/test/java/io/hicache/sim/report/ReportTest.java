@@ -93,12 +93,43 @@ class ReportTest {
         Document doc = f.newDocumentBuilder().parse(new InputSource(new StringReader(html)));
         assertThat(doc.getDocumentElement().getTagName()).isEqualTo("html");
         assertThat(doc.getElementsByTagName("svg").getLength()).isEqualTo(3);
-        assertThat(doc.getElementsByTagName("tr").getLength()).isEqualTo(4);
+        // two tables (cache, backups) of a header and three rows each; no serving tables for untimed rows
+        assertThat(doc.getElementsByTagName("tr").getLength()).isEqualTo(8);
         assertThat(doc.getElementsByTagName("title").item(0).getTextContent()).isEqualTo("HiCache <test> & co");
 
         assertThat(html).doesNotContain("http:", "https:", "<script", "<link", "src=", "@import", "url(");
         assertThat(html).contains("class=\"baseline\"", "Hit ratio vs host capacity", "d2h copy", "inf",
                 "0 (none)", "0.2500");
+    }
+
+    static ServingStats serving(double ttftP50Ms, double ttftP99Ms, double outTokensPerS, double hidden) {
+        long[] ttft = {(long) (ttftP50Ms * 1e6), (long) (ttftP99Ms * 1e6)};
+        return new ServingStats(8, "cache-aware", 4, 8192, 8192, 2000, 100,
+                new ServingStats.Latency(ttftP50Ms, ttftP99Ms, ttftP99Ms, ttftP99Ms, ttftP50Ms),
+                new ServingStats.Latency(12, 20, 30, 40, 15), new ServingStats.Latency(900, 2000, 3000, 4000, 1000),
+                new ServingStats.Latency(5, 9, 10, 11, 6), 40_000, outTokensPerS, 3.4, 0.9, 3.0, 0.8, 3, 1000, 100,
+                1_000_000_000L, hidden, ServingStats.cdf(ttft, 2));
+    }
+
+    @Test
+    void servingRowsGetAHeadlineAgainstTheNoHostBaselineAndATtftCdf() throws Exception {
+        SimConfig c = SimConfig.defaults(512);
+        SimResult layered = sample(c, List.of()).withServing(serving(400, 2000, 1200, 0.98));
+        SimResult none = sample(c.withBackupMode(BackupMode.NONE), List.of()).withServing(serving(800, 8000, 1000, 0));
+        String html = HtmlReport.render(new HtmlReport.Report("t", "c",
+                List.of(new HtmlReport.Row("layered", layered, false), new HtmlReport.Row("none (no backup)", none, true)),
+                List.of(), List.of()));
+        DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
+        f.setFeature("http://apache.org/xml/features/nonvalidating/load-external-dtd", false);
+        Document doc = f.newDocumentBuilder().parse(new InputSource(new StringReader(html)));
+        assertThat(doc.getElementsByTagName("svg").getLength()).isEqualTo(1); // the TTFT CDF
+        assertThat(html).contains("Headline: against no host tier", "0.50× no host tier (better)",
+                "0.25× no host tier (better)", "1.20× no host tier (better)", "98.0%", "TTFT distribution",
+                "What clients felt");
+        JsonNode n = new ObjectMapper().readTree(JsonReport.toJson(layered));
+        assertThat(n.get("ttft_ms").get("p99").asDouble()).isEqualTo(2000);
+        assertThat(n.get("instances").asInt()).isEqualTo(8);
+        assertThat(n.has("ttft_cdf_ms")).isFalse();
     }
 
     @Test

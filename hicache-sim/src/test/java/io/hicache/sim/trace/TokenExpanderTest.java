@@ -30,6 +30,29 @@ class TokenExpanderTest {
     }
 
     @Test
+    void pageKeysAreTheFirstTokenOfEachWholePageOverThePageSize() {
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(11);
+        for (int pageSize : new int[] {1, 16, 64, 512}) {
+            TokenExpander viaTokens = new TokenExpander(512);
+            TokenExpander viaKeys = new TokenExpander(512);
+            for (int n = 0; n < 200; n++) {
+                int blocks = 1 + rnd.nextInt(6);
+                int[] ids = new int[blocks];
+                for (int b = 0; b < blocks; b++) {
+                    ids[b] = rnd.nextInt(12);
+                }
+                Request r = req((blocks - 1) * 512 + 1 + rnd.nextInt(512), 512, ids);
+                int[] t = viaTokens.expand(r);
+                int[] expected = new int[t.length / pageSize];
+                for (int i = 0; i < expected.length; i++) {
+                    expected[i] = t[i * pageSize] / pageSize;
+                }
+                assertThat(viaKeys.pageKeys(r, pageSize)).as("page size %d", pageSize).containsExactly(expected);
+            }
+        }
+    }
+
+    @Test
     void oneTokenPerBlockIsTheBlockLevelView() {
         TokenExpander e = new TokenExpander(1);
         assertThat(e.expand(req(1000, 512, 70, 90))).containsExactly(0, 1);

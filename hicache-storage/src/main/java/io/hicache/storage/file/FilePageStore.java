@@ -74,6 +74,7 @@ import java.util.zip.CRC32C;
 public final class FilePageStore extends AbstractPageStore {
     private static final Logger LOG = LoggerFactory.getLogger(FilePageStore.class);
     static final int MARKER_BYTES = CommitMarker.BYTES;
+    private static final long MAX_CHUNK = 1 << 30;
     private static final Set<PosixFilePermission> DIR_PERMS = PosixFilePermissions.fromString("rwx------");
     private static final FileAttribute<Set<PosixFilePermission>> FILE_ATTR =
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
@@ -117,7 +118,7 @@ public final class FilePageStore extends AbstractPageStore {
      * @throws IOException              when the directory cannot be created or scanned
      */
     public FilePageStore(Path dir, StoreConfig config) throws IOException {
-        super("file", config);
+        super("file", "L3 file store " + dir.toAbsolutePath().normalize(), config);
         this.root = dir.toAbsolutePath().normalize();
         this.objects = root.resolve("objects");
         this.staging = root.resolve("staging");
@@ -349,28 +350,30 @@ public final class FilePageStore extends AbstractPageStore {
         OpenOption[] opts = direct
                 ? new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT}
                 : new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE};
-        long at = 0;
+        // one gathering write (writev) of every segment and the marker
+        int parts = 0;
+        for (int p = 0; p < page.partCount(); p++) {
+            parts += (int) ((page.part(p).byteSize() + MAX_CHUNK - 1) / MAX_CHUNK);
+        }
+        ByteBuffer[] bufs = new ByteBuffer[parts + 1];
+        int n = 0;
+        for (int p = 0; p < page.partCount(); p++) {
+            MemorySegment part = page.part(p);
+            for (long off = 0; off < part.byteSize(); off += MAX_CHUNK) {
+                ByteBuffer bb = part.asSlice(off, Math.min(part.byteSize() - off, MAX_CHUNK)).asByteBuffer();
+                crc.update(bb.duplicate());
+                bufs[n++] = bb;
+            }
+        }
+        bufs[n] = direct ? directTail(key, page.byteSize(), (int) crc.getValue())
+                : marker(key, page.byteSize(), (int) crc.getValue());
         try (FileChannel ch = FileChannel.open(tmp, Set.of(opts), FILE_ATTR)) {
-            for (int p = 0; p < page.partCount(); p++) {
-                MemorySegment part = page.part(p);
-                for (long off = 0; off < part.byteSize(); ) {
-                    int chunk = (int) Math.min(part.byteSize() - off, 1 << 30);
-                    ByteBuffer bb = part.asSlice(off, chunk).asByteBuffer();
-                    crc.update(bb.duplicate());
-                    while (bb.hasRemaining()) {
-                        at += ch.write(bb, at);
-                    }
-                    off += chunk;
+            int first = 0;
+            while (first < bufs.length) {
+                ch.write(bufs, first, bufs.length - first);
+                while (first < bufs.length && !bufs[first].hasRemaining()) {
+                    first++;
                 }
-            }
-            ByteBuffer m;
-            if (direct) {
-                m = directTail(key, page.byteSize(), (int) crc.getValue());
-            } else {
-                m = marker(key, page.byteSize(), (int) crc.getValue());
-            }
-            while (m.hasRemaining()) {
-                at += ch.write(m, at);
             }
             if (config.fileFsync()) {
                 ch.force(true);
@@ -457,24 +460,32 @@ public final class FilePageStore extends AbstractPageStore {
         }
     }
 
+    /** One scattering read (readv) of the data into the page's segments from offset 0, then its CRC. */
     private static void readData(FileChannel ch, HostPage page, CRC32C crc) throws IOException {
-        long at = 0;
+        int parts = 0;
+        for (int p = 0; p < page.partCount(); p++) {
+            parts += (int) ((page.part(p).byteSize() + MAX_CHUNK - 1) / MAX_CHUNK);
+        }
+        ByteBuffer[] bufs = new ByteBuffer[parts];
+        int n = 0;
         for (int p = 0; p < page.partCount(); p++) {
             MemorySegment part = page.part(p);
-            for (long off = 0; off < part.byteSize(); ) {
-                int chunk = (int) Math.min(part.byteSize() - off, 1 << 30);
-                ByteBuffer bb = part.asSlice(off, chunk).asByteBuffer();
-                while (bb.hasRemaining()) {
-                    int n = ch.read(bb, at);
-                    if (n < 0) {
-                        throw new IOException("object shrank while being read");
-                    }
-                    at += n;
-                }
-                bb.flip();
-                crc.update(bb);
-                off += chunk;
+            for (long off = 0; off < part.byteSize(); off += MAX_CHUNK) {
+                bufs[n++] = part.asSlice(off, Math.min(part.byteSize() - off, MAX_CHUNK)).asByteBuffer();
             }
+        }
+        ch.position(0);
+        int first = 0;
+        while (first < bufs.length) {
+            if (ch.read(bufs, first, bufs.length - first) < 0) {
+                throw new IOException("object shrank while being read");
+            }
+            while (first < bufs.length && !bufs[first].hasRemaining()) {
+                first++;
+            }
+        }
+        for (ByteBuffer b : bufs) {
+            crc.update(b.flip());
         }
     }
 

@@ -64,11 +64,14 @@ public abstract class AbstractPageStore implements PageStore {
     private final LongAdder evictedPages = new LongAdder();
     private final AtomicInteger queuedOps = new AtomicInteger();
 
-    /** @param kind short backend name for thread names and log lines, e.g. {@code file} */
-    protected AbstractPageStore(String kind, StoreConfig config) {
+    /**
+     * @param kind  short backend name for thread names, e.g. {@code file}
+     * @param label what log lines name the store by (a directory, an endpoint; never a credential)
+     */
+    protected AbstractPageStore(String kind, String label, StoreConfig config) {
         this.kind = kind;
         this.config = config;
-        this.errorLog = new DistinctErrorLog(LoggerFactory.getLogger(getClass()), "L3 " + kind + " store");
+        this.errorLog = new DistinctErrorLog(LoggerFactory.getLogger(getClass()), label);
         AtomicInteger threadIds = new AtomicInteger();
         this.executor = new ThreadPoolExecutor(config.ioThreads(), config.ioThreads(), 0, TimeUnit.MILLISECONDS,
                 new ArrayBlockingQueue<>(config.maxQueuedOps()), r -> {

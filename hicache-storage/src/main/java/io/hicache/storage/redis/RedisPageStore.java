@@ -55,7 +55,8 @@ import java.util.zip.CRC32C;
  * (foreign value, wrong size) is {@link StoreStatus#CORRUPT}. Two writers of a key both succeed and
  * the last {@code SET} leaves one valid object (data and marker cannot pair across writers).
  *
- * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). A connection error
+ * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). Replies are read in 1 MiB
+ * steps (the system property {@code jedis.bufferSize.input}, set when absent). A connection error
  * fails the attempt and the base class retries with backoff. Connections come from a pool of
  * {@link StoreConfig#redisConnections()}; a connection broken by a server restart fails one attempt and
  * is dropped, and the retry reconnects.
@@ -72,6 +73,18 @@ import java.util.zip.CRC32C;
 public final class RedisPageStore extends AbstractPageStore {
     private static final Logger LOG = LoggerFactory.getLogger(RedisPageStore.class);
     private static final byte[] KEY_PREFIX = "hicache:".getBytes(StandardCharsets.US_ASCII);
+
+    static {
+        // Jedis moves bytes through per-connection buffers (8 KiB unless set): pages are large, so read and
+        // write in 1 MiB steps. Read once by Jedis when its stream classes load; an explicit setting wins.
+        if (System.getProperty("jedis.bufferSize") == null) {
+            for (String p : new String[] {"jedis.bufferSize.input", "jedis.bufferSize.output"}) {
+                if (System.getProperty(p) == null) {
+                    System.setProperty(p, Integer.toString(1 << 20));
+                }
+            }
+        }
+    }
     private static final byte OK = (byte) StoreStatus.OK.ordinal();
     private static final byte MISS = (byte) StoreStatus.MISS.ordinal();
     private static final byte FAILED = (byte) StoreStatus.FAILED.ordinal();
@@ -80,9 +93,11 @@ public final class RedisPageStore extends AbstractPageStore {
     private final UnifiedJedis client;
     private final boolean cluster;
     private final ThreadLocal<CRC32C> crcs = ThreadLocal.withInitial(CRC32C::new);
+    /** A single server's pipeline writes each command as it is appended, so one value buffer per thread serves a batch. */
+    private final ThreadLocal<byte[]> values = new ThreadLocal<>();
 
     private RedisPageStore(RedisLocation location, StoreConfig config, UnifiedJedis client, boolean cluster) {
-        super("redis", config);
+        super("redis", "L3 redis store " + location.describe(), config);
         this.location = location;
         this.client = client;
         this.cluster = cluster;
@@ -256,13 +271,25 @@ public final class RedisPageStore extends AbstractPageStore {
         return k;
     }
 
-    /** The value a put stores for {@code page} under {@code key}: data then marker (tests build foreign values from it). */
-    byte[] encode(PageKey key, HostPage page) {
+    /**
+     * The value a put stores for {@code page} under {@code key}: data then marker. With {@code reuse}, the
+     * thread's previous value array is refilled when it has the right size (a single server's pipeline has
+     * written the previous command out before the next is appended); a cluster pipeline holds every value
+     * until it syncs, so it gets fresh arrays.
+     */
+    byte[] encode(PageKey key, HostPage page, boolean reuse) {
         long size = page.byteSize();
         if (size + CommitMarker.BYTES > Integer.MAX_VALUE - 16) {
             throw new IllegalArgumentException("a page of " + size + " bytes exceeds a Redis value");
         }
-        byte[] v = new byte[(int) size + CommitMarker.BYTES];
+        int length = (int) size + CommitMarker.BYTES;
+        byte[] v = reuse ? values.get() : null;
+        if (v == null || v.length != length) {
+            v = new byte[length];
+            if (reuse) {
+                values.set(v);
+            }
+        }
         MemorySegment dst = MemorySegment.ofArray(v);
         page.copyTo(dst, 0);
         CRC32C crc = crcs.get();
@@ -324,7 +351,7 @@ public final class RedisPageStore extends AbstractPageStore {
         PipeliningBase p = pipeline();
         try {
             for (int i = 0; i < keys.size(); i++) {
-                replies.add(p.set(redisKey(keys.get(i)), encode(keys.get(i), pages.get(i))));
+                replies.add(p.set(redisKey(keys.get(i)), encode(keys.get(i), pages.get(i), !cluster)));
             }
             sync(p);
         } finally {

@@ -42,7 +42,8 @@ final class RedisServer implements AutoCloseable {
                 return p.toString();
             }
         }
-        throw new AssertionError(name + " not found on PATH; the Redis tests need it: " + INSTALL);
+        throw new AssertionError(name + " not found on PATH; the Redis tests need it: "
+                + (name.equals("openssl") ? "apt-get update && apt-get install -y openssl" : INSTALL));
     }
 
     static int freePort() {

@@ -1,0 +1,46 @@
+package io.hicache.sim.cli;
+
+import io.hicache.sim.Router;
+import picocli.CommandLine.Option;
+
+import java.util.List;
+
+/**
+ * Options of the serving model (deployment, scheduler budgets, objectives), shared by every subcommand.
+ * Filled by picocli; null means "not given". {@code compare} takes lists of instances and routers as axes.
+ */
+final class ServingOptions {
+    @Option(names = "--instances", paramLabel = "N", split = ",",
+            description = "Serving instances behind the router (default 1); compare: a comma-separated list.")
+    List<Integer> instances;
+
+    @Option(names = "--router", paramLabel = "RULE", split = ",",
+            description = "round-robin, least-loaded, cache-aware (default: longest cached prefix against load); "
+                    + "compare: a comma-separated list.")
+    List<Router> routers;
+
+    @Option(names = "--tp", paramLabel = "GPUS",
+            description = "Tensor-parallel GPUs per instance; must divide the model's KV heads "
+                    + "(default: the preset's, e.g. 4 for llama3-70b).")
+    Integer tp;
+
+    @Option(names = "--max-batch-tokens", paramLabel = "TOKENS",
+            description = "Token budget of one forward step: prefill chunks plus one per decoding request (default 8192).")
+    Integer maxBatchTokens;
+
+    @Option(names = "--chunk-tokens", paramLabel = "TOKENS",
+            description = "Largest prefill chunk of one request per step, <= --max-batch-tokens (default: the budget).")
+    Integer chunkTokens;
+
+    @Option(names = "--slo-ttft-ms", paramLabel = "MS", description = "Time-to-first-token objective (default 2000).")
+    Double sloTtftMs;
+
+    @Option(names = "--slo-tpot-ms", paramLabel = "MS", description = "Time-per-output-token objective (default 100).")
+    Double sloTpotMs;
+
+    /** Whether any serving option was given (they mean nothing with --cache-only). */
+    boolean any() {
+        return instances != null || routers != null || tp != null || maxBatchTokens != null || chunkTokens != null
+                || sloTtftMs != null || sloTpotMs != null;
+    }
+}

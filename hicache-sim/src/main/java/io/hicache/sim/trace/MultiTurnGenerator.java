@@ -1,0 +1,114 @@
+package io.hicache.sim.trace;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * A seeded multi-turn chat workload written as a Mooncake trace, modelled on SGLang's
+ * {@code benchmark/hicache/bench_multiturn.py}: {@code clients} conversations of {@code rounds} turns; a
+ * turn's prompt is the whole history (every earlier prompt and answer) plus a new question of
+ * {@code requestTokens}; answers are {@code outputTokens} long. Requests are sent at Poisson times of mean
+ * rate {@code ratePerS}, each to a random client that is ready: one whose previous turn was sent at least
+ * {@code turnGapS} earlier (standing in for the previous answer's latency, which a trace cannot know in
+ * advance: {@code bench_multiturn.py} waits for the answer instead, so this is an open-loop approximation).
+ *
+ * <p>Block ids follow Mooncake's prefix chaining: a turn repeats the ids of the previous prompt's full
+ * 512-token blocks and gets fresh ids for every block after them (the previous prompt's partial last block,
+ * the answer and the new question), since a block's content, and so its hash, changes once it is filled.
+ * Same arguments, same file. Not thread-safe; cold path.
+ *
+ * @param clients       conversations (>= 1)
+ * @param rounds        turns per conversation (>= 1)
+ * @param requestTokens tokens of each new question (>= 1)
+ * @param outputTokens  tokens of each answer (>= 1)
+ * @param ratePerS      mean requests per second (> 0)
+ * @param turnGapS      least time between two turns of a conversation, s (>= 0)
+ * @param seed          seed of the arrival times and client choices
+ */
+public record MultiTurnGenerator(int clients, int rounds, int requestTokens, int outputTokens, double ratePerS,
+                                 double turnGapS, long seed) {
+    private static final int BLOCK = MooncakeTraceReader.BLOCK_SIZE;
+
+    /** Checks the values; messages name the command-line flags. */
+    public MultiTurnGenerator {
+        if (clients < 1) {
+            throw new IllegalArgumentException("--clients must be >= 1, got " + clients);
+        }
+        if (rounds < 1) {
+            throw new IllegalArgumentException("--rounds must be >= 1, got " + rounds);
+        }
+        if (requestTokens < 1) {
+            throw new IllegalArgumentException("--request-tokens must be >= 1, got " + requestTokens);
+        }
+        if (outputTokens < 1) {
+            throw new IllegalArgumentException("--output-tokens must be >= 1, got " + outputTokens);
+        }
+        if (!(ratePerS > 0) || Double.isInfinite(ratePerS)) {
+            throw new IllegalArgumentException("--rate must be a finite number > 0 requests/s, got " + ratePerS);
+        }
+        if (!(turnGapS >= 0) || Double.isInfinite(turnGapS)) {
+            throw new IllegalArgumentException("--turn-gap-s must be a finite number >= 0, got " + turnGapS);
+        }
+    }
+
+    /** Writes the trace to {@code file}; returns the number of requests. */
+    public long write(Path file) {
+        SplittableRandom rng = new SplittableRandom(seed);
+        int[] done = new int[clients];
+        long[] lastSentMs = new long[clients];
+        java.util.Arrays.fill(lastSentMs, Long.MIN_VALUE / 2);
+        int[] promptTokens = new int[clients];
+        List<List<Integer>> ids = new ArrayList<>();
+        for (int c = 0; c < clients; c++) {
+            ids.add(new ArrayList<>());
+        }
+        int nextId = 0;
+        long total = (long) clients * rounds;
+        double tS = 0;
+        int[] ready = new int[clients];
+        try (BufferedWriter w = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
+            for (long sent = 0; sent < total; ) {
+                tS += -Math.log(1 - rng.nextDouble()) / ratePerS;
+                long tMs = (long) (tS * 1000);
+                int n = 0;
+                for (int c = 0; c < clients; c++) {
+                    if (done[c] < rounds && tMs - lastSentMs[c] >= (long) (turnGapS * 1000)) {
+                        ready[n++] = c;
+                    }
+                }
+                if (n == 0) {
+                    continue; // every open conversation is waiting for its previous answer
+                }
+                int c = ready[rng.nextInt(n)];
+                List<Integer> chain = ids.get(c);
+                int previous = promptTokens[c];
+                int history = done[c] == 0 ? 0 : previous + outputTokens;
+                int prompt = history + requestTokens;
+                int keep = done[c] == 0 ? 0 : previous / BLOCK; // the previous prompt's full blocks
+                while (chain.size() > keep) {
+                    chain.removeLast();
+                }
+                int blocks = (prompt + BLOCK - 1) / BLOCK;
+                while (chain.size() < blocks) {
+                    chain.add(nextId++);
+                }
+                w.write("{\"timestamp\": " + tMs + ", \"input_length\": " + prompt + ", \"output_length\": "
+                        + outputTokens + ", \"hash_ids\": " + chain + "}\n");
+                promptTokens[c] = prompt;
+                lastSentMs[c] = tMs;
+                done[c]++;
+                sent++;
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write trace " + file + ": " + e.getMessage(), e);
+        }
+        return total;
+    }
+}
