@@ -5,6 +5,7 @@
 @SuppressWarnings("requires-automatic")
 module io.hicache.sim {
     requires transitive io.hicache.core;
+    requires io.hicache.storage;
     requires jdk.jfr;
     requires org.agrona;
     requires info.picocli;

@@ -51,6 +51,9 @@ public final class RadixNode {
     PendingLoad loading;
     /** Set when a failed load removed this node with its subtree; lock calls on it are then no-ops. */
     boolean invalidated;
+    /** Page hashes of the storage tier: {@link #PAGE_HASH_BYTES} per page from hashOff; shared by split fragments. */
+    byte[] hashBytes;
+    int hashOff;
 
     // ---- refs and stats ----
     int lockRef;
@@ -70,7 +73,32 @@ public final class RadixNode {
     boolean inHostList;
     int hostHeapIdx = -1;
 
+    /** Bytes of one page hash (SHA-256). */
+    public static final int PAGE_HASH_BYTES = 32;
+
     RadixNode() {
+    }
+
+    /** Whether the storage tier's page hashes were set on this node ({@link RadixTree#setPageHashes}). */
+    public boolean hasPageHashes() {
+        return hashBytes != null;
+    }
+
+    /**
+     * Copies the hash of page {@code i} of this node ({@link #PAGE_HASH_BYTES} bytes) into {@code dst} at
+     * {@code dstOff}. Allocation-free.
+     *
+     * @throws IllegalStateException if no hashes were set
+     * @throws IndexOutOfBoundsException if {@code i} is outside the node
+     */
+    public void copyPageHash(int i, byte[] dst, int dstOff) {
+        if (hashBytes == null) {
+            throw new IllegalStateException("no page hashes on " + this);
+        }
+        if (i < 0 || i >= pageCount) {
+            throw new IndexOutOfBoundsException("page " + i + " outside [0, " + pageCount + ")");
+        }
+        System.arraycopy(hashBytes, hashOff + i * PAGE_HASH_BYTES, dst, dstOff, PAGE_HASH_BYTES);
     }
 
     /** @return the parent, or null for the root and for removed nodes */

@@ -161,6 +161,16 @@ public final class RadixTree {
         }
     }
 
+    private static void checkRange(byte[] array, String name, int from, int len) {
+        if (array == null) {
+            throw new IllegalArgumentException(name + " must not be null");
+        }
+        if (from < 0 || len < 0 || from > array.length - len) {
+            throw new IllegalArgumentException("range [" + from + ", " + from + " + " + len + ") of " + name
+                    + " must lie within [0, " + array.length + ")");
+        }
+    }
+
     private void checkNode(RadixNode node, boolean allowRoot) {
         if (node == null) {
             throw new IllegalArgumentException("node must not be null");
@@ -441,6 +451,11 @@ public final class RadixTree {
         }
         p.hostValue = hostHead;
         n.hostValue = hostTail;
+        if (n.hashBytes != null) {
+            p.hashBytes = n.hashBytes;
+            p.hashOff = n.hashOff;
+            n.hashOff += k * RadixNode.PAGE_HASH_BYTES;
+        }
         p.pending = n.pending;
         p.loading = n.loading;
         p.lockRef = n.lockRef;
@@ -627,6 +642,99 @@ public final class RadixTree {
     /** @return how many of the caller's pages the last {@link #insert} attached to formerly host-only nodes */
     public int lastInsertAdoptedPages() {
         return lastInsertAdoptedPages;
+    }
+
+    /**
+     * Storage prefetch: publishes pages {@code [startPage, len / pageSize)} of {@code tokens[from, from + len)}
+     * as a new host-only node carrying {@code value} (and, if not null, its page hashes
+     * {@code hashes[hashOff, hashOff + 32 * pages)}, which the tree then owns). The first {@code startPage}
+     * pages must be in the tree, on a path that ends on a node boundary at a node that is the root or holds a
+     * committed host value (contiguity: a host-only node's parent is backed up), and nothing may continue
+     * there with the next page. The path is touched; the new node has hit count 0.
+     *
+     * @return the new node, or null when the tree does not fit (nothing changed; the caller keeps its pages)
+     * @throws IllegalArgumentException on null arrays, ranges outside them, a {@code startPage} outside
+     *     {@code [0, pages)}, or a value whose page count is not {@code pages - startPage}
+     */
+    public RadixNode insertHost(int[] tokens, int from, int len, int startPage, HostValue value, byte[] hashes,
+                                int hashOff) {
+        checkRange(tokens, "tokens", from, len);
+        int pages = len >> pageShift;
+        if (startPage < 0 || startPage >= pages) {
+            throw new IllegalArgumentException("startPage " + startPage + " outside [0, " + pages + ")");
+        }
+        if (value == null || value.pageCount() != pages - startPage) {
+            throw new IllegalArgumentException("host value of " + (value == null ? "null" : value.pageCount())
+                    + " pages must cover pages [" + startPage + ", " + pages + ")");
+        }
+        if (hashes != null) {
+            checkRange(hashes, "hashes", hashOff, (pages - startPage) * RadixNode.PAGE_HASH_BYTES);
+        }
+        RadixNode node = root;
+        int pos = from;
+        int remaining = startPage;
+        while (remaining > 0) {
+            RadixNode child = findChild(node, tokens, pos);
+            if (child == null) {
+                return null;
+            }
+            int k = matchPages(child, tokens, pos, remaining);
+            if (k < child.pageCount) {
+                if (k < remaining) {
+                    return null;
+                }
+                child = split(child, k);
+            }
+            node = child;
+            pos += k << pageShift;
+            remaining -= k;
+        }
+        if (node != root && node.hostValue == null) {
+            return null;
+        }
+        if (findChild(node, tokens, pos) != null) {
+            return null;
+        }
+        int newPages = pages - startPage;
+        int keyLen = newPages << pageShift;
+        RadixNode n = new RadixNode();
+        n.attached = true;
+        n.parent = node;
+        n.keyTokens = java.util.Arrays.copyOfRange(tokens, pos, pos + keyLen);
+        n.keyOff = 0;
+        n.keyLen = keyLen;
+        n.pageCount = newPages;
+        n.childKey = pageKey(n.keyTokens, 0);
+        n.hostValue = value;
+        n.hashBytes = hashes;
+        n.hashOff = hashOff;
+        n.createSeq = ++createSeq;
+        addChild(node, n);
+        nodeCount++;
+        hostPagesCommitted += newPages;
+        hostQueue.onResident(n, false);
+        refresh(n);
+        refresh(node);
+        touch(n, nextTick());
+        return n;
+    }
+
+    /**
+     * Stores the storage tier's page hashes of {@code node}: {@code hashes[off, off + 32 * pageCount)}, which the
+     * tree owns afterwards and splits with the node. Hashes are computed once: a node that has them keeps them.
+     *
+     * @return true if set by this call, false if the node already had hashes
+     * @throws IllegalArgumentException on a null array or a range outside it
+     */
+    public boolean setPageHashes(RadixNode node, byte[] hashes, int off) {
+        checkNode(node, false);
+        checkRange(hashes, "hashes", off, node.pageCount * RadixNode.PAGE_HASH_BYTES);
+        if (node.hashBytes != null) {
+            return false;
+        }
+        node.hashBytes = hashes;
+        node.hashOff = off;
+        return true;
     }
 
     // ------------------------------------------------------------------ protection

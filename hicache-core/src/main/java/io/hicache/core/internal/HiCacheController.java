@@ -184,6 +184,11 @@ public final class HiCacheController implements AutoCloseable {
     private final long[] lastFallbackWarnNs = new long[FallbackReason.values().length];
     private CudaException stickyError;
     private boolean closed;
+    private HostTierObserver hostTierObserver;
+    private final java.util.ArrayList<HostLease> openLeases = new java.util.ArrayList<>();
+    /** Allocator holder ids of prefetch leases: far above any backup sequence number. */
+    private static final long LEASE_HOLDER_BASE = 1L << 62;
+    private long leaseSeq;
 
     HiCacheController(ControllerBuilder b) {
         this.runtime = b.runtime;
@@ -1086,6 +1091,25 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
+    /**
+     * Evicts at least {@code pages} host pages if the tree can (host-only leaves in policy order, never protected
+     * ones), freeing them and their budget; the {@link HostTierObserver} sees each first.
+     *
+     * @return host pages evicted
+     */
+    public int evictHost(int pages) {
+        checkUsable();
+        if (pages < 0) {
+            throw new IllegalArgumentException("evictHost(" + pages + "): pages must be >= 0");
+        }
+        int evicted = 0;
+        int step;
+        while (evicted < pages && (step = tree.evictHost(pages - evicted, hostEvictionListener)) > 0) {
+            evicted += step; // removing a leaf may expose its parent
+        }
+        return evicted;
+    }
+
     private final class WriteBackEvictionListener implements DeviceEvictionListener {
         RadixNode[] writeBackPath = new RadixNode[16];
         DevicePageSink sink;
@@ -1140,6 +1164,9 @@ public final class HiCacheController implements AutoCloseable {
 
     private void onHostEvicted(RadixNode node, HostValue value) {
         HostPages hp = (HostPages) value;
+        if (hostTierObserver != null) {
+            hostTierObserver.onHostEvicting(node, hp);
+        }
         int n = hp.ownedPageCount();
         if (n > scratchPages.length) {
             scratchPages = new int[Math.max(n, scratchPages.length * 2)];
@@ -1170,6 +1197,131 @@ public final class HiCacheController implements AutoCloseable {
     /** A committed host value split by the tree (see {@link HostBudget#onSplit}). */
     void onHostValueSplit(LaneDescription whole, LaneDescription head, LaneDescription tail) {
         budget.onSplit(whole, head, tail);
+    }
+
+    // ------------------------------------------------------------------ storage tier hooks
+
+    /**
+     * Sets the observer of host evictions (a storage tier's write-back; null for none). Scheduler thread.
+     */
+    public void hostTierObserver(HostTierObserver observer) {
+        checkOwner();
+        this.hostTierObserver = observer;
+    }
+
+    /**
+     * Storage prefetch: reserves host pages for positions {@code [startPage, startPage + pages)} of a sequence of
+     * {@code totalPages} (the positions this rank owns), charged to the host budget in group units like
+     * {@link #reserve}; with no room, one host eviction pass runs first. The caller ends the lease with
+     * {@link #publishHost} or {@link #releaseHost}; {@link #close()} releases leases still open.
+     *
+     * @return the lease, or null when the host pool has no room
+     * @throws IllegalArgumentException on a range outside {@code [0, totalPages)} or {@code pages < 1}
+     */
+    public HostLease reserveHost(int startPage, int pages, int totalPages) {
+        checkUsable();
+        if (pages < 1 || startPage < 0 || totalPages < startPage + pages) {
+            throw new IllegalArgumentException("reserveHost(startPage=" + startPage + ", pages=" + pages
+                + ", totalPages=" + totalPages + "): need pages >= 1 and startPage + pages <= totalPages");
+        }
+        int cost = budget.costOf(startPage, pages, totalPages);
+        if (budget.overBy(cost) > 0) {
+            evictHostBudget(budget.overBy(cost));
+            if (budget.overBy(cost) > 0) {
+                return null;
+            }
+        }
+        LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
+        int owned = lane.ownedCount();
+        int[] hostPages = new int[owned];
+        if (owned > 0 && allocator.allocate(owned, hostPages, 0, LEASE_HOLDER_BASE + leaseSeq++) < 0) {
+            throw new IllegalStateException("host allocator refused " + owned + " pages with budget "
+                + budget.usedPages() + "/" + budget.capacityPages() + " used: accounting bug");
+        }
+        budget.take(cost);
+        metrics.set(Metric.HOST_PAGES_USED, budget.usedPages());
+        HostLease lease = new HostLease(this, hostPages, lane, cost);
+        openLeases.add(lease);
+        return lease;
+    }
+
+    /**
+     * Storage prefetch: publishes the first {@code pages} positions of {@code lease} as a host-only node of the
+     * sequence {@code tokens[from, from + (startPage + pages) * pageSize)} (see {@link RadixTree#insertHost}),
+     * with the page hashes {@code hashes[hashOff, ...)} if not null, and frees the lease's other pages. When the
+     * tree no longer fits (the path changed meanwhile), nothing is published and every page is freed. Ends the
+     * lease either way. In a CP group every rank must make the same call (the same agreed page count).
+     *
+     * @return the new node, or null when nothing was published
+     * @throws IllegalStateException if the lease already ended or belongs to another controller
+     */
+    public RadixNode publishHost(HostLease lease, int[] tokens, int from, int pages, byte[] hashes, int hashOff) {
+        checkUsable();
+        checkLease(lease);
+        if (pages < 0 || pages > lease.pageCount()) {
+            throw new IllegalArgumentException("publishHost of " + pages + " pages outside [0, " + lease.pageCount()
+                + "]");
+        }
+        if (pages == 0) {
+            endLease(lease, 0);
+            return null;
+        }
+        LaneDescription l = lease.lanes;
+        LaneDescription head = pages == l.pageCount() ? l : l.slice(0, pages);
+        int owned = l.ownedCountBefore(pages);
+        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, false,
+            cpSize == 1 ? null : this);
+        int startPage = l.startPage();
+        RadixNode node = tree.insertHost(tokens, from, (startPage + pages) * pageSize, startPage, value, hashes,
+            hashOff);
+        endLease(lease, node == null ? 0 : pages);
+        return node;
+    }
+
+    /**
+     * Ends {@code lease} without publishing: frees its pages and budget.
+     *
+     * @return false if it had already ended
+     */
+    public boolean releaseHost(HostLease lease) {
+        checkOwner();
+        if (lease == null || lease.owner != this) {
+            throw new IllegalArgumentException(lease + " does not belong to this controller");
+        }
+        if (lease.ended || closed) {
+            return false;
+        }
+        endLease(lease, 0);
+        return true;
+    }
+
+    /** Prefetch leases not yet ended. Scheduler thread. */
+    public int hostLeasesOpen() {
+        return openLeases.size();
+    }
+
+    private void checkLease(HostLease lease) {
+        if (lease == null || lease.owner != this) {
+            throw new IllegalArgumentException(lease + " does not belong to this controller");
+        }
+        if (lease.ended) {
+            throw new IllegalStateException(lease + " already ended");
+        }
+    }
+
+    /** Ends a lease whose first {@code keptPositions} positions were published: frees the rest. */
+    private void endLease(HostLease lease, int keptPositions) {
+        lease.ended = true;
+        openLeases.remove(lease);
+        LaneDescription l = lease.lanes;
+        int keptOwned = keptPositions == 0 ? 0 : l.ownedCountBefore(keptPositions);
+        int freeCount = lease.hostPages.length - keptOwned;
+        if (freeCount > 0) {
+            allocator.free(lease.hostPages, keptOwned, freeCount);
+        }
+        int keptBudget = keptPositions == 0 ? 0 : budget.costOf(l.startPage(), keptPositions, l.totalPages());
+        budget.give(lease.budgetPages - keptBudget);
+        metrics.set(Metric.HOST_PAGES_USED, budget.usedPages());
     }
 
     // ------------------------------------------------------------------ failure and close
@@ -1215,6 +1367,9 @@ public final class HiCacheController implements AutoCloseable {
         quietly(() -> runtime.synchronizeStream(backupStream));
         quietly(() -> runtime.synchronizeStream(loader.loadStream()));
         loader.abandonAll();
+        while (!openLeases.isEmpty()) {
+            endLease(openLeases.get(openLeases.size() - 1), 0);
+        }
         for (int i = 0; i < fifo.size(); i++) {
             Backup b = fifo.at(i);
             if (!b.state.terminal()) {

@@ -107,6 +107,7 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("replay", new Replay(main));
         cl.addSubcommand("compare", new Compare(main));
         cl.addSubcommand("sweep", new Sweep(main));
+        cl.addSubcommand("keys", new KeysCommand(env));
         cl.addSubcommand("gen-multiturn", new GenerateMultiTurn(env));
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
@@ -237,6 +238,35 @@ public final class Main implements Callable<Integer> {
         @Option(names = "--time-scale", paramLabel = "X", description = "Divide arrival times by X (default 1).")
         Double timeScale;
 
+        @Option(names = "--storage", paramLabel = "STORE",
+                description = "L3 storage tier (replay): model (default when --storage-capacity-tokens is set), "
+                        + "file:DIR, redis://[user:pass@]HOST:PORT or rediss://...")
+        String storage;
+
+        @Option(names = "--storage-capacity-tokens", paramLabel = "TOKENS",
+                description = "Capacity of the modelled storage tier in simulated tokens (k/M/G suffixes; inf = unlimited).")
+        String storageCapacity;
+
+        @Option(names = "--storage-bandwidth-gbps", paramLabel = "GB_PER_S",
+                description = "Modelled storage bandwidth in GB/s of true KV bytes (default 10).")
+        Double storageBandwidthGbps;
+
+        @Option(names = "--storage-latency-us", paramLabel = "US",
+                description = "Modelled latency of one prefetch in microseconds (default 200).")
+        Double storageLatencyUs;
+
+        @Option(names = "--storage-write-policy", paramLabel = "POLICY",
+                description = "L2 -> L3 writes: write_through (default), write_through_selective, write_back.")
+        String storageWritePolicy;
+
+        @Option(names = "--prefetch-policy", paramLabel = "POLICY",
+                description = "L3 -> L2 prefetch stop policy: timeout (default), wait_complete, best_effort.")
+        String prefetchPolicy;
+
+        @Option(names = "--prefetch-threshold-tokens", paramLabel = "TOKENS",
+                description = "Prefetch only when storage may add more than this many simulated tokens (default 256).")
+        Integer prefetchThresholdTokens;
+
         @Option(names = "--json", paramLabel = "FILE", description = "Write results as JSON (an array for compare and sweep).")
         Path jsonFile;
 
@@ -297,8 +327,23 @@ public final class Main implements Callable<Integer> {
 
     Integer execute(CommandSpec at, SimOptions o, ServingOptions s, Kind kind) {
         RunPlan plan = RunPlan.build(at.commandLine(), o, s, kind, env);
-        return plan.run("hicache-sim " + String.join(" ", args));
+        return plan.run("hicache-sim " + String.join(" ", redacted(args)));
     }
+
+    /** The arguments with any storage credentials replaced by {@code ***} (what reports may show). */
+    static String[] redacted(String[] args) {
+        String[] out = args.clone();
+        for (int i = 0; i < out.length; i++) {
+            String a = out[i];
+            int eq = a.startsWith("--") ? a.indexOf('=') : -1;
+            String value = eq < 0 ? a : a.substring(eq + 1);
+            if (value.contains("://")) {
+                out[i] = (eq < 0 ? "" : a.substring(0, eq + 1)) + io.hicache.storage.PageStores.redact(value);
+            }
+        }
+        return out;
+    }
+
 
     /** Summary line for a result, printed to standard output. */
     static String summary(String label, SimResult r) {
@@ -306,8 +351,13 @@ public final class Main implements Callable<Integer> {
                 label, r.blockHitRatio(), r.tokenHitRatio(), r.deviceHitTokens(), r.hostHitTokens(),
                 r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds());
         var s = r.serving();
-        return s == null ? line : line + String.format(Locale.ROOT, " %11.1f %11.1f %11.1f %10.1f %7.3f",
-                s.ttftMs().p50(), s.ttftMs().p99(), s.tpotMs().p50(), s.throughputOutputTokensPerS(), s.goodput());
+        String storage = r.storage() == null ? "" : String.format(Locale.ROOT,
+                "  storage=%s storage_hit_tok=%d storage_write_pages=%d prefetch_pages_published=%d",
+                r.storage().backend(), r.storage().storageHitTokens(), r.storage().writePages(),
+                r.storage().prefetchPagesPublished());
+        return (s == null ? line : line + String.format(Locale.ROOT, " %11.1f %11.1f %11.1f %10.1f %7.3f",
+                s.ttftMs().p50(), s.ttftMs().p99(), s.tpotMs().p50(), s.throughputOutputTokensPerS(), s.goodput()))
+                + storage;
     }
 
     /** Header of {@link #summary}. */

@@ -45,9 +45,12 @@ final class RunPlan {
     private final Path jsonFile;
     private final Path htmlFile;
     private final Path jfrFile;
+    private final io.hicache.sim.StorageOptions storage;
 
     private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs,
-                    List<ServingConfig> servings, List<String> labels, Path jsonFile, Path htmlFile, Path jfrFile) {
+                    List<ServingConfig> servings, List<String> labels, Path jsonFile, Path htmlFile, Path jfrFile,
+                    io.hicache.sim.StorageOptions storage) {
+        this.storage = storage;
         this.env = env;
         this.kind = kind;
         this.trace = trace;
@@ -163,6 +166,7 @@ final class RunPlan {
             throw usage(cl, "--cp " + cp + " has no effect with --cache-only (every CP rank holds the same tree, "
                     + "so hit ratios do not depend on it); drop one of them");
         }
+        io.hicache.sim.StorageOptions storage = StoragePlan.build(cl, o, kind, noHost, backupMode, pageSize);
         for (Path out : new Path[] {o.jsonFile, o.htmlFile, o.jfrFile}) {
             if (out != null) {
                 Path abs = env.workDir().resolve(out).toAbsolutePath();
@@ -217,7 +221,7 @@ final class RunPlan {
         Path html = o.htmlFile == null ? null : env.workDir().resolve(o.htmlFile);
         Path jfr = o.jfrFile == null ? null : env.workDir().resolve(o.jfrFile);
         return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(servings), List.copyOf(labels), json,
-                html, jfr);
+                html, jfr, storage);
     }
 
     /** The serving configuration the options ask for (the first of each list); refuses bad values. */
@@ -283,7 +287,9 @@ final class RunPlan {
         List<SimulationEngine> engines = new ArrayList<>();
         for (int i = 0; i < configs.size(); i++) {
             // fails before any replay when an engine is missing
-            engines.add(env.engines().create(configs.get(i), servings.get(i)));
+            engines.add(storage != null // the storage tier runs in the timed engine
+                    ? new io.hicache.sim.engine.ServingEngine(servings.get(i), storage)
+                    : env.engines().create(configs.get(i), servings.get(i)));
         }
         List<SimResult> results = new ArrayList<>();
         env.out().println(Main.summaryHeader());
@@ -310,6 +316,11 @@ final class RunPlan {
                     kind == Main.Kind.COMPARE && configs.get(i).backupMode() == BackupMode.NONE));
         }
         SimConfig first = configs.getFirst();
+        if (storage != null) {
+            SimResult r = env.engines().create(first, servings.getFirst()).run(first, trace, Main.progress(env));
+            rows.add(new HtmlReport.Row("without storage", r, true));
+            env.out().println(Main.summary("without storage", r));
+        }
         if (kind == Main.Kind.REPLAY && first.backupMode() != BackupMode.NONE) {
             SimConfig none = first.withBackupMode(BackupMode.NONE);
             SimResult r = env.engines().create(none, servings.getFirst()).run(none, trace, Main.progress(env));
@@ -333,7 +344,7 @@ final class RunPlan {
                 timelines);
     }
 
-    private static long tokens(CommandLine cl, String option, String text) {
+    static long tokens(CommandLine cl, String option, String text) {
         String t = text.trim().toLowerCase(Locale.ROOT).replace("_", "");
         if (t.equals("inf") || t.equals("unlimited")) {
             return SimConfig.HOST_UNLIMITED;
@@ -367,7 +378,7 @@ final class RunPlan {
         return v >= Long.MAX_VALUE ? SimConfig.HOST_UNLIMITED : (long) v;
     }
 
-    private static ParameterException usage(CommandLine cl, String message) {
+    static ParameterException usage(CommandLine cl, String message) {
         return new ParameterException(cl, message);
     }
 }

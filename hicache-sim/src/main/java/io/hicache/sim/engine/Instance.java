@@ -97,6 +97,8 @@ final class Instance {
 
     /** Hit counts of the requests admitted here. */
     final io.hicache.sim.HitStats hits;
+    /** This instance's storage tier on the fleet's shared store, or null without {@code --storage}. */
+    final StorageSim storage;
     /** Outcomes of the requests finished here. */
     final Outcomes outcomes = new Outcomes();
     /** Rank 0's tree, kept for the router (read between phases, while this instance's thread is parked). */
@@ -145,6 +147,8 @@ final class Instance {
         InProcessRankAgreement agreement = cp > 1 ? new InProcessRankAgreement(cp) : null;
         InProcessRankAgreement loadAgreement = cp > 1 ? new InProcessRankAgreement(cp) : null;
         boolean backups = fleet.backupsEnabled;
+        this.storage = fleet.store == null ? null : new StorageSim(fleet.storageOptions, fleet.store, cp, pageSize,
+                layers, fleet.trueBytesPerSimByte);
         try {
             for (int r = 0; r < cp; r++) {
                 rt[r] = new SimulatedCudaRuntime(SimulatedCudaConfig.builder()
@@ -176,11 +180,17 @@ final class Instance {
                 if (cp > 1) {
                     b.cpGroup(cp, r, config.lanes(), agreement, loadAgreement);
                 }
+                if (storage != null) {
+                    b.listener(storage.listener(r));
+                }
                 ctl[r] = b.build();
                 computeStreams[r] = ctl[r].computeStream();
                 match[r] = new MatchResult(256);
                 pendingBackups.add(new ArrayList<>());
                 mirrors[r] = new DevicePagePool.Mirror(recorder);
+            }
+            if (storage != null) {
+                storage.attach(ctl, config.model().cliName());
             }
         } catch (RuntimeException e) {
             close(new ArrayList<>());
@@ -257,6 +267,9 @@ final class Instance {
                 settle(); // the submitter issues the forward's copies (each waits on its layer's event)
             }
             long external = stepping && !deviceStep ? stepEndNs : Long.MAX_VALUE;
+            if (storage != null && storage.nextReadyNs > now) {
+                external = Math.min(external, storage.nextReadyNs); // a request's prefetch lands then
+            }
             if (!advance(Math.min(external, limitNs))) {
                 // nothing queued on the devices and no time to wait for
                 if (stepping || waiting.isEmpty()) {
@@ -289,6 +302,9 @@ final class Instance {
             }
             for (int r = 0; r < cp; r++) {
                 work += ctl[r].poll();
+            }
+            if (storage != null) {
+                work += storage.poll();
             }
             idle = work == 0 ? idle + 1 : 0;
         }
@@ -370,6 +386,11 @@ final class Instance {
             dirty = true;
             settle();
             if (!copiesInFlight()) {
+                if (storage != null) {
+                    storage.flush(); // what this run committed is in the store for the next one
+                    dirty = true;
+                    settle();
+                }
                 return;
             }
             if (!advance(Long.MAX_VALUE)) {
@@ -544,6 +565,27 @@ final class Instance {
         for (int r = 0; r < cp; r++) {
             ctl[r].match(q.keys, 0, q.keys.length, match[r]);
         }
+        if (storage != null && !force) {
+            long now = nowNs();
+            if (!q.storageTried) {
+                q.storageTried = true;
+                storage.onMatch(match);
+                long wait = storage.prefetch(q.keys, match, q.request.index());
+                if (wait >= 0) {
+                    q.storagePages = storage.lastPublished();
+                    q.prefetches = storage.lastPrefetches();
+                    q.storageReadyNs = now + wait;
+                    for (int r = 0; r < cp; r++) {
+                        ctl[r].tree().match(q.keys, 0, q.keys.length, match[r]);
+                    }
+                }
+            }
+            if (q.storageReadyNs > now) {
+                storage.nextReadyNs = Math.min(storage.nextReadyNs <= now ? Long.MAX_VALUE : storage.nextReadyNs,
+                        q.storageReadyNs);
+                return 0; // its prefetch is still landing (modelled time)
+            }
+        }
         int devicePrefix = match[0].devicePageCount();
         if (match[0].hostPageCount() > 0 && fleet.backupsEnabled && !q.loadDone && !force) {
             if (loadSets.size() >= LOAD_RING) {
@@ -562,6 +604,10 @@ final class Instance {
                 if (ops != null) {
                     ops[r] = mine;
                 }
+            }
+            if (q.prefetches != null) {
+                storage.consume(q.prefetches); // the load protects its host pages from here on
+                q.prefetches = null;
             }
             if (op != null) {
                 queuedLoads.add(op);
@@ -634,6 +680,13 @@ final class Instance {
             q.admittedOnce = true;
             int hostHit = Math.min(q.loadedPages, devicePrefix);
             q.hostHitPages = hostHit;
+            if (q.prefetches != null) {
+                storage.consume(q.prefetches);
+                q.prefetches = null;
+            }
+            if (storage != null) {
+                storage.recordHit(Math.min(q.storagePages, hostHit));
+            }
             hits.record(q.request, q.simTokens, (devicePrefix - hostHit) * pageSize, hostHit * pageSize);
         }
         return 1;
@@ -1003,6 +1056,13 @@ final class Instance {
     long close(List<SimulatedCudaRuntime.LeakReport> leaks) {
         long ops = 0;
         RuntimeException failure = null;
+        if (storage != null) {
+            try {
+                storage.close();
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+        }
         for (int r = 0; r < cp; r++) {
             try {
                 if (ctl[r] != null) {

@@ -45,7 +45,10 @@ final class Replay {
     private final int pageSize;
     private final double promptTokensPerSimToken;
     /** True bytes one simulated byte stands for on one GPU's host link. */
-    private final double trueBytesPerSimByte;
+    final double trueBytesPerSimByte;
+    /** The storage tier's options and the store every instance shares (a fleet shares its L3), or null. */
+    final io.hicache.sim.StorageOptions storageOptions;
+    final io.hicache.storage.PageStore store;
     /** GPUs whose host links each carry one rank's copies (the TP group). */
     private final int gpusPerRank;
     private final long linkBytesPerSecond;
@@ -61,6 +64,11 @@ final class Replay {
     private long requestsRouted;
 
     Replay(SimConfig config, ServingConfig serving, TraceSource trace, ProgressListener progress) {
+        this(config, serving, trace, progress, null);
+    }
+
+    Replay(SimConfig config, ServingConfig serving, TraceSource trace, ProgressListener progress,
+           io.hicache.sim.StorageOptions storageOptions) {
         serving.checkModel(config.model());
         this.config = config;
         this.serving = serving;
@@ -98,6 +106,12 @@ final class Replay {
         this.linkBytesPerSecond = Math.max(1, Math.round(config.gpu().hostLinkBytesPerSecond()
                 * compute.linkEfficiency() / trueBytesPerSimByte));
         this.instances = new Instance[serving.instances()];
+        if (storageOptions != null && !backupsEnabled) {
+            throw new IllegalArgumentException("a storage tier needs a host tier (host capacity > 0, backups on)");
+        }
+        this.storageOptions = storageOptions;
+        this.store = storageOptions == null ? null
+                : StorageSim.openStore(storageOptions, pageSize, config.model().layers());
         try {
             for (int i = 0; i < instances.length; i++) {
                 instances[i] = new Instance(i, this, devicePagesCount, hostPagesPerRank, hostPagesWanted,
@@ -377,7 +391,19 @@ final class Replay {
                 base.blocks(), base.blockHitRatio(), base.tokenHitRatio(), base.deviceHitTokens(), base.hostHitTokens(),
                 base.prefillTokensComputed(), new SimResult.Backups(reserved, committed, aborted, noRoom, fallback),
                 Math.round(d2hSimBytes * trueBytesPerSimByte * gpusPerRank), exposed, commit, hostPeak,
-                simulatedNs / 1e9, wallSeconds, instances[0].timelineSegments()).withServing(stats);
+                simulatedNs / 1e9, wallSeconds, instances[0].timelineSegments()).withServing(stats)
+                .withStorage(storageResult());
+    }
+
+    private io.hicache.sim.report.StorageResult storageResult() {
+        if (store == null) {
+            return null;
+        }
+        List<io.hicache.sim.report.StorageResult> parts = new ArrayList<>();
+        for (Instance in : instances) {
+            parts.add(in.storage.result(pageSize));
+        }
+        return io.hicache.sim.report.StorageResult.sum(parts);
     }
 
     /** Closes every instance; returns the run's device facts. */
@@ -410,6 +436,9 @@ final class Replay {
                     }
                 }
             }
+        }
+        if (store != null) {
+            store.close(); // after every tier closed
         }
         if (failure != null) {
             throw failure;

@@ -25,6 +25,10 @@ final class ServedRequest {
     // load-back of a host hit before admission
     LoadOp load;
     boolean loadDone;
+    boolean storageTried;
+    int storagePages;
+    long storageReadyNs;
+    io.hicache.storage.tier.StorageTier.Prefetch[] prefetches;
     int loadedPages;
     int loadWaits;
     /** Same-forward loads: per rank, the load in flight whose layers this request's forwards wait for, or null. */

@@ -94,11 +94,22 @@ public final class ServingEngine implements SimulationEngine {
     public static final int TIMELINE_FORWARD = 20;
 
     private final ServingConfig serving;
+    private final io.hicache.sim.StorageOptions storage;
     private RunStats lastRun;
 
     /** An engine serving each configuration with {@link ServingConfig#defaults} for its model and GPU. */
     public ServingEngine() {
         this.serving = null;
+        this.storage = null;
+    }
+
+    /**
+     * An engine serving with {@code serving} (null: the defaults for the configuration) over an L3 storage tier
+     * below the host tier ({@link io.hicache.sim.StorageOptions}; null for none).
+     */
+    public ServingEngine(ServingConfig serving, io.hicache.sim.StorageOptions storage) {
+        this.serving = serving;
+        this.storage = storage;
     }
 
     /** An engine serving with {@code serving}. */
@@ -107,6 +118,7 @@ public final class ServingEngine implements SimulationEngine {
             throw new IllegalArgumentException("serving config must not be null");
         }
         this.serving = serving;
+        this.storage = null;
     }
 
     @Override
@@ -116,7 +128,7 @@ public final class ServingEngine implements SimulationEngine {
                     + "use CacheOnlyEngine");
         }
         ServingConfig sc = serving != null ? serving : ServingConfig.defaults(config.model(), config.gpu());
-        Replay replay = new Replay(config, sc, trace, progress);
+        Replay replay = new Replay(config, sc, trace, progress, storage);
         try {
             return replay.execute();
         } finally {

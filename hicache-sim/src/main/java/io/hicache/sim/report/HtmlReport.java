@@ -103,6 +103,7 @@ public final class HtmlReport {
         h.append("</header>\n<main>\n");
         headline(h, report.rows());
         table(h, report.rows());
+        storageTable(h, report.rows());
         servingTable(h, report.rows());
         ttftCdf(h, report.rows());
         if (!report.sweep().isEmpty()) {
@@ -130,7 +131,7 @@ public final class HtmlReport {
         h.append("<section><h2>Configurations: cache</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
                 .append("<th>configuration</th><th>backup mode</th><th>write policy</th><th>eviction</th>")
                 .append("<th>device cap</th><th>host cap</th><th>block hit ratio</th><th>token hit ratio</th>")
-                .append("<th>device hits</th><th>host hits</th><th>prefill computed</th></tr></thead>\n<tbody>\n");
+                .append("<th>device hits</th><th>host hits</th><th>of which storage</th><th>prefill computed</th></tr></thead>\n<tbody>\n");
         for (Row row : rows) {
             SimResult r = row.result();
             var c = r.config();
@@ -145,6 +146,8 @@ public final class HtmlReport {
                     .append("<td class=\"n\">").append(ratioCell(r.tokenHitRatio())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.deviceHitTokens())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.hostHitTokens())).append("</td>")
+                    .append("<td class=\"n\">").append(r.storage() == null ? "&#8212;"
+                            : fmtInt(r.storage().storageHitTokens())).append("</td>")
                     .append("<td class=\"n\">").append(fmtInt(r.prefillTokensComputed())).append("</td>")
                     .append("</tr>\n");
         }
@@ -404,6 +407,52 @@ public final class HtmlReport {
                     .append("\">").append(esc(row.label())).append("</text>\n");
         }
         h.append("</svg></section>\n");
+    }
+
+    /** The third tier (L3): one row per configuration that ran with storage; nothing when none did. */
+    private static void storageTable(StringBuilder h, List<Row> rows) {
+        boolean any = false;
+        for (Row row : rows) {
+            any |= row.result().storage() != null;
+        }
+        if (!any) {
+            return;
+        }
+        h.append("<section><h2>Storage tier (L3)</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
+                .append("<th>configuration</th><th>store</th><th>hits served from storage</th>")
+                .append("<th>pages written / failed</th><th>written (true bytes)</th><th>write bandwidth (wall)</th>")
+                .append("<th>prefetches / pages asked / published</th><th>prefetched (true bytes)</th>")
+                .append("<th>read bandwidth (wall)</th><th>prefetch failed / no room</th><th>request wait</th>")
+                .append("<th>queue peak prefetch / write</th></tr></thead>\n<tbody>\n");
+        for (Row row : rows) {
+            StorageResult st = row.result().storage();
+            if (st == null) {
+                continue;
+            }
+            h.append("<tr>")
+                    .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
+                    .append("<td>").append(esc(st.backend())).append("</td>")
+                    .append("<td class=\"n\">").append(fmtInt(st.storageHitTokens())).append("</td>")
+                    .append("<td class=\"n\">").append(fmtInt(st.writePages())).append(" / ")
+                    .append(fmtInt(st.writeFailedPages())).append("</td>")
+                    .append("<td class=\"n\">").append(bytes(st.writeBytes())).append("</td>")
+                    .append("<td class=\"n\">").append(bytes(Math.round(st.writeBytesPerSecond()))).append("/s</td>")
+                    .append("<td class=\"n\">").append(fmtInt(st.prefetchStarted())).append(" / ")
+                    .append(fmtInt(st.prefetchPages())).append(" / ").append(fmtInt(st.prefetchPagesPublished()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(bytes(st.prefetchBytes())).append("</td>")
+                    .append("<td class=\"n\">").append(bytes(Math.round(st.prefetchBytesPerSecond()))).append("/s</td>")
+                    .append("<td class=\"n\">").append(fmtInt(st.prefetchFailedPages())).append(" / ")
+                    .append(fmtInt(st.prefetchNoRoom())).append("</td>")
+                    .append("<td class=\"n\">").append(String.format(Locale.ROOT, "%.2f s", st.prefetchWaitSeconds()))
+                    .append("</td>")
+                    .append("<td class=\"n\">").append(st.prefetchQueuePeak()).append(" / ").append(st.writeQueuePeak())
+                    .append("</td></tr>\n");
+        }
+        h.append("</tbody></table></div>\n<p>Hits served from storage are host hits a prefetch brought in from L3 for ")
+                .append("the request (simulated tokens). Bandwidths are wall-clock figures of the real backend's I/O on ")
+                .append("the simulator's one-byte-per-layer pages; true bytes scale them to the model's KV size.</p>")
+                .append("</section>\n");
     }
 
     private static void sweepChart(StringBuilder h, List<SimResult> points) {

@@ -72,7 +72,33 @@ public record SimResult(
         @JsonProperty("simulated_seconds") double simulatedSeconds,
         @JsonProperty("wall_seconds") double wallSeconds,
         @JsonIgnore List<TimelineSegment> timeline,
-        @JsonUnwrapped ServingStats serving) {
+        @JsonUnwrapped ServingStats serving,
+        @JsonIgnore StorageResult storage) {
+
+    /** A result without a storage tier. */
+    public SimResult(SimConfig config, String trace, long requests, long inputTokens, long simulatedTokens, long blocks,
+                     double blockHitRatio, double tokenHitRatio, long deviceHitTokens, long hostHitTokens,
+                     long prefillTokensComputed, Backups backups, long d2hBytes, long exposedBackupNs,
+                     CommitLatency commitLatencyNs, double hostPoolPeakUtilization, double simulatedSeconds,
+                     double wallSeconds, List<TimelineSegment> timeline, ServingStats serving) {
+        this(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio, tokenHitRatio,
+                deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes, exposedBackupNs,
+                commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline, serving, null);
+    }
+
+    /** The storage tier's fields (see {@link StorageResult}), after the others; none without a storage tier. */
+    @com.fasterxml.jackson.annotation.JsonAnyGetter
+    java.util.Map<String, Object> storageFields() {
+        return storage == null ? java.util.Map.of() : storage.fields();
+    }
+
+    /** The same result with the storage tier's figures (null: none). */
+    public SimResult withStorage(StorageResult s) {
+        return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
+                tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
+                exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline,
+                serving, s);
+    }
 
     /** The result of an engine that does not model serving (no {@link ServingStats}). */
     public SimResult(SimConfig config, String trace, long requests, long inputTokens, long simulatedTokens, long blocks,
@@ -150,7 +176,7 @@ public record SimResult(
         return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
                 tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
                 exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, segments,
-                serving);
+                serving, storage);
     }
 
     /** The same result with serving outcomes. */
@@ -158,7 +184,7 @@ public record SimResult(
         return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
                 tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
                 exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline,
-                stats);
+                stats, storage);
     }
 
     @JsonProperty("model")

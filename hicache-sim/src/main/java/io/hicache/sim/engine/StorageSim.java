@@ -1,0 +1,280 @@
+package io.hicache.sim.engine;
+
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.cp.InProcessRankAgreement;
+import io.hicache.radix.MatchResult;
+import io.hicache.sim.StorageOptions;
+import io.hicache.sim.report.StorageResult;
+import io.hicache.storage.KeyNamespace;
+import io.hicache.storage.PageStore;
+import io.hicache.storage.PageStores;
+import io.hicache.storage.StoreConfig;
+import io.hicache.storage.StoreStats;
+import io.hicache.storage.tier.ForwardingBackupListener;
+import io.hicache.storage.tier.MemoryPageStore;
+import io.hicache.storage.tier.StorageMetric;
+import io.hicache.storage.tier.StorageTier;
+import io.hicache.storage.tier.StorageTierConfig;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The storage tier of one {@link Replay}: one store shared by the CP group and one {@link StorageTier} per rank on
+ * its controller. Prefetch I/O is real (the replay's thread waits for it in wall-clock time, polling with a
+ * deadline); the simulated time a request waits for it is modelled: latency + true bytes / bandwidth, bounded by the
+ * prefetch policy (none under best effort, the deadline under timeout). Owned by the replay's thread.
+ */
+final class StorageSim implements AutoCloseable {
+    private static final long IO_DEADLINE_NS = TimeUnit.SECONDS.toNanos(120);
+
+    private final StorageOptions options;
+    private final PageStore store;
+    private final StorageTier[] tiers;
+    private final ForwardingBackupListener[] listeners;
+    private final StorageTierConfig tierConfig;
+    private final double trueBytesPerSimByte;
+    private final long simPageBytes;
+    private final int pageSizeTokens;
+    private final StorageTier.Prefetch[] scratch;
+    private final MatchResult[] rematch;
+    private long storageHitPages;
+    private long waitNs;
+    private int prefetchQueuePeak;
+    private int writeQueuePeak;
+    private int published;
+    /** Simulated time before which the tiers were polled (wake-ups of requests waiting for prefetches). */
+    long nextReadyNs = Long.MAX_VALUE;
+    private boolean closed;
+
+    /**
+     * Opens the store ({@code file}/{@code redis}: connects now, so a bad location or password fails before the run).
+     *
+     * @param simPageBytes        bytes of one simulated host page (the model store's capacity unit)
+     * @param trueBytesPerSimByte true KV bytes one simulated byte stands for
+     */
+    StorageSim(StorageOptions options, PageStore store, int cp, int pageSizeTokens, long simPageBytes,
+               double trueBytesPerSimByte) {
+        this.options = options;
+        this.trueBytesPerSimByte = trueBytesPerSimByte;
+        this.simPageBytes = simPageBytes;
+        this.pageSizeTokens = pageSizeTokens;
+        this.store = store;
+        this.tiers = new StorageTier[cp];
+        this.listeners = new ForwardingBackupListener[cp];
+        for (int r = 0; r < cp; r++) {
+            listeners[r] = new ForwardingBackupListener();
+        }
+        this.tierConfig = StorageTierConfig.DEFAULT.withWritePolicy(options.writePolicy())
+                .withPrefetchPolicy(options.prefetchPolicy())
+                // the controllers' trees hold one key per simulated page: thresholds count tree tokens
+                .withPrefetchThresholdTokens(options.prefetchThresholdTokens() / pageSizeTokens);
+        this.scratch = new StorageTier.Prefetch[cp];
+        this.rematch = new MatchResult[cp];
+    }
+
+    /**
+     * Opens the run's store, shared by every instance of the fleet ({@code file}/{@code redis}: connects now, so a
+     * bad location or password fails before the run). The caller closes it after the tiers.
+     */
+    static PageStore openStore(StorageOptions options, int pageSizeTokens, long simPageBytes) {
+        return switch (options.kind()) {
+            case MODEL -> new MemoryPageStore(options.capacityTokens() == 0 ? 0
+                    : Math.max(simPageBytes, options.capacityTokens() / pageSizeTokens * simPageBytes),
+                    StoreConfig.DEFAULT_MAX_BATCH_PAGES);
+            case FILE, REDIS -> PageStores.open(options.location(), StoreConfig.defaults());
+        };
+    }
+
+    /** The listener to give rank {@code r}'s controller builder. */
+    ForwardingBackupListener listener(int r) {
+        return listeners[r];
+    }
+
+    /** Puts the tiers on the built controllers. */
+    void attach(HiCacheController[] ctl, String modelId) {
+        int cp = ctl.length;
+        InProcessRankAgreement agreement = cp > 1 ? new InProcessRankAgreement(cp) : null;
+        for (int r = 0; r < cp; r++) {
+            KeyNamespace ns = KeyNamespace.builder().modelId(modelId).kvDtype("sim-1-byte-per-layer")
+                    .pageSizeTokens(ctl[r].tree().pageSize()).hostLayout(ctl[r].hostPool().layout()).cp(cp, r)
+                    .build();
+            HiCacheController c = ctl[r];
+            tiers[r] = new StorageTier(c, store, ns, tierConfig, agreement, cp, () -> 0L);
+            listeners[r].target(tiers[r]);
+        }
+    }
+
+    /** One duty cycle of every tier; returns work done. */
+    int poll() {
+        int work = 0;
+        for (StorageTier t : tiers) {
+            work += t.poll();
+            prefetchQueuePeak = Math.max(prefetchQueuePeak, t.metrics().prefetchesInFlight());
+            writeQueuePeak = Math.max(writeQueuePeak, t.metrics().writesInFlight());
+        }
+        return work;
+    }
+
+    /** Under write_through_selective: tells every tier of the ranks' fresh matches. */
+    void onMatch(MatchResult[] match) {
+        for (int r = 0; r < tiers.length; r++) {
+            tiers[r].onMatch(match[r]);
+        }
+    }
+
+    /**
+     * Prefetches what storage holds beyond {@code match} for a request whose page keys are {@code keys}, waits for the
+     * I/O (wall clock) and publishes it on every rank.
+     *
+     * @return the simulated time the request waits for it (0 under best effort), or -1 when no prefetch started
+     */
+    long prefetch(int[] keys, MatchResult[] match, long requestId) {
+        published = 0;
+        for (int r = 0; r < tiers.length; r++) {
+            scratch[r] = tiers[r].prefetch(keys, 0, keys.length, match[r], requestId);
+        }
+        if (scratch[0] == null) {
+            for (int r = 1; r < tiers.length; r++) {
+                if (scratch[r] != null) {
+                    throw new IllegalStateException("ranks disagree on starting a prefetch for request " + requestId);
+                }
+            }
+            return -1;
+        }
+        long deadline = System.nanoTime() + IO_DEADLINE_NS;
+        while (!allEnded()) {
+            if (poll() == 0) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("storage prefetch of request " + requestId + " still running after "
+                            + TimeUnit.NANOSECONDS.toSeconds(IO_DEADLINE_NS) + " s of wall-clock time");
+                }
+                LockSupport.parkNanos(20_000); // the store's I/O threads are working; poll again
+            }
+        }
+        published = scratch[0].publishedPages();
+        double trueBytes = (double) published * simPageBytes * trueBytesPerSimByte;
+        long transferNs = published == 0 ? 0 : options.latencyNs()
+                + (long) (trueBytes / options.bandwidthBytesPerSecond() * 1e9);
+        long wait = switch (options.prefetchPolicy()) {
+            case BEST_EFFORT -> 0;
+            case WAIT_COMPLETE -> transferNs;
+            case TIMEOUT -> Math.min(transferNs, tierConfig.timeoutNs((long) scratch[0].pageCount() * pageSizeTokens));
+        };
+        waitNs += wait;
+        return wait;
+    }
+
+    private boolean allEnded() {
+        for (StorageTier.Prefetch p : scratch) {
+            if (p != null && p.state() != StorageTier.Prefetch.State.ENDED) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The per-rank prefetches of the last {@link #prefetch} (a copy), for {@link #consume}. */
+    StorageTier.Prefetch[] lastPrefetches() {
+        return scratch.clone();
+    }
+
+    /** The request of {@code prefetches} took its pages (or runs without them): they may be host-evicted again. */
+    void consume(StorageTier.Prefetch[] prefetches) {
+        for (int r = 0; r < tiers.length; r++) {
+            if (prefetches[r] != null) {
+                tiers[r].consume(prefetches[r]);
+            }
+        }
+    }
+
+    /** Pages the last {@link #prefetch} published. */
+    int lastPublished() {
+        return published;
+    }
+
+    /** Counts host hits a prefetch brought in. */
+    void recordHit(int pages) {
+        storageHitPages += pages;
+    }
+
+    /** Waits (wall clock, polling with a deadline) until every write and prefetch has finished. */
+    void flush() {
+        long deadline = System.nanoTime() + IO_DEADLINE_NS;
+        while (inFlight() > 0) {
+            if (poll() == 0) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("storage writes still running after "
+                            + TimeUnit.NANOSECONDS.toSeconds(IO_DEADLINE_NS) + " s of wall-clock time");
+                }
+                LockSupport.parkNanos(20_000);
+            }
+        }
+    }
+
+    private int inFlight() {
+        int n = 0;
+        for (StorageTier t : tiers) {
+            n += t.inFlight();
+        }
+        return n;
+    }
+
+    /** The run's storage figures; {@code pageSizeTokens} converts hit pages to tokens. */
+    StorageResult result(int pageSizeTokens) {
+        long writePages = 0;
+        long writeBytes = 0;
+        long writeFailed = 0;
+        long started = 0;
+        long pages = 0;
+        long publishedPages = 0;
+        long prefetchBytes = 0;
+        long failed = 0;
+        long noRoom = 0;
+        double writeBw = 0;
+        double readBw = 0;
+        for (StorageTier t : tiers) {
+            var m = t.metrics();
+            writePages += m.get(StorageMetric.WRITE_PAGES_STORED);
+            writeBytes += m.get(StorageMetric.WRITE_BYTES);
+            writeFailed += m.get(StorageMetric.WRITE_FAILED_PAGES) + m.get(StorageMetric.WRITE_BACK_DROPPED_PAGES);
+            prefetchBytes += m.get(StorageMetric.PREFETCH_BYTES);
+            failed += m.get(StorageMetric.PREFETCH_FAILED_PAGES);
+            writeBw += m.writeBytesPerSecond();
+            readBw += m.prefetchBytesPerSecond();
+        }
+        var m0 = tiers[0].metrics();
+        started = m0.get(StorageMetric.PREFETCH_STARTED);
+        pages = m0.get(StorageMetric.PREFETCH_PAGES_REQUESTED);
+        publishedPages = m0.get(StorageMetric.PREFETCH_PAGES_PUBLISHED);
+        noRoom = m0.get(StorageMetric.PREFETCH_NO_ROOM);
+        StoreStats s = store.stats();
+        return new StorageResult(options.displayName(), storageHitPages * pageSizeTokens, writePages,
+                Math.round(writeBytes * trueBytesPerSimByte), writeFailed, s.putBytes(), s.getBytes(), writeBw, readBw,
+                started, pages, publishedPages, Math.round(prefetchBytes * trueBytesPerSimByte), failed, noRoom,
+                waitNs / 1e9, prefetchQueuePeak, writeQueuePeak);
+    }
+
+    /** Closes the tiers (their leases and protections end); before the controllers close. The store stays open. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RuntimeException failure = null;
+        for (StorageTier t : tiers) {
+            if (t == null) {
+                continue;
+            }
+            try {
+                t.close(10_000);
+            } catch (RuntimeException e) {
+                failure = failure == null ? e : failure;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+}

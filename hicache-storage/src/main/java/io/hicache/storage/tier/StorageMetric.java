@@ -1,0 +1,43 @@
+package io.hicache.storage.tier;
+
+/** Counters of a {@link StorageTier}; see {@link StorageTierMetrics}. */
+public enum StorageMetric {
+    /** Prefetches started (host pages leased, existence check submitted). */
+    PREFETCH_STARTED,
+    /** Pages prefetches asked for (leased). */
+    PREFETCH_PAGES_REQUESTED,
+    /** Pages published as host hits after the group agreed they landed. */
+    PREFETCH_PAGES_PUBLISHED,
+    /** Bytes read from storage into host pages (this rank). */
+    PREFETCH_BYTES,
+    /** Wall-clock nanoseconds of storage reads, submit to done, summed (bandwidth = bytes / this). */
+    PREFETCH_IO_NS,
+    /** Prefetches whose request was allowed to run before every page landed (best effort, timeout). */
+    PREFETCH_TERMINATED_EARLY,
+    /** Prefetches cancelled by the engine (request cancelled). */
+    PREFETCH_CANCELLED,
+    /** Prefetches not started: host share exhausted or no host room. */
+    PREFETCH_NO_ROOM,
+    /** Prefetches not started: the matched prefix ends at a node without a committed host copy. */
+    PREFETCH_NOT_CONTIGUOUS,
+    /** Prefetch reads that failed or were rejected by the store (pages). */
+    PREFETCH_FAILED_PAGES,
+    /** Published prefetches the tree no longer accepted (path changed meanwhile). */
+    PREFETCH_PUBLISH_REFUSED,
+    /** Pages submitted for writing (after dropping those known to be stored). */
+    WRITE_PAGES_SUBMITTED,
+    /** Pages the store committed. */
+    WRITE_PAGES_STORED,
+    /** Pages not written because storage already had them. */
+    WRITE_PAGES_PRESENT,
+    /** Bytes committed to storage. */
+    WRITE_BYTES,
+    /** Wall-clock nanoseconds of storage writes, submit to done, summed. */
+    WRITE_IO_NS,
+    /** Pages whose write failed or was rejected (backend unavailable, backing off, closed). */
+    WRITE_FAILED_PAGES,
+    /** Write-back pages dropped because the staging area was full. */
+    WRITE_BACK_DROPPED_PAGES;
+
+    static final StorageMetric[] VALUES = values();
+}

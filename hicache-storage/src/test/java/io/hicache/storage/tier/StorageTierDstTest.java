@@ -1,0 +1,149 @@
+package io.hicache.storage.tier;
+
+import io.hicache.radix.RadixNode;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Seeded simulation of the storage tier under L3 faults: failed puts, torn writes (never committed), lost commit
+ * markers (put answered OK, object invisible), slow operations completing in any order, failed reads that leave
+ * garbage in the page, an unavailable backend. Per seed: a CP group of 1 or 2 ranks, page size 1, 2 or 4, a small
+ * host pool, a random write policy; random computes of prefixes of a few token families, evictions, prefetches,
+ * cancellations, consumptions and store ticks. Invariants after every step: every host page a prefetch published
+ * holds exactly the bytes that were backed up for its key; no lease or host protection outlives its prefetch; the
+ * trees pass their invariant check; at the end every host page is accounted for. Replay one seed with
+ * {@code -Dhicache.dst.storageFirstSeed=S -Dhicache.dst.storageSeeds=1}.
+ */
+class StorageTierDstTest {
+    private static final int FAMILIES = 4;
+
+    @Test
+    void aStorageHitReturnsExactlyTheBytesThatWereBackedUp() {
+        long first = Long.getLong("hicache.dst.storageFirstSeed", 1);
+        int seeds = Integer.getInteger("hicache.dst.storageSeeds", 150);
+        for (long seed = first; seed < first + seeds; seed++) {
+            try {
+                runSeed(seed);
+            } catch (AssertionError | RuntimeException e) {
+                throw new AssertionError("storage DST failed at seed " + seed + " (replay with "
+                        + "-Dhicache.dst.storageFirstSeed=" + seed + " -Dhicache.dst.storageSeeds=1): " + e, e);
+            }
+        }
+    }
+
+    private record Started(StorageTier.Prefetch[] perRank, int family) {
+    }
+
+    private static void runSeed(long seed) {
+        Random rnd = new Random(seed);
+        int cp = rnd.nextInt(4) == 0 ? 2 : 1;
+        int pageSize = new int[] {1, 2, 4}[rnd.nextInt(3)];
+        FaultyPageStore store = new FaultyPageStore(seed);
+        store.failPut = rnd.nextDouble() * 0.2;
+        store.tornPut = rnd.nextDouble() * 0.2;
+        store.lostMarker = rnd.nextDouble() * 0.2;
+        store.failGet = rnd.nextDouble() * 0.2;
+        store.slow = rnd.nextDouble() * 0.5;
+        store.slowTicks = 1 + rnd.nextInt(4);
+        StorageWritePolicy policy = StorageWritePolicy.values()[rnd.nextInt(3)];
+        StorageTierConfig cfg = StorageTierConfig.DEFAULT.withWritePolicy(policy).withPrefetchThresholdTokens(0)
+                .withPrefetchHostShare(0.25 + rnd.nextDouble() * 0.75);
+        int familyPages = 24;
+        int[][] family = new int[FAMILIES][];
+        for (int f = 0; f < FAMILIES; f++) {
+            family[f] = TierRig.tokens(1_000 * (f + 1), familyPages * pageSize);
+        }
+        List<Started> started = new ArrayList<>();
+        // two lives of a cache on one store: the second starts empty and reads what the first wrote
+        for (int life = 0; life < 2; life++) {
+            try (TierRig rig = new TierRig(cp, pageSize, 128, 24 + rnd.nextInt(40), store, cfg, "")) {
+                started.clear();
+                for (int step = 0; step < 40; step++) {
+                    int op = rnd.nextInt(10);
+                    int f = rnd.nextInt(FAMILIES);
+                    int pages = 1 + rnd.nextInt(familyPages);
+                    int[] t = Arrays.copyOf(family[f], pages * pageSize);
+                    if (op < 3 && rig.freeDevicePages() >= familyPages) {
+                        rig.compute(t, f);
+                    } else if (op < 5) {
+                        StorageTier.Prefetch[] p = rig.prefetch(t, step);
+                        if (p[0] != null) {
+                            started.add(new Started(p, f));
+                        }
+                    } else if (op == 5 && !started.isEmpty()) {
+                        Started s = started.get(rnd.nextInt(started.size()));
+                        for (int r = 0; r < cp; r++) {
+                            rig.tier[r].cancel(s.perRank()[r]);
+                        }
+                    } else if (op == 6 && !started.isEmpty()) {
+                        Started s = started.get(rnd.nextInt(started.size()));
+                        for (int r = 0; r < cp; r++) {
+                            rig.tier[r].consume(s.perRank()[r]);
+                        }
+                    } else if (op == 7) {
+                        for (Started s : started) { // eviction needs the holds gone
+                            for (int r = 0; r < cp; r++) {
+                                rig.tier[r].consume(s.perRank()[r]);
+                            }
+                        }
+                        rig.evictAll();
+                    } else if (op == 8) {
+                        store.unavailable = rnd.nextInt(4) == 0;
+                    } else {
+                        store.tick();
+                    }
+                    rig.drain();
+                    check(rig, started);
+                }
+                store.unavailable = false;
+                store.releaseAll();
+                rig.drain();
+                for (Started s : started) {
+                    for (int r = 0; r < cp; r++) {
+                        assertThat(s.perRank()[r].state()).isEqualTo(StorageTier.Prefetch.State.ENDED);
+                        assertThat(s.perRank()[r].publishedPages()).isEqualTo(s.perRank()[0].publishedPages());
+                    }
+                }
+                check(rig, started);
+                for (Started s : started) {
+                    for (int r = 0; r < cp; r++) {
+                        rig.tier[r].consume(s.perRank()[r]);
+                    }
+                }
+                rig.checkNoLeak();
+                store.slow = rnd.nextDouble() * 0.5;
+            }
+        }
+    }
+
+    /** Every published, still attached prefetched node holds its family's bytes on every rank. */
+    private static void check(TierRig rig, List<Started> started) {
+        for (Started s : started) {
+            for (int r = 0; r < rig.cp; r++) {
+                StorageTier.Prefetch p = s.perRank()[r];
+                if (p.state() != StorageTier.Prefetch.State.ENDED) {
+                    continue;
+                }
+                assertThat(p.publishedPages()).isEqualTo(s.perRank()[0].publishedPages());
+                RadixNode n = p.node;
+                if (n != null && n.isAttached() && n.hostValue() != null) {
+                    int start = 0;
+                    for (RadixNode x = n.parent(); !x.isRoot(); x = x.parent()) {
+                        start += x.pageCount();
+                    }
+                    assertThat(rig.hostHoldsPattern(r, n, start, s.family()))
+                            .as("rank %d: prefetched pages from %d hold the bytes backed up", r, start).isTrue();
+                }
+            }
+        }
+        for (int r = 0; r < rig.cp; r++) {
+            rig.ctl[r].tree().checkInvariants();
+        }
+    }
+}

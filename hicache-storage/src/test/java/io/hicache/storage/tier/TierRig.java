@@ -1,0 +1,259 @@
+package io.hicache.storage.tier;
+
+import io.hicache.core.BackupHandle;
+import io.hicache.core.internal.Backup;
+import io.hicache.core.DevicePageSink;
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.ControllerBuilder;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.HostPages;
+import io.hicache.core.ThreadingMode;
+import io.hicache.core.cp.InProcessRankAgreement;
+import io.hicache.core.cp.OwnerLanes;
+import io.hicache.core.memory.AttentionKind;
+import io.hicache.core.memory.DeviceKvLayout;
+import io.hicache.cuda.SimulatedCudaConfig;
+import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.core.memory.HostLayout;
+import io.hicache.radix.MatchResult;
+import io.hicache.radix.RadixNode;
+import io.hicache.storage.KeyNamespace;
+import io.hicache.storage.PageStore;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A CP group of real controllers on simulated devices, each with a {@link StorageTier} on one shared store; the
+ * test's thread is every rank's scheduler thread. Device bytes of a page are a pattern of (tag, position, layer),
+ * identical on every rank, so a page's bytes are known wherever it went.
+ */
+final class TierRig implements AutoCloseable {
+    static final int LAYERS = 3;
+    final int cp;
+    final int pageSize;
+    final SimulatedCudaRuntime[] rt;
+    final HiCacheController[] ctl;
+    final StorageTier[] tier;
+    final DeviceKvLayout[] layout;
+    final long[] base;
+    final PageStore store;
+    long clockNs;
+    private final java.util.ArrayDeque<Integer> freeDevice = new java.util.ArrayDeque<>();
+
+    TierRig(int cp, int pageSize, int devicePages, int hostPages, PageStore store, StorageTierConfig cfg, String salt) {
+        this.cp = cp;
+        this.pageSize = pageSize;
+        this.store = store;
+        rt = new SimulatedCudaRuntime[cp];
+        ctl = new HiCacheController[cp];
+        tier = new StorageTier[cp];
+        layout = new DeviceKvLayout[cp];
+        base = new long[cp];
+        InProcessRankAgreement agreement = cp == 1 ? null : new InProcessRankAgreement(cp);
+        InProcessRankAgreement loads = cp == 1 ? null : new InProcessRankAgreement(cp);
+        InProcessRankAgreement storage = cp == 1 ? null : new InProcessRankAgreement(cp);
+        for (int r = 0; r < cp; r++) {
+            rt[r] = new SimulatedCudaRuntime(SimulatedCudaConfig.builder().seed(7 + r).build());
+            DeviceKvLayout.Builder b = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS)
+                    .pageSizeTokens(pageSize).bytesPerTokenPerBuffer(8).pageCount(devicePages);
+            base[r] = rt[r].deviceMalloc(b.packedBytes());
+            layout[r] = b.packedFrom(base[r]).build();
+            ForwardingBackupListener fwd = new ForwardingBackupListener();
+            SimulatedCudaRuntime runtime = rt[r];
+            ControllerBuilder hb = HiCacheController.builder().runtime(runtime).targetLayout(layout[r])
+                    .hostPages(hostPages).threadingMode(ThreadingMode.INVOKER).clock(runtime::nowNs).leaseNs(0)
+                    .checkThread(false).listener(fwd)
+                    .writePolicy(io.hicache.core.WritePolicy.WRITE_THROUGH);
+            if (cp > 1) {
+                hb.cpGroup(cp, r, OwnerLanes.ROUND_ROBIN, agreement, loads);
+            }
+            ctl[r] = hb.build();
+            KeyNamespace ns = KeyNamespace.builder().modelId("test-model").kvDtype("int8").pageSizeTokens(pageSize)
+                    .hostLayout(HostLayout.LAYER_FIRST).cp(cp, r).salt(salt).build();
+            tier[r] = new StorageTier(ctl[r], store, ns, cfg, storage, cp, () -> clockNs);
+            fwd.target(tier[r]);
+        }
+        for (int p = 0; p < devicePages; p++) {
+            freeDevice.add(p);
+        }
+    }
+
+    int freeDevicePages() {
+        return freeDevice.size();
+    }
+
+    static int[] tokens(int start, int n) {
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = start + i;
+        }
+        return t;
+    }
+
+    /** The byte of (tag, position, layer, byte index) every rank writes. */
+    static byte pattern(int tag, int position, int layer, int i) {
+        return (byte) (tag * 31 + position * 7 + layer * 13 + i);
+    }
+
+    /** Computes {@code tokens} on every rank (device pages written with {@code tag}), backs them up and commits. */
+    RadixNode[] compute(int[] tokens, int tag) {
+        int pages = tokens.length / pageSize;
+        int[] dev = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            dev[i] = freeDevice.poll();
+        }
+        RadixNode[] last = new RadixNode[cp];
+        int dup = 0;
+        List<List<Backup>> backups = new ArrayList<>();
+        for (int r = 0; r < cp; r++) {
+            for (int i = 0; i < pages; i++) {
+                for (int l = 0; l < LAYERS; l++) {
+                    MemorySegment s = rt[r].deviceMemory(layout[r].pageAddress(l, 0, dev[i]), layout[r].pageBytes());
+                    for (int b = 0; b < s.byteSize(); b++) {
+                        s.set(java.lang.foreign.ValueLayout.JAVA_BYTE, b, pattern(tag, i, l, b));
+                    }
+                }
+            }
+            dup = ctl[r].tree().insert(tokens, 0, tokens.length, dev, 0);
+            last[r] = ctl[r].tree().lastInsertNode();
+            List<Backup> l = new ArrayList<>();
+            ctl[r].reserveByPolicy(last[r], false, l);
+            backups.add(l);
+        }
+        for (int i = 0; i < dup / pageSize; i++) {
+            freeDevice.add(dev[i]);
+        }
+        ForwardHandle[] h = new ForwardHandle[cp];
+        for (int r = 0; r < cp; r++) {
+            h[r] = ctl[r].beginForward(backups.get(r));
+        }
+        for (int l = 0; l < LAYERS; l++) {
+            for (int r = 0; r < cp; r++) {
+                h[r].targetLayerStored(l);
+            }
+        }
+        for (int r = 0; r < cp; r++) {
+            h[r].endForward();
+        }
+        drain();
+        return last;
+    }
+
+    /** Steps agents, devices, controllers and tiers until nothing moves (bounded). */
+    void drain() {
+        for (int i = 0; i < 10_000; i++) {
+            int work = 0;
+            for (int r = 0; r < cp; r++) {
+                work += ctl[r].doAgentWork();
+            }
+            for (int r = 0; r < cp; r++) {
+                work += ctl[r].poll();
+            }
+            for (int r = 0; r < cp; r++) {
+                work += tier[r].poll();
+            }
+            boolean busy = false;
+            for (int r = 0; r < cp; r++) {
+                busy |= ctl[r].backupsInFlight() > 0;
+            }
+            if (work == 0 && !busy) {
+                return;
+            }
+            if (work == 0) {
+                long next = Long.MAX_VALUE;
+                for (SimulatedCudaRuntime x : rt) {
+                    next = Math.min(next, x.nextEventTimeNs());
+                }
+                if (next != Long.MAX_VALUE) {
+                    for (SimulatedCudaRuntime x : rt) {
+                        x.advanceTo(Math.max(next, x.nowNs()));
+                    }
+                }
+            }
+        }
+        throw new AssertionError("rig did not settle");
+    }
+
+    /** Evicts every device page and then every host page on every rank. */
+    void evictAll() {
+        DevicePageSink sink = (pages, off, count) -> {
+            for (int i = 0; i < count; i++) {
+                freeDevice.add(pages[off + i]);
+            }
+        };
+        for (int r = 0; r < cp; r++) {
+            ctl[r].evictDevice(Integer.MAX_VALUE, r == 0 ? sink : (p, o, c) -> { });
+        }
+        drain();
+        for (int r = 0; r < cp; r++) {
+            ctl[r].evictHost(Integer.MAX_VALUE);
+        }
+        drain();
+    }
+
+    MatchResult[] match(int[] tokens) {
+        MatchResult[] m = new MatchResult[cp];
+        for (int r = 0; r < cp; r++) {
+            m[r] = ctl[r].tree().match(tokens, 0, tokens.length, new MatchResult());
+        }
+        return m;
+    }
+
+    /** Starts a prefetch on every rank (null where none started). */
+    StorageTier.Prefetch[] prefetch(int[] tokens, long requestId) {
+        MatchResult[] m = match(tokens);
+        StorageTier.Prefetch[] p = new StorageTier.Prefetch[cp];
+        for (int r = 0; r < cp; r++) {
+            p[r] = tier[r].prefetch(tokens, 0, tokens.length, m[r], requestId);
+        }
+        return p;
+    }
+
+    /** True when every host page of the host-only node at the end of {@code tokens}'s match holds tag's pattern. */
+    boolean hostHoldsPattern(int rank, RadixNode node, int startPosition, int tag) {
+        HostPages hp = (HostPages) node.hostValue();
+        int[] offsets = new int[hp.pageCount()];
+        int owned = hp.lanes().ownedOffsets(offsets);
+        var pool = ctl[rank].hostPool();
+        for (int i = 0; i < owned; i++) {
+            int position = startPosition + offsets[i];
+            for (int l = 0; l < LAYERS; l++) {
+                MemorySegment s = rt[rank].hostMemory(pool.pageAddress(l, 0, hp.hostPage(i)), layout[rank].pageBytes());
+                for (int b = 0; b < s.byteSize(); b++) {
+                    if (s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, b) != pattern(tag, position, l, b)) {
+                        return false;
+                    }
+                }
+            }
+        }
+        return true;
+    }
+
+    /** Host pages allocated equal pages referenced by the tree on every rank (nothing leaked). */
+    void checkNoLeak() {
+        for (int r = 0; r < cp; r++) {
+            if (ctl[r].hostLeasesOpen() != 0) {
+                throw new AssertionError("rank " + r + ": " + ctl[r].hostLeasesOpen() + " host leases open");
+            }
+            if (cp == 1 && ctl[r].allocator().allocatedPages() != ctl[r].tree().hostPagesCommitted()) {
+                throw new AssertionError("host pages leaked: " + ctl[r].allocator().allocatedPages()
+                        + " allocated, " + ctl[r].tree().hostPagesCommitted() + " in the tree");
+            }
+            ctl[r].tree().checkInvariants();
+        }
+    }
+
+    @Override
+    public void close() {
+        for (int r = 0; r < cp; r++) {
+            tier[r].close(5_000);
+        }
+        for (int r = 0; r < cp; r++) {
+            ctl[r].close();
+            rt[r].deviceFree(base[r]);
+            rt[r].close();
+        }
+    }
+}
