@@ -27,7 +27,7 @@ import java.util.List;
  * {@link StoreStatus#REJECTED} (existsPrefix: 0), so the cache keeps serving from L1/L2. Invalid objects
  * are {@link StoreStatus#CORRUPT} (a miss, counted). Programming errors (mismatched list sizes, a batch
  * over {@link #maxBatchPages()}, null elements) throw {@link IllegalArgumentException} at the call.
- * Error messages, logs, {@link #toString()} and {@link #stats()} never contain credentials.
+ * Error messages, logs, {@code toString()} and {@link #stats()} never contain credentials.
  *
  * <p>Implementations: {@code file:DIR} and {@code redis://} / {@code rediss://} (single server or
  * cluster) through {@link PageStores#open}.

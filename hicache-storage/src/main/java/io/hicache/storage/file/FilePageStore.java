@@ -1,6 +1,5 @@
 package io.hicache.storage.file;
 
-import com.sun.nio.file.ExtendedOpenOption;
 import io.hicache.storage.HostPage;
 import io.hicache.storage.PageKey;
 import io.hicache.storage.StoreConfig;
@@ -64,7 +63,7 @@ import java.util.zip.CRC32C;
  * exceed it; a page larger than the capacity is {@link StoreStatus#REJECTED}.
  *
  * <p><b>O_DIRECT.</b> With {@link StoreConfig#fileDirectIo()}, page data moves with {@code O_DIRECT}
- * (Java's {@link ExtendedOpenOption#DIRECT}) when every segment of the page is native memory whose
+ * (Java's {@code com.sun.nio.file.ExtendedOpenOption.DIRECT}) when every segment of the page is native memory whose
  * address and size are multiples of the file system's block size (the pinned host pool is 4 KiB aligned);
  * the object then ends with a zero-padded block holding the marker, so one {@code O_DIRECT} descriptor
  * writes all of it (the marker records the padding). Other pages use buffered I/O (a warning, once).
@@ -72,6 +71,27 @@ import java.util.zip.CRC32C;
  * <p>Thread-safe: I/O runs on the store's threads; the index is guarded by one lock held for map updates only.
  */
 public final class FilePageStore extends AbstractPageStore {
+
+    /**
+     * {@code com.sun.nio.file.ExtendedOpenOption.DIRECT} (O_DIRECT), looked up by name so that neither javac nor
+     * javadoc warns about the {@code jdk.unsupported} API; null where the JDK lacks it.
+     */
+    private static final OpenOption DIRECT = directOption();
+
+    private static OpenOption directOption() {
+        try {
+            Class<?> c = Class.forName("com.sun.nio.file.ExtendedOpenOption");
+            for (Object o : c.getEnumConstants()) {
+                if (((Enum<?>) o).name().equals("DIRECT")) {
+                    return (OpenOption) o;
+                }
+            }
+        } catch (ClassNotFoundException e) {
+            // no O_DIRECT on this JDK
+        }
+        return null;
+    }
+
     private static final Logger LOG = LoggerFactory.getLogger(FilePageStore.class);
     static final int MARKER_BYTES = CommitMarker.BYTES;
     private static final long MAX_CHUNK = 1 << 30;
@@ -348,7 +368,7 @@ public final class FilePageStore extends AbstractPageStore {
      */
     private void writeData(Path tmp, HostPage page, CRC32C crc, boolean direct, PageKey key) throws IOException {
         OpenOption[] opts = direct
-                ? new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT}
+                ? new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, DIRECT}
                 : new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE};
         // one gathering write (writev) of every segment and the marker
         int parts = 0;
@@ -444,7 +464,7 @@ public final class FilePageStore extends AbstractPageStore {
                 CRC32C crc = crcs.get();
                 crc.reset();
                 if (useDirect(page)) {
-                    try (FileChannel dch = FileChannel.open(path, StandardOpenOption.READ, ExtendedOpenOption.DIRECT)) {
+                    try (FileChannel dch = FileChannel.open(path, StandardOpenOption.READ, DIRECT)) {
                         readData(dch, page, crc);
                     }
                 } else {
@@ -491,7 +511,7 @@ public final class FilePageStore extends AbstractPageStore {
 
     /** O_DIRECT only for native, block-aligned segments of block-multiple sizes. */
     private boolean useDirect(HostPage page) {
-        if (!directIo) {
+        if (!directIo || DIRECT == null) {
             return false;
         }
         for (int p = 0; p < page.partCount(); p++) {
