@@ -334,8 +334,7 @@ public final class HiCacheController implements AutoCloseable {
         this.ownsComputeStream = createdCompute != null;
         this.computeStream = createdCompute != null ? createdCompute : b.computeStream;
         this.allocator = new HostPageAllocator(hostPool.pageCount());
-        this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount());
-        metrics.set(Metric.HOST_PAGES_CAPACITY, budget.capacityPages());
+        this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount(), metrics);
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
         this.loader = createdLoader;
@@ -527,23 +526,16 @@ public final class HiCacheController implements AutoCloseable {
         }
         int totalPages = startPage + pages;
         int cost = budget.costOf(startPage, pages, totalPages);
-        if (budget.overBy(cost) > 0) {
-            evictHostBudget(budget.overBy(cost));
-            if (budget.overBy(cost) > 0) {
-                metrics.increment(Metric.RESERVE_NO_ROOM);
-                return null;
-            }
+        if (!makeRoom(cost)) {
+            metrics.increment(Metric.RESERVE_NO_ROOM);
+            return null;
         }
         int[] offsets = new int[pages];
         int owned = lanes.ownedOffsets(rank, startPage, pages, totalPages, cpSize, offsets);
         int[] ownedIdx = owned == pages ? offsets : java.util.Arrays.copyOf(offsets, owned);
         int[] hostPages = new int[owned];
         long seq = nextSeq;
-        if (owned > 0 && allocator.allocate(owned, hostPages, 0, seq) < 0) {
-            // The budget bounds every rank's physical use, so this means the accounting is broken.
-            throw new IllegalStateException("host allocator refused " + owned + " pages with budget "
-                + budget.usedPages() + "/" + budget.capacityPages() + " used: accounting bug");
-        }
+        allocateBudgeted(owned, hostPages, seq);
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
@@ -555,7 +547,6 @@ public final class HiCacheController implements AutoCloseable {
         tree.lock(node);
         nextSeq++;
         budget.take(cost);
-        metrics.set(Metric.HOST_PAGES_USED, budget.usedPages());
         fifo.add(b);
         metrics.increment(Metric.BACKUPS_RESERVED);
         return b;
@@ -718,7 +709,6 @@ public final class HiCacheController implements AutoCloseable {
         issueWriteBacks();
         agree();
         int loads = loader.poll();
-        metrics.set(Metric.HOST_PAGES_USED, budget.usedPages());
         return changes + loads;
     }
 
@@ -1154,6 +1144,25 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
+    /** True when the host budget has room for {@code cost}, after one host eviction pass if it had none. */
+    private boolean makeRoom(int cost) {
+        if (budget.overBy(cost) > 0) {
+            evictHostBudget(budget.overBy(cost));
+        }
+        return budget.overBy(cost) <= 0;
+    }
+
+    /**
+     * Allocates {@code owned} host pages for {@code holder} after {@link #makeRoom} said they fit. The budget bounds
+     * every rank's physical use, so a refusal means the accounting is broken.
+     */
+    private void allocateBudgeted(int owned, int[] hostPages, long holder) {
+        if (owned > 0 && allocator.allocate(owned, hostPages, 0, holder) < 0) {
+            throw new IllegalStateException("host allocator refused " + owned + " pages with budget "
+                + budget.usedPages() + "/" + budget.capacityPages() + " used: accounting bug");
+        }
+    }
+
     /** A checking runtime learns the pages are free now (the draft pool shares the page ids). */
     private void retireHostPages(int[] pages, int off, int n) {
         hostPool.retirePages(pages, off, n);
@@ -1225,21 +1234,14 @@ public final class HiCacheController implements AutoCloseable {
                 + ", totalPages=" + totalPages + "): need pages >= 1 and startPage + pages <= totalPages");
         }
         int cost = budget.costOf(startPage, pages, totalPages);
-        if (budget.overBy(cost) > 0) {
-            evictHostBudget(budget.overBy(cost));
-            if (budget.overBy(cost) > 0) {
-                return null;
-            }
+        if (!makeRoom(cost)) {
+            return null;
         }
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
         int owned = lane.ownedCount();
         int[] hostPages = new int[owned];
-        if (owned > 0 && allocator.allocate(owned, hostPages, 0, LEASE_HOLDER_BASE + leaseSeq++) < 0) {
-            throw new IllegalStateException("host allocator refused " + owned + " pages with budget "
-                + budget.usedPages() + "/" + budget.capacityPages() + " used: accounting bug");
-        }
+        allocateBudgeted(owned, hostPages, LEASE_HOLDER_BASE + leaseSeq++);
         budget.take(cost);
-        metrics.set(Metric.HOST_PAGES_USED, budget.usedPages());
         HostLease lease = new HostLease(this, hostPages, lane, cost);
         openLeases.add(lease);
         return lease;
@@ -1321,7 +1323,6 @@ public final class HiCacheController implements AutoCloseable {
         }
         int keptBudget = keptPositions == 0 ? 0 : budget.costOf(l.startPage(), keptPositions, l.totalPages());
         budget.give(lease.budgetPages - keptBudget);
-        metrics.set(Metric.HOST_PAGES_USED, budget.usedPages());
     }
 
     // ------------------------------------------------------------------ failure and close

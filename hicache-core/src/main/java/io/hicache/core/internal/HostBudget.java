@@ -2,24 +2,30 @@ package io.hicache.core.internal;
 
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.core.internal.metrics.HiCacheMetrics;
+import io.hicache.core.metrics.Metric;
 
 /**
  * The host pool's room in group budget units. A node costs, on every rank, the largest number of its positions any
  * rank of the CP group owns, so every rank makes the same reservation and eviction decisions without a collective;
  * the budget bounds every rank's physical use of its own pool.
  *
- * <p>Owned by the scheduler thread; allocation-free.
+ * <p>Publishes its level as {@link Metric#HOST_PAGES_USED} on every change and its capacity as
+ * {@link Metric#HOST_PAGES_CAPACITY}. Owned by the scheduler thread; allocation-free.
  */
 final class HostBudget {
     private final OwnerLanes lanes;
     private final int cpSize;
     private final long capacityPages;
+    private final HiCacheMetrics metrics;
     private long usedPages;
 
-    HostBudget(OwnerLanes lanes, int cpSize, long capacityPages) {
+    HostBudget(OwnerLanes lanes, int cpSize, long capacityPages, HiCacheMetrics metrics) {
         this.lanes = lanes;
         this.cpSize = cpSize;
         this.capacityPages = capacityPages;
+        this.metrics = metrics;
+        metrics.set(Metric.HOST_PAGES_CAPACITY, capacityPages);
     }
 
     /** The cost of pages {@code [startPage, startPage + pages)} of a sequence of {@code totalPages}. */
@@ -45,11 +51,11 @@ final class HostBudget {
     }
 
     void take(long cost) {
-        usedPages += cost;
+        changeUsed(cost);
     }
 
     void give(long cost) {
-        usedPages -= cost;
+        changeUsed(-cost);
     }
 
     /**
@@ -57,7 +63,12 @@ final class HostBudget {
      * difference is accounted here.
      */
     void onSplit(LaneDescription whole, LaneDescription head, LaneDescription tail) {
-        usedPages += costOf(head) + costOf(tail) - costOf(whole);
+        changeUsed(costOf(head) + costOf(tail) - costOf(whole));
+    }
+
+    private void changeUsed(long delta) {
+        usedPages += delta;
+        metrics.set(Metric.HOST_PAGES_USED, usedPages);
     }
 
     long usedPages() {
