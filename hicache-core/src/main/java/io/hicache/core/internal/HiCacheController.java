@@ -84,6 +84,9 @@ import java.util.function.LongSupplier;
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
     /** Reasons for {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} already logged: each is logged once. */
+    /** A configuration choice, not an event: said once per process however many controllers make it. */
+    private static final java.util.concurrent.atomic.AtomicBoolean ALL_LAYERS_LOGGED =
+        new java.util.concurrent.atomic.AtomicBoolean();
     private static final java.util.Set<String> OVERLAP_REASONS_LOGGED =
         java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -345,9 +348,9 @@ public final class HiCacheController implements AutoCloseable {
             LOG.warn("HiCache loads overlap with the previous batch, not the forward that uses them ({}): a host hit"
                 + " waits for the whole load and its agreement before its request runs", b.loadOverlapReason);
         }
-        if (configuredMode == BackupMode.ALL_LAYERS) {
+        if (configuredMode == BackupMode.ALL_LAYERS && ALL_LAYERS_LOGGED.compareAndSet(false, true)) {
             LOG.warn("HiCache backup mode ALL_LAYERS configured: every layer is copied after the forward, "
-                + "so copies no longer overlap with compute");
+                + "so copies no longer overlap with compute (said once per process)");
         }
     }
 
