@@ -17,6 +17,11 @@ import io.hicache.storage.HostPage;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.PageKey;
 import io.hicache.storage.PageStore;
+import io.hicache.storage.PrefetchPolicy;
+import io.hicache.storage.StorageMetric;
+import io.hicache.storage.StorageTierConfig;
+import io.hicache.storage.StorageTierMetrics;
+import io.hicache.storage.StorageWritePolicy;
 import io.hicache.storage.StoreOp;
 import io.hicache.storage.StoreResult;
 import io.hicache.storage.StoreStatus;
@@ -92,7 +97,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
     private final long pageBytes;
     private final int maxBatch;
     private final long prefetchCapUnits;
-    private final StorageTierMetrics metrics = new StorageTierMetrics();
+    private final StorageTierCounters metrics = new StorageTierCounters();
 
     private final ArrayDeque<Prefetch> prefetches = new ArrayDeque<>();
     private final ArrayList<Write> writes = new ArrayList<>();
