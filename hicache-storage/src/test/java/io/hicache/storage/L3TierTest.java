@@ -8,6 +8,8 @@ import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.LoadHandle;
 import io.hicache.core.ThreadingMode;
+import io.hicache.core.cp.InProcessRankAgreement;
+import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
@@ -200,6 +202,118 @@ class L3TierTest {
         }
     }
 
+    @Test
+    void eachRankOfACpGroupAttachesItsLaneAndOnlyWhatEveryLaneStoredBecomesAHit() {
+        int[] t = tokens(400, 8 * PAGE);
+        try (Group a = new Group(); PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            assertThatThrownBy(() -> L3Tier.attach(a.rank[0].cache, store, namespace(), CFG))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("prefetch agreement");
+            InProcessRankAgreement prefetches = new InProcessRankAgreement(2);
+            assertThatThrownBy(() -> L3Tier.attach(a.rank[0].cache, store, KeyNamespace.NONE, CFG, prefetches))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("CP lanes");
+            assertThatThrownBy(() -> L3Tier.attach(a.rank[1].cache, store, a.lane(0), CFG, prefetches))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rank 1 of 2");
+            L3Tier[] l3 = a.attach(store, prefetches);
+            a.forward(t, 4);
+            Engine.settleAll(() -> l3[0].inFlight() + l3[1].inFlight() == 0, a.rank);
+            for (L3Tier x : l3) {
+                assertThat(x.metrics().get(StorageMetric.WRITE_PAGES_STORED)).isEqualTo(4); // the lane's half
+            }
+        }
+        try (Group b = new Group(); PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            L3Tier[] l3 = b.attach(store, new InProcessRankAgreement(2));
+            L3Prefetch[] p = new L3Prefetch[2];
+            LoadHandle[] loads = new LoadHandle[2];
+            for (int r = 0; r < 2; r++) {
+                p[r] = l3[r].prefetch(t, 0, t.length, b.rank[r].cache.match(t, 0, t.length, new MatchResult()), 9);
+                assertThat(p[r]).isNotNull();
+            }
+            Engine.settleAll(() -> p[0].isDone() && p[1].isDone(), b.rank);
+            for (int r = 0; r < 2; r++) {
+                assertThat(p[r].publishedPages()).isEqualTo(8);
+                Engine e = b.rank[r];
+                MatchResult m = e.cache.match(t, 0, t.length, new MatchResult());
+                assertThat(m.hostPageCount()).isEqualTo(8);
+                LoadHandle load = e.cache.loadBack(m, 9, Integer.MAX_VALUE, e.pool);
+                p[r].consume();
+                e.cache.startLoading();
+                loads[r] = load;
+            }
+            Engine.settleAll(() -> loads[0].state() == LoadHandle.State.LOADED
+                    && loads[1].state() == LoadHandle.State.LOADED, b.rank);
+            for (int r = 0; r < 2; r++) {
+                for (int i = r; i < 8; i += 2) { // round-robin: the positions this lane owns
+                    assertThat(b.rank[r].deviceHolds(loads[r].devicePage(i), 4, i)).as("rank %d page %d", r, i)
+                            .isTrue();
+                }
+            }
+        }
+        try (Group c = new Group(); PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            // lane 1 under another salt finds nothing: lane 0 has all its positions, but only the prefix every lane
+            // has becomes a hit, on both ranks: position 0 (lane 0's), not position 1 (lane 1's) nor anything after it
+            KeyNamespace[] lanes = {c.lane(0), c.lane(1, "other")};
+            L3Tier[] l3 = c.attach(store, new InProcessRankAgreement(2), lanes);
+            L3Prefetch[] p = new L3Prefetch[2];
+            for (int r = 0; r < 2; r++) {
+                p[r] = l3[r].prefetch(t, 0, t.length, c.rank[r].cache.match(t, 0, t.length, new MatchResult()), 3);
+            }
+            Engine.settleAll(() -> p[0].isDone() && p[1].isDone(), c.rank);
+            for (int r = 0; r < 2; r++) {
+                assertThat(p[r].publishedPages()).isEqualTo(1);
+                assertThat(c.rank[r].cache.match(t, 0, t.length, new MatchResult()).hostPageCount()).isEqualTo(1);
+                p[r].consume();
+            }
+        }
+    }
+
+    /** A CP group of two ranks on one test thread (each rank's scheduler thread), with in-process agreements. */
+    private static final class Group implements AutoCloseable {
+        final Engine[] rank = new Engine[2];
+
+        Group() {
+            InProcessRankAgreement backups = new InProcessRankAgreement(2);
+            InProcessRankAgreement loadAgreement = new InProcessRankAgreement(2);
+            for (int r = 0; r < 2; r++) {
+                rank[r] = new Engine(null, 2, r, backups, loadAgreement);
+            }
+        }
+
+        KeyNamespace lane(int r) {
+            return lane(r, "");
+        }
+
+        KeyNamespace lane(int r, String salt) {
+            return KeyNamespace.builder().modelId("toy-model").kvDtype("int8").pageSizeTokens(PAGE)
+                    .hostLayout(HostLayout.LAYER_FIRST).cp(2, r).salt(salt).build();
+        }
+
+        L3Tier[] attach(PageStore store, InProcessRankAgreement prefetches) {
+            return attach(store, prefetches, new KeyNamespace[] {lane(0), lane(1)});
+        }
+
+        L3Tier[] attach(PageStore store, InProcessRankAgreement prefetches, KeyNamespace[] lanes) {
+            L3Tier[] l3 = new L3Tier[2];
+            for (int r = 0; r < 2; r++) {
+                l3[r] = L3Tier.attach(rank[r].cache, store, lanes[r], CFG, prefetches);
+            }
+            return l3;
+        }
+
+        void forward(int[] t, int tag) {
+            List<BackupHandle> b0 = rank[0].compute(t, tag);
+            List<BackupHandle> b1 = rank[1].compute(t, tag);
+            Engine.settleAll(() -> b0.getFirst().state().terminal() && b1.getFirst().state().terminal(), rank);
+            assertThat(b0.getFirst().state()).isEqualTo(io.hicache.core.BackupState.COMMITTED);
+        }
+
+        @Override
+        public void close() {
+            for (Engine e : rank) {
+                e.close();
+            }
+        }
+    }
+
     /** A toy engine rank: a simulated GPU, its device KV, a device page pool and the cache. Test thread only. */
     private static final class Engine implements AutoCloseable, DevicePageAllocator, DevicePageSink {
         final SimulatedCudaRuntime gpu = new SimulatedCudaRuntime();
@@ -210,12 +324,20 @@ class L3TierTest {
         private final ArrayDeque<Integer> free = new ArrayDeque<>();
 
         Engine(List<BackupHandle> heard) {
+            this(heard, 1, 0, null, null);
+        }
+
+        /** Rank {@code rank} of a CP group of {@code cp} (1: no group) agreeing through {@code backups} and {@code loads}. */
+        Engine(List<BackupHandle> heard, int cp, int rank, InProcessRankAgreement backups, InProcessRankAgreement loads) {
             DeviceKvLayout.Builder lb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS)
                     .pageSizeTokens(PAGE).bytesPerTokenPerBuffer(16).pageCount(DEVICE_PAGES);
             kvBase = gpu.deviceMalloc(lb.packedBytes());
             layout = lb.packedFrom(kvBase).build();
             HiCache.Builder b = HiCache.builder().runtime(gpu).targetLayout(layout).hostPages(HOST_PAGES)
                     .threadingMode(ThreadingMode.INVOKER).clock(gpu::nowNs);
+            if (cp > 1) {
+                b.cpGroup(cp, rank, OwnerLanes.ROUND_ROBIN, backups, loads);
+            }
             if (heard != null) {
                 b.listener(new BackupListener() {
                     @Override
@@ -232,6 +354,12 @@ class L3TierTest {
 
         /** Computes {@code t} (its device KV written with {@code tag}), backs it up in the forward and commits it. */
         void forward(int[] t, int tag) {
+            List<BackupHandle> backups = compute(t, tag);
+            settle(() -> backups.getFirst().state().terminal());
+        }
+
+        /** {@link #forward} up to the end of the forward: the backups, not yet committed. */
+        List<BackupHandle> compute(int[] t, int tag) {
             int pages = t.length / PAGE;
             int[] dev = new int[pages];
             assertThat(allocate(pages, dev, 0)).isTrue();
@@ -252,7 +380,7 @@ class L3TierTest {
                 hooks.targetLayerStored(l);
             }
             hooks.endForward();
-            settle(() -> backups.getFirst().state().terminal());
+            return backups;
         }
 
         /** True when device page {@code page} holds the bytes a forward with {@code tag} wrote at {@code position}. */
@@ -273,14 +401,23 @@ class L3TierTest {
          * threads in wall-clock time, so the bound is a wall-clock deadline.
          */
         void settle(BooleanSupplier done) {
+            settleAll(done, this);
+        }
+
+        /** {@link #settle} stepping every rank of a group, one after the other, as one scheduler thread. */
+        static void settleAll(BooleanSupplier done, Engine... group) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
             while (!done.getAsBoolean()) {
                 if (System.nanoTime() > deadline) {
                     throw new AssertionError("did not settle within 20 s");
                 }
-                cache.doAgentWork();
-                gpu.advanceToNextEvent();
-                cache.poll();
+                for (Engine e : group) {
+                    e.cache.doAgentWork();
+                    e.gpu.advanceToNextEvent();
+                }
+                for (Engine e : group) {
+                    e.cache.poll();
+                }
                 Thread.onSpinWait();
             }
         }
