@@ -77,7 +77,8 @@ public final class HiCache implements AutoCloseable {
      * Matches {@code tokens[from, from + len)} against the cached prefixes (whole pages only): fills {@code out}
      * with the device hit (its pages), the host-only extension beyond it and the last device and host nodes.
      * Touches the access order of the matched nodes and counts the device hit in {@link
-     * io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}. Scheduler thread.
+     * io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}; an attached L3 storage tier sees the match (its
+     * {@code write_through_selective} counts hits). Scheduler thread.
      *
      * @return {@code out}
      * @throws IllegalArgumentException on null arrays or a range outside {@code tokens}

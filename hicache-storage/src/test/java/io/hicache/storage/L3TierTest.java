@@ -104,6 +104,25 @@ class L3TierTest {
     }
 
     @Test
+    void writeThroughSelectiveWritesWhenTheCachesOwnMatchSeesTheHitThreshold() {
+        int[] t = tokens(90, 5 * PAGE);
+        StorageTierConfig selective = CFG.withWritePolicy(StorageWritePolicy.WRITE_THROUGH_SELECTIVE);
+        try (Engine e = new Engine(null); PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            L3Tier l3 = L3Tier.attach(e.cache, store, namespace(), selective);
+            e.forward(t, 1);
+            e.settle(() -> l3.inFlight() == 0);
+            assertThat(l3.metrics().get(StorageMetric.WRITE_PAGES_SUBMITTED)).isZero(); // one hit: below 2
+            int[] again = new int[5];
+            assertThat(e.allocate(5, again, 0)).isTrue();
+            assertThat(e.cache.insert(t, 0, t.length, again, 0)).isEqualTo(t.length); // a second request: 2 hits
+            e.free(again, 0, 5);
+            e.cache.match(t, 0, t.length, new MatchResult()); // the tier hears of it through the cache
+            e.settle(() -> l3.inFlight() == 0);
+            assertThat(l3.metrics().get(StorageMetric.WRITE_PAGES_STORED)).isEqualTo(5);
+        }
+    }
+
+    @Test
     void misuseIsRefusedWithAClearErrorAndChangesNothing() {
         try (Engine e = new Engine(null); Engine other = new Engine(null);
              PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {

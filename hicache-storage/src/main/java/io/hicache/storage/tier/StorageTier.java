@@ -42,7 +42,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
- * The L3 storage tier of one CP rank, sitting on its {@link HiCacheController}: writes committed host pages to a
+ * The L3 storage tier of one CP rank, sitting on its {@link HiCacheController} (engines get one behind their
+ * {@link io.hicache.core.HiCache} through {@link io.hicache.storage.L3Tier}, which calls this class for them): writes committed host pages to a
  * {@link PageStore} (L2 → L3) under a {@link StorageWritePolicy}, and prefetches pages a match is missing from the
  * store into leased host pages (L3 → L2), publishing them as host hits once every rank of the group agrees they
  * landed.
