@@ -4,9 +4,17 @@
  * and its backends, opened by location through {@link io.hicache.storage.PageStores}: {@code file:DIR} and
  * {@code redis://} / {@code rediss://} (Jedis).
  *
- * <p>Exported: {@code io.hicache.storage}; {@code io.hicache.storage.tier} (the {@code StorageTier} that sits on the
- * core-internal controller: write policies, prefetch, group agreement) only to the simulator. Not exported: the backends ({@code io.hicache.storage.file},
- * {@code io.hicache.storage.redis}) and the shared machinery ({@code io.hicache.storage.internal}).
+ * <p>An engine attaches the tier to its {@link io.hicache.core.HiCache} with
+ * {@link io.hicache.storage.L3Tier#attach}: the cache's own calls then drive it (its {@code poll} advances writes
+ * and prefetches, its {@code close} closes the tier first), and the engine calls only
+ * {@link io.hicache.storage.L3Tier#prefetch} and the {@link io.hicache.storage.L3Prefetch} it returns. The tier's
+ * configuration ({@link io.hicache.storage.StorageTierConfig}, {@link io.hicache.storage.StorageWritePolicy},
+ * {@link io.hicache.storage.PrefetchPolicy}) and counters ({@link io.hicache.storage.StorageTierMetrics}) are here too.
+ *
+ * <p>Exported: {@code io.hicache.storage}; {@code io.hicache.storage.tier} (the {@code StorageTier} behind
+ * {@code L3Tier}, constructed on the core-internal controller, which the simulator drives itself) only to the
+ * simulator. Not exported: the backends ({@code io.hicache.storage.file}, {@code io.hicache.storage.redis}) and the
+ * shared machinery ({@code io.hicache.storage.internal}).
  */
 module io.hicache.storage {
     requires transitive io.hicache.core;

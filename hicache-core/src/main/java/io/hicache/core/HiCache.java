@@ -77,7 +77,8 @@ public final class HiCache implements AutoCloseable {
      * Matches {@code tokens[from, from + len)} against the cached prefixes (whole pages only): fills {@code out}
      * with the device hit (its pages), the host-only extension beyond it and the last device and host nodes.
      * Touches the access order of the matched nodes and counts the device hit in {@link
-     * io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}. Scheduler thread.
+     * io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}; an attached L3 storage tier sees the match (its
+     * {@code write_through_selective} counts hits). Scheduler thread.
      *
      * @return {@code out}
      * @throws IllegalArgumentException on null arrays or a range outside {@code tokens}
@@ -208,8 +209,9 @@ public final class HiCache implements AutoCloseable {
     /**
      * The scheduler's duty cycle: collects finished forwards, aborts backups whose lease expired, runs one round
      * of rank agreement and commits (publishes the host copy on the node) or aborts what the group agreed on;
-     * finishes loads the same way. Call it every scheduler step. Scheduler thread; allocation-free in steady
-     * state.
+     * finishes loads the same way; then advances an attached L3 storage tier ({@code io.hicache.storage.L3Tier}:
+     * its writes and prefetches, whose I/O runs on the store's threads). Call it every scheduler step. Scheduler
+     * thread; allocation-free in steady state.
      *
      * @return backups committed or aborted by this call
      * @throws IllegalStateException if the cache is closed
@@ -398,6 +400,9 @@ public final class HiCache implements AutoCloseable {
     /**
      * Stops the agents, aborts every backup in flight (waiting for copies already issued), frees the host memory
      * and destroys the cache's streams and events. Idempotent. Scheduler thread, after the last forward ended.
+     * An attached L3 storage tier is closed first, waiting for its store I/O into host memory; if that I/O is still
+     * running after the tier's bound, this throws {@link IllegalStateException} and closes nothing (close the store,
+     * which completes its operations, and call again).
      */
     @Override
     public void close() {

@@ -1,8 +1,8 @@
 package io.hicache.sim;
 
 import io.hicache.storage.PageStores;
-import io.hicache.storage.tier.PrefetchPolicy;
-import io.hicache.storage.tier.StorageWritePolicy;
+import io.hicache.storage.PrefetchPolicy;
+import io.hicache.storage.StorageWritePolicy;
 
 /**
  * The L3 storage tier of a simulated run. {@link Kind#MODEL} keeps pages in memory with a capacity and models the

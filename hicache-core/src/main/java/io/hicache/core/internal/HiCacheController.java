@@ -188,6 +188,8 @@ public final class HiCacheController implements AutoCloseable {
     private CudaException stickyError;
     private boolean closed;
     private HostTierObserver hostTierObserver;
+    /** The lower tier driven by this controller's calls (see {@link #attachTier}), or null. */
+    private TierAttachment tier;
     private final java.util.ArrayList<HostLease> openLeases = new java.util.ArrayList<>();
     /** Allocator holder ids of prefetch leases: far above any backup sequence number. */
     private static final long LEASE_HOLDER_BASE = 1L << 62;
@@ -383,6 +385,9 @@ public final class HiCacheController implements AutoCloseable {
         checkOwner();
         tree.match(tokens, from, len, out);
         metrics.add(Metric.DEVICE_HIT_TOKENS, out.deviceTokenCount());
+        if (tier != null) {
+            tier.onMatch(out);
+        }
         return out;
     }
 
@@ -712,6 +717,9 @@ public final class HiCacheController implements AutoCloseable {
         issueWriteBacks();
         agree();
         int loads = loader.poll();
+        if (tier != null && stickyError == null) {
+            tier.poll();
+        }
         return changes + loads;
     }
 
@@ -868,6 +876,9 @@ public final class HiCacheController implements AutoCloseable {
         changes++;
         if (listener != null) {
             listener.onCommitted(b);
+        }
+        if (tier != null) {
+            tier.onCommitted(b);
         }
     }
 
@@ -1214,6 +1225,57 @@ public final class HiCacheController implements AutoCloseable {
     // ------------------------------------------------------------------ storage tier hooks
 
     /**
+     * Attaches a lower tier that this controller's own calls drive from now on (see {@link TierAttachment}): at most
+     * one. Scheduler thread.
+     *
+     * @throws IllegalArgumentException if {@code attachment} is null
+     * @throws IllegalStateException if a tier is already attached, or the controller is closed or stopped
+     */
+    public void attachTier(TierAttachment attachment) {
+        checkUsable();
+        if (attachment == null) {
+            throw new IllegalArgumentException("attachment must not be null");
+        }
+        if (tier != null) {
+            throw new IllegalStateException("this cache already has a storage tier attached; close it first");
+        }
+        tier = attachment;
+    }
+
+    /** Detaches {@code attachment} if it is the attached tier (it closed itself). Scheduler thread. */
+    public void detachTier(TierAttachment attachment) {
+        checkOwner();
+        if (tier == attachment) {
+            tier = null;
+        }
+    }
+
+    /**
+     * Checks that the caller is the scheduler thread (the first scheduler call binds it), as every scheduler call
+     * does; a no-op with thread checking off.
+     *
+     * @throws IllegalStateException naming both threads when it is not
+     */
+    public void checkSchedulerThread() {
+        checkOwner();
+    }
+
+    /** True while a tier is attached. Scheduler thread. */
+    public boolean hasTier() {
+        return tier != null;
+    }
+
+    /** CP group size (1 without a group). Any thread. */
+    public int cpSize() {
+        return cpSize;
+    }
+
+    /** The clock of leases and latencies, in nanoseconds. Any thread. */
+    public LongSupplier clock() {
+        return clock;
+    }
+
+    /**
      * Sets the observer of host evictions (a storage tier's write-back; null for none). Scheduler thread.
      */
     public void hostTierObserver(HostTierObserver observer) {
@@ -1361,6 +1423,11 @@ public final class HiCacheController implements AutoCloseable {
         }
         if (checkThread && owner != null && owner != Thread.currentThread()) {
             throw new IllegalStateException("close must be called by the scheduler thread " + owner.getName());
+        }
+        TierAttachment attached = tier;
+        if (attached != null) {
+            attached.close(); // first, while the host memory its I/O uses is live; if it throws, nothing is closed
+            tier = null;
         }
         closed = true;
         ring.close(); // hooks and waitLayer throw from now on, touching nothing

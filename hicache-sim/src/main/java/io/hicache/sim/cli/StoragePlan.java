@@ -3,8 +3,8 @@ package io.hicache.sim.cli;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.StorageOptions;
 import io.hicache.sim.SimConfig;
-import io.hicache.storage.tier.PrefetchPolicy;
-import io.hicache.storage.tier.StorageWritePolicy;
+import io.hicache.storage.PrefetchPolicy;
+import io.hicache.storage.StorageWritePolicy;
 import picocli.CommandLine;
 
 /**

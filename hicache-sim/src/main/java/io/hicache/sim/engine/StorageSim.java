@@ -8,13 +8,13 @@ import io.hicache.sim.report.StorageResult;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.PageStore;
 import io.hicache.storage.PageStores;
+import io.hicache.storage.StorageMetric;
+import io.hicache.storage.StorageTierConfig;
 import io.hicache.storage.StoreConfig;
 import io.hicache.storage.StoreStats;
 import io.hicache.storage.tier.ForwardingBackupListener;
 import io.hicache.storage.tier.MemoryPageStore;
-import io.hicache.storage.tier.StorageMetric;
 import io.hicache.storage.tier.StorageTier;
-import io.hicache.storage.tier.StorageTierConfig;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;

@@ -17,6 +17,11 @@ import io.hicache.storage.HostPage;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.PageKey;
 import io.hicache.storage.PageStore;
+import io.hicache.storage.PrefetchPolicy;
+import io.hicache.storage.StorageMetric;
+import io.hicache.storage.StorageTierConfig;
+import io.hicache.storage.StorageTierMetrics;
+import io.hicache.storage.StorageWritePolicy;
 import io.hicache.storage.StoreOp;
 import io.hicache.storage.StoreResult;
 import io.hicache.storage.StoreStatus;
@@ -37,7 +42,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
- * The L3 storage tier of one CP rank, sitting on its {@link HiCacheController}: writes committed host pages to a
+ * The L3 storage tier of one CP rank, sitting on its {@link HiCacheController} (engines get one behind their
+ * {@link io.hicache.core.HiCache} through {@link io.hicache.storage.L3Tier}, which calls this class for them): writes committed host pages to a
  * {@link PageStore} (L2 → L3) under a {@link StorageWritePolicy}, and prefetches pages a match is missing from the
  * store into leased host pages (L3 → L2), publishing them as host hits once every rank of the group agrees they
  * landed.
@@ -92,7 +98,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
     private final long pageBytes;
     private final int maxBatch;
     private final long prefetchCapUnits;
-    private final StorageTierMetrics metrics = new StorageTierMetrics();
+    private final StorageTierCounters metrics = new StorageTierCounters();
 
     private final ArrayDeque<Prefetch> prefetches = new ArrayDeque<>();
     private final ArrayList<Write> writes = new ArrayList<>();

@@ -1,6 +1,8 @@
 package io.hicache.storage.tier;
 
 import io.hicache.radix.RadixNode;
+import io.hicache.storage.StorageTierConfig;
+import io.hicache.storage.StorageWritePolicy;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

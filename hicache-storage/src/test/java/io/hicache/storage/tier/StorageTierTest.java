@@ -2,6 +2,10 @@ package io.hicache.storage.tier;
 
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
+import io.hicache.storage.PrefetchPolicy;
+import io.hicache.storage.StorageMetric;
+import io.hicache.storage.StorageTierConfig;
+import io.hicache.storage.StorageWritePolicy;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

@@ -19,6 +19,7 @@ import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.PageStore;
+import io.hicache.storage.StorageTierConfig;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
-package io.hicache.storage.tier;
+package io.hicache.storage;
 
-/** Counters of a {@link StorageTier}; see {@link StorageTierMetrics}. */
+/** Counters of an {@link L3Tier} (and of the simulator's storage tiers); see {@link StorageTierMetrics}. */
 public enum StorageMetric {
     /** Prefetches started (host pages leased, existence check submitted). */
     PREFETCH_STARTED,
@@ -37,7 +37,5 @@ public enum StorageMetric {
     /** Pages whose write failed or was rejected (backend unavailable, backing off, closed). */
     WRITE_FAILED_PAGES,
     /** Write-back pages dropped because the staging area was full. */
-    WRITE_BACK_DROPPED_PAGES;
-
-    static final StorageMetric[] VALUES = values();
+    WRITE_BACK_DROPPED_PAGES
 }

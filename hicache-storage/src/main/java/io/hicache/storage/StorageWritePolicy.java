@@ -1,4 +1,4 @@
-package io.hicache.storage.tier;
+package io.hicache.storage;
 
 import java.util.Locale;
 

@@ -1,7 +1,7 @@
-package io.hicache.storage.tier;
+package io.hicache.storage;
 
 /**
- * Configuration of a {@link StorageTier}. Immutable; thread-safe. The compact constructor checks every value and
+ * Configuration of an {@link L3Tier} (the L3 storage tier of a {@link io.hicache.core.HiCache}). Immutable; thread-safe. The compact constructor checks every value and
  * names the bad one.
  *
  * @param writePolicy             when committed host pages go to storage

@@ -1,13 +1,14 @@
 package io.hicache.storage.tier;
 
+import io.hicache.storage.StorageMetric;
+import io.hicache.storage.StorageTierMetrics;
+
 import java.util.concurrent.atomic.AtomicLongArray;
 
-/**
- * Counters of a {@link StorageTier}. Written by the scheduler thread (single writer, release stores), readable
- * from any thread. Bandwidths are derived: bytes over the summed wall-clock time of the operations.
- */
-public final class StorageTierMetrics {
-    private final AtomicLongArray values = new AtomicLongArray(StorageMetric.VALUES.length);
+/** The counters of a {@link StorageTier}: single writer (the scheduler thread, release stores), any reader. */
+final class StorageTierCounters implements StorageTierMetrics {
+    private static final StorageMetric[] VALUES = StorageMetric.values();
+    private final AtomicLongArray values = new AtomicLongArray(VALUES.length);
     private volatile int prefetchesInFlight;
     private volatile int writesInFlight;
 
@@ -26,37 +27,25 @@ public final class StorageTierMetrics {
         writesInFlight = writes;
     }
 
-    /** The value of {@code m}. */
+    @Override
     public long get(StorageMetric m) {
         return values.getAcquire(m.ordinal());
     }
 
-    /** Prefetches not yet ended (queue depth). */
+    @Override
     public int prefetchesInFlight() {
         return prefetchesInFlight;
     }
 
-    /** Write batches not yet done (queue depth). */
+    @Override
     public int writesInFlight() {
         return writesInFlight;
-    }
-
-    /** Read bandwidth in bytes per wall-clock second, or 0 before any read. */
-    public double prefetchBytesPerSecond() {
-        long ns = get(StorageMetric.PREFETCH_IO_NS);
-        return ns == 0 ? 0 : get(StorageMetric.PREFETCH_BYTES) * 1e9 / ns;
-    }
-
-    /** Write bandwidth in bytes per wall-clock second, or 0 before any write. */
-    public double writeBytesPerSecond() {
-        long ns = get(StorageMetric.WRITE_IO_NS);
-        return ns == 0 ? 0 : get(StorageMetric.WRITE_BYTES) * 1e9 / ns;
     }
 
     @Override
     public String toString() {
         StringBuilder sb = new StringBuilder("StorageTierMetrics{");
-        for (StorageMetric m : StorageMetric.VALUES) {
+        for (StorageMetric m : VALUES) {
             sb.append(m.name().toLowerCase(java.util.Locale.ROOT)).append('=').append(get(m)).append(", ");
         }
         return sb.append("prefetches_in_flight=").append(prefetchesInFlight).append(", writes_in_flight=")
