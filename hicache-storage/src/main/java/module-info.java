@@ -13,6 +13,7 @@ module io.hicache.storage {
     // the Redis client (an automatic module) and the Netty modules it runs on (explicit modules, so named here)
     requires lettuce.core;
     requires io.netty.buffer;
+    requires io.netty.transport;
     requires io.netty.handler;
     requires io.netty.resolver.dns;
     requires org.slf4j;

@@ -33,7 +33,11 @@ import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.protocol.ProtocolVersion;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.NettyCustomizer;
+import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
+import io.netty.channel.ChannelOption;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -91,6 +95,10 @@ public final class RedisPageStore extends AbstractPageStore {
     private static final byte MISS = (byte) StoreStatus.MISS.ordinal();
     private static final byte FAILED = (byte) StoreStatus.FAILED.ordinal();
     private static final byte CORRUPT = (byte) StoreStatus.CORRUPT.ordinal();
+    /** A put batch is written in groups of about this many bytes (one buffer, one write each). */
+    private static final long FLUSH_BYTES = 1 << 20;
+    /** Room for a SET's header and key in a group's buffer. */
+    private static final int COMMAND_BYTES = 128;
 
     private final RedisLocation location;
     private final ClientResources resources;
@@ -156,7 +164,15 @@ public final class RedisPageStore extends AbstractPageStore {
         }
         SocketOptions socket = SocketOptions.builder().connectTimeout(timeout).build();
         ClientResources resources = DefaultClientResources.builder()
-                .ioThreadPoolSize(Math.max(2, config.redisConnections())).computationThreadPoolSize(1).build();
+                .ioThreadPoolSize(Math.max(2, config.redisConnections())).computationThreadPoolSize(1)
+                .nettyCustomizer(new NettyCustomizer() {
+                    @Override
+                    public void afterBootstrapInitialized(Bootstrap bootstrap) {
+                        // replies are whole pages: read up to 1 MiB per call (Netty's default stops at 64 KiB),
+                        // fewer reads and decode passes per page
+                        bootstrap.option(ChannelOption.RCVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(64, 64 << 10, 1 << 20));
+                    }
+                }).build();
         AbstractRedisClient client = null;
         try {
             // one plain connection first: it surfaces the server's own answer (NOAUTH, WRONGPASS, TLS), and
@@ -319,8 +335,9 @@ public final class RedisPageStore extends AbstractPageStore {
             List<RedisFuture<?>> futures = body.dispatch(link.commands, link.connection);
             link.connection.flushCommands();
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.redisTimeoutMs());
-            for (RedisFuture<?> f : futures) {
-                if (!f.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+            // last first: on one connection replies come in order, so the thread wakes once per batch
+            for (int i = futures.size() - 1; i >= 0; i--) {
+                if (!futures.get(i).await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
                     throw new TimeoutException("redis batch of " + futures.size() + " commands not answered within "
                             + config.redisTimeoutMs() + " ms");
                 }
@@ -374,11 +391,14 @@ public final class RedisPageStore extends AbstractPageStore {
         final Batch batch;
         final PageKey key;
         final HostPage page;
+        /** Bytes of this and the following commands written with it: what the buffer is sized for when it must grow. */
+        final long reserve;
 
-        Value(Batch batch, PageKey key, HostPage page) {
+        Value(Batch batch, PageKey key, HostPage page, long reserve) {
             this.batch = batch;
             this.key = key;
             this.page = page;
+            this.reserve = reserve;
         }
 
         int size() {
@@ -394,7 +414,9 @@ public final class RedisPageStore extends AbstractPageStore {
                 }
                 int start = target.writerIndex();
                 int size = (int) page.byteSize();
-                target.ensureWritable(size + CommitMarker.BYTES);
+                if (target.writableBytes() < size + CommitMarker.BYTES) {
+                    target.ensureWritable((int) Math.min(Integer.MAX_VALUE - 64, Math.max(reserve, size + CommitMarker.BYTES)));
+                }
                 for (int p = 0; p < page.partCount(); p++) {
                     target.writeBytes(page.part(p).asByteBuffer());
                 }
@@ -582,12 +604,24 @@ public final class RedisPageStore extends AbstractPageStore {
         onLink(batch, new BatchBody() {
             @Override
             public List<RedisFuture<?>> dispatch(BaseRedisAsyncCommands<byte[], Value> c, StatefulConnection<byte[], Value> conn) {
-                for (int i = 0; i < keys.size(); i++) {
-                    replies.add(c.dispatch(CommandType.SET, new StatusOutput<>(PageCodec.INSTANCE),
-                            keyArgs(keys.get(i)).addValue(new Value(batch, keys.get(i), pages.get(i)))));
-                    // one command per write: Netty encodes it into a buffer of its own size, where a batch
-                    // encoded into one buffer would be copied again each time that buffer grows
+                // written in groups of about FLUSH_BYTES: each group is encoded into one buffer that its first
+                // value sizes for the whole group (no copy when the buffer would otherwise grow), one write each
+                int from = 0;
+                while (from < keys.size()) {
+                    int to = from;
+                    long group = 0;
+                    while (to < keys.size() && (to == from || group + pages.get(to).byteSize() <= FLUSH_BYTES)) {
+                        group += pages.get(to).byteSize() + CommitMarker.BYTES + COMMAND_BYTES;
+                        to++;
+                    }
+                    for (int i = from; i < to; i++) {
+                        Value v = new Value(batch, keys.get(i), pages.get(i), group);
+                        group -= pages.get(i).byteSize() + CommitMarker.BYTES + COMMAND_BYTES;
+                        replies.add(c.dispatch(CommandType.SET, new StatusOutput<>(PageCodec.INSTANCE),
+                                keyArgs(keys.get(i)).addValue(v)));
+                    }
                     conn.flushCommands();
+                    from = to;
                 }
                 return new ArrayList<>(replies);
             }
