@@ -124,6 +124,15 @@ public final class RedisPageStore extends AbstractPageStore {
         }
     }
 
+    /** Opens every connection now rather than on a first batch. */
+    private void connectAll() {
+        for (Link l : links) {
+            if (l.connection == null) {
+                l.connect(client, uri);
+            }
+        }
+    }
+
     /**
      * Connects to the location, authenticates and checks the server answers.
      *
@@ -164,7 +173,7 @@ public final class RedisPageStore extends AbstractPageStore {
         }
         SocketOptions socket = SocketOptions.builder().connectTimeout(timeout).build();
         ClientResources resources = DefaultClientResources.builder()
-                .ioThreadPoolSize(Math.max(2, config.redisConnections())).computationThreadPoolSize(1)
+                .ioThreadPoolSize(Math.max(2, config.redisConnections())).computationThreadPoolSize(2)
                 .nettyCustomizer(new NettyCustomizer() {
                     @Override
                     public void afterBootstrapInitialized(Bootstrap bootstrap) {
@@ -201,6 +210,7 @@ public final class RedisPageStore extends AbstractPageStore {
                 first.connect(single, uris.get(0));
             }
             RedisPageStore store = new RedisPageStore(loc, config, resources, client, uris.get(0), enabled, first);
+            store.connectAll();
             LOG.info("L3 redis store {} open ({}{}, {} connections{})", loc.describe(),
                     enabled ? "cluster" : "single server", loc.tls() ? ", TLS" : "", config.redisConnections(),
                     enabled ? " per node" : "");
@@ -321,7 +331,7 @@ public final class RedisPageStore extends AbstractPageStore {
     }
 
     /** Runs one batch on a borrowed connection; a failure or timeout abandons the batch and drops the connection. */
-    private <T> void onLink(Batch batch, BatchBody body) throws Exception {
+    private void onLink(Batch batch, BatchBody body) throws Exception {
         Link link = links.poll(config.redisTimeoutMs(), TimeUnit.MILLISECONDS);
         if (link == null) {
             throw new TimeoutException("no redis connection free within " + config.redisTimeoutMs() + " ms");
@@ -646,6 +656,7 @@ public final class RedisPageStore extends AbstractPageStore {
             public List<RedisFuture<?>> dispatch(BaseRedisAsyncCommands<byte[], Value> c, StatefulConnection<byte[], Value> conn) {
                 List<RedisFuture<?>> all = new ArrayList<>(keys.size());
                 for (int i = 0; i < keys.size(); i++) {
+                    status[i] = FAILED; // until its reply says otherwise
                     all.add(c.dispatch(CommandType.GET, new PageOutput(batch, keys.get(i), pages.get(i), status, i),
                             keyArgs(keys.get(i))));
                 }
@@ -685,7 +696,12 @@ public final class RedisPageStore extends AbstractPageStore {
 
     @Override
     protected void closeBackend() {
-        // the client closes every connection it opened
+        // a cluster connection closes its node connections itself, before the client would close them again
+        for (Link l : links) {
+            if (l.connection != null && l.connection.isOpen()) {
+                l.connection.close();
+            }
+        }
         shutdown(client, resources);
     }
 
