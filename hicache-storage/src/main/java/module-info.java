@@ -2,7 +2,7 @@
  * The L3 storage tier of HiCache: SGLang-compatible page keys ({@link io.hicache.storage.PageKeys},
  * {@link io.hicache.storage.KeyNamespace}), the batch zero-copy store SPI ({@link io.hicache.storage.PageStore})
  * and its backends, opened by location through {@link io.hicache.storage.PageStores}: {@code file:DIR} and
- * {@code redis://} / {@code rediss://} (Lettuce).
+ * {@code redis://} / {@code rediss://} (Jedis).
  *
  * <p>Exported: {@code io.hicache.storage}; {@code io.hicache.storage.tier} (the {@code StorageTier} that sits on the
  * core-internal controller: write policies, prefetch, group agreement) only to the simulator. Not exported: the backends ({@code io.hicache.storage.file},
@@ -10,12 +10,8 @@
  */
 module io.hicache.storage {
     requires transitive io.hicache.core;
-    // the Redis client (an automatic module) and the Netty modules it runs on (explicit modules, so named here)
-    requires lettuce.core;
-    requires io.netty.buffer;
-    requires io.netty.transport;
-    requires io.netty.handler;
-    requires io.netty.resolver.dns;
+    requires redis.clients.jedis;
+    requires org.apache.commons.pool2;
     requires org.slf4j;
     // ExtendedOpenOption.DIRECT (O_DIRECT) of the file backend
     requires jdk.unsupported;

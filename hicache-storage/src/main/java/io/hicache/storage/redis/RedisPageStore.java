@@ -6,59 +6,52 @@ import io.hicache.storage.StoreConfig;
 import io.hicache.storage.StoreStatus;
 import io.hicache.storage.internal.AbstractPageStore;
 import io.hicache.storage.internal.CommitMarker;
-import io.lettuce.core.AbstractRedisClient;
-import io.lettuce.core.ClientOptions;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisCommandExecutionException;
-import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisURI;
-import io.lettuce.core.SocketOptions;
-import io.lettuce.core.SslOptions;
-import io.lettuce.core.SslVerifyMode;
-import io.lettuce.core.api.StatefulConnection;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.BaseRedisAsyncCommands;
-import io.lettuce.core.cluster.ClusterClientOptions;
-import io.lettuce.core.cluster.RedisClusterClient;
-import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
-import io.lettuce.core.codec.RedisCodec;
-import io.lettuce.core.codec.StringCodec;
-import io.lettuce.core.codec.ToByteBufEncoder;
-import io.lettuce.core.output.ByteArrayOutput;
-import io.lettuce.core.output.CommandOutput;
-import io.lettuce.core.output.IntegerOutput;
-import io.lettuce.core.output.StatusOutput;
-import io.lettuce.core.protocol.CommandArgs;
-import io.lettuce.core.protocol.CommandType;
-import io.lettuce.core.protocol.ProtocolVersion;
-import io.lettuce.core.resource.ClientResources;
-import io.lettuce.core.resource.DefaultClientResources;
-import io.lettuce.core.resource.NettyCustomizer;
-import io.netty.bootstrap.Bootstrap;
-import io.netty.buffer.ByteBuf;
-import io.netty.channel.AdaptiveRecvByteBufAllocator;
-import io.netty.channel.ChannelOption;
+import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import redis.clients.jedis.BuilderFactory;
+import redis.clients.jedis.ClusterCommandArguments;
+import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.CommandObject;
+import redis.clients.jedis.Connection;
+import redis.clients.jedis.Protocol;
+import redis.clients.jedis.args.Rawable;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.JedisCluster;
+import redis.clients.jedis.JedisPooled;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.PipeliningBase;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisAccessControlException;
+import redis.clients.jedis.exceptions.JedisDataException;
 
+import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLHandshakeException;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.TrustManagerFactory;
+import java.io.InputStream;
 import java.lang.foreign.MemorySegment;
 import java.net.ConnectException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import java.util.Set;
 import java.util.zip.CRC32C;
 
 /**
- * The {@code redis} backend: Redis or Valkey, one server or a Redis Cluster, through Lettuce.
+ * The {@code redis} backend: Redis or Valkey, one server or a Redis Cluster, through Jedis.
  *
  * <p><b>Objects.</b> Key {@code hicache:<64 hex>}; value = the page's bytes followed by the 64-byte
  * {@link CommitMarker} (written last, CRC-32C of the data, the key). One {@code SET} writes the whole
@@ -68,16 +61,11 @@ import java.util.zip.CRC32C;
  * (foreign value, wrong size) is {@link StoreStatus#CORRUPT}. Two writers of a key both succeed and
  * the last {@code SET} leaves one valid object (data and marker cannot pair across writers).
  *
- * <p><b>Zero intermediate copies.</b> A put encodes the host page straight into Netty's outbound (direct)
- * buffer and checksums those bytes there; a get checks the reply where Netty's inbound buffer holds it and
- * copies it once, into the host page. No {@code byte[]} per page, no JDK socket staging copy.
- *
- * <p><b>Batches</b> are pipelined: every command of a batch is sent before the first reply is awaited, on
- * one connection (per node in a cluster), so a batch costs one round trip. Connections: a fixed set of
- * {@link StoreConfig#redisConnections()}, each used by one batch at a time. A connection error or a batch
- * that outlives {@link StoreConfig#redisTimeoutMs()} fails the attempt: the batch is abandoned (its
- * commands can no longer touch the host pages), the connection is closed, the base class retries with
- * backoff on a fresh connection.
+ * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). Replies are read in 1 MiB
+ * steps (the system property {@code jedis.bufferSize.input}, set when absent). A connection error
+ * fails the attempt and the base class retries with backoff. Connections come from a pool of
+ * {@link StoreConfig#redisConnections()}; a connection broken by a server restart fails one attempt and
+ * is dropped, and the retry reconnects.
  *
  * <p><b>Security.</b> {@code AUTH} with a password or an ACL user and password (from the location or
  * {@link StoreConfig#redisCredentials}), TLS with {@code rediss://} (server certificate and host name
@@ -86,51 +74,41 @@ import java.util.zip.CRC32C;
  * {@link IllegalStateException} naming the endpoint and the cause, never the password. Credentials
  * never appear in logs, messages, {@link #toString()} or stats.
  *
- * <p>Thread-safe: each batch borrows one connection; replies are decoded on Lettuce's event-loop threads.
+ * <p>Thread-safe: Jedis's pooled clients are thread-safe; each batch borrows one connection per node.
  */
 public final class RedisPageStore extends AbstractPageStore {
     private static final Logger LOG = LoggerFactory.getLogger(RedisPageStore.class);
     private static final byte[] KEY_PREFIX = "hicache:".getBytes(StandardCharsets.US_ASCII);
+
+    static {
+        // Jedis moves bytes through per-connection buffers (8 KiB unless set): pages are large, so read and
+        // write in 1 MiB steps. Read once by Jedis when its stream classes load; an explicit setting wins.
+        if (System.getProperty("jedis.bufferSize") == null) {
+            for (String p : new String[] {"jedis.bufferSize.input", "jedis.bufferSize.output"}) {
+                if (System.getProperty(p) == null) {
+                    System.setProperty(p, Integer.toString(1 << 20));
+                }
+            }
+        }
+    }
     private static final byte OK = (byte) StoreStatus.OK.ordinal();
     private static final byte MISS = (byte) StoreStatus.MISS.ordinal();
     private static final byte FAILED = (byte) StoreStatus.FAILED.ordinal();
-    private static final byte CORRUPT = (byte) StoreStatus.CORRUPT.ordinal();
-    /** A put batch is written in groups of about this many bytes (one buffer, one write each). */
-    private static final long FLUSH_BYTES = 1 << 20;
-    /** Room for a SET's header and key in a group's buffer. */
-    private static final int COMMAND_BYTES = 128;
 
     private final RedisLocation location;
-    private final ClientResources resources;
-    private final AbstractRedisClient client;
-    private final RedisURI uri;
+    private final UnifiedJedis client;
     private final boolean cluster;
-    private final ArrayBlockingQueue<Link> links;
+    private final ThreadLocal<CRC32C> crcs = ThreadLocal.withInitial(CRC32C::new);
+    /** A single server's pipeline writes each command as it is appended, so one value buffer per thread serves a batch. */
+    private final ThreadLocal<byte[]> values = new ThreadLocal<>();
 
-    private RedisPageStore(RedisLocation location, StoreConfig config, ClientResources resources,
-                           AbstractRedisClient client, RedisURI uri, boolean cluster, Link first) {
+    private RedisPageStore(RedisLocation location, StoreConfig config, UnifiedJedis client, boolean cluster) {
         super("redis", "L3 redis store " + location.describe(), config);
         this.location = location;
-        this.resources = resources;
         this.client = client;
-        this.uri = uri;
         this.cluster = cluster;
         addSecret(location.password());
         addSecret(config.redisPassword());
-        links = new ArrayBlockingQueue<>(config.redisConnections());
-        links.add(first);
-        for (int i = 1; i < config.redisConnections(); i++) {
-            links.add(new Link());
-        }
-    }
-
-    /** Opens every connection now rather than on a first batch. */
-    private void connectAll() {
-        for (Link l : links) {
-            if (l.connection == null) {
-                l.connect(client, uri);
-            }
-        }
     }
 
     /**
@@ -146,101 +124,78 @@ public final class RedisPageStore extends AbstractPageStore {
         String user = config.redisUser() != null ? config.redisUser() : loc.user();
         String password = config.redisPassword() != null ? config.redisPassword() : loc.password();
         Path ca = config.redisTlsCaCertificate() != null ? config.redisTlsCaCertificate() : loc.caCertificate();
-        Duration timeout = Duration.ofMillis(config.redisTimeoutMs());
-        List<RedisURI> uris = new ArrayList<>();
-        for (RedisLocation.Endpoint ep : loc.endpoints()) {
-            RedisURI.Builder b = RedisURI.Builder.redis(ep.host(), ep.port()).withTimeout(timeout)
-                    .withClientName("hicache-l3").withDatabase(loc.database());
-            if (password != null) {
-                if (user != null) {
-                    b.withAuthentication(user, password);
-                } else {
-                    b.withPassword(password.toCharArray());
-                }
-            }
-            if (loc.tls()) {
-                // FULL: the certificate chain and the host name
-                b.withSsl(true).withVerifyPeer(SslVerifyMode.FULL);
-            }
-            uris.add(b.build());
+        DefaultJedisClientConfig.Builder cb = DefaultJedisClientConfig.builder()
+                .connectionTimeoutMillis((int) config.redisTimeoutMs())
+                .socketTimeoutMillis((int) config.redisTimeoutMs())
+                .clientName("hicache-l3");
+        if (user != null) {
+            cb.user(user);
         }
-        SslOptions.Builder ssl = SslOptions.builder().jdkSslProvider();
-        if (loc.tls() && ca != null) {
-            if (!java.nio.file.Files.isReadable(ca)) {
-                throw new IllegalArgumentException("redis TLS CA file " + ca + " cannot be read");
-            }
-            ssl.trustManager(ca.toFile());
+        if (password != null) {
+            cb.password(password);
         }
-        SocketOptions socket = SocketOptions.builder().connectTimeout(timeout).build();
-        ClientResources resources = DefaultClientResources.builder()
-                .ioThreadPoolSize(Math.max(2, config.redisConnections())).computationThreadPoolSize(2)
-                .nettyCustomizer(new NettyCustomizer() {
-                    @Override
-                    public void afterBootstrapInitialized(Bootstrap bootstrap) {
-                        // replies are whole pages: read up to 1 MiB per call (Netty's default stops at 64 KiB),
-                        // fewer reads and decode passes per page
-                        bootstrap.option(ChannelOption.RCVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(64, 64 << 10, 1 << 20));
-                    }
-                }).build();
-        AbstractRedisClient client = null;
+        if (loc.database() != 0) {
+            cb.database(loc.database());
+        }
+        if (loc.tls()) {
+            SSLParameters params = new SSLParameters();
+            params.setEndpointIdentificationAlgorithm("HTTPS");
+            cb.ssl(true).sslParameters(params);
+            if (ca != null) {
+                cb.sslSocketFactory(trusting(ca));
+            }
+        }
+        JedisClientConfig clientConfig = cb.build();
+        GenericObjectPoolConfig<Connection> pool = new GenericObjectPoolConfig<>();
+        pool.setMaxTotal(config.redisConnections());
+        pool.setMaxIdle(config.redisConnections());
+        pool.setMinIdle(0);
+        // no PING per borrow: a connection broken by a server restart fails one attempt and is dropped,
+        // and the retry takes a fresh one
+        pool.setTestOnBorrow(false);
+        pool.setBlockWhenExhausted(true);
+        pool.setMaxWait(Duration.ofMillis(config.redisTimeoutMs()));
+        pool.setJmxEnabled(false);
+
+        RedisLocation.Endpoint first = loc.endpoints().get(0);
+        UnifiedJedis client = null;
+        boolean cluster;
         try {
-            // one plain connection first: it surfaces the server's own answer (NOAUTH, WRONGPASS, TLS), and
-            // tells a cluster node from a single server
-            RedisClient single = RedisClient.create(resources);
-            client = single;
-            single.setOptions(options(ClientOptions.builder(), socket, ssl.build(), false).build());
+            // one plain connection first: it surfaces the server's own answer (NOAUTH, WRONGPASS, TLS)
+            // where a pool would only say that it could not validate a connection
             boolean enabled;
-            try (StatefulRedisConnection<String, String> direct = single.connect(StringCodec.UTF8, uris.get(0))) {
-                direct.sync().ping();
-                enabled = loc.cluster() != null ? loc.cluster() : direct.sync().info("cluster").contains("cluster_enabled:1");
+            try (redis.clients.jedis.Jedis direct = new redis.clients.jedis.Jedis(
+                    new HostAndPort(first.host(), first.port()), clientConfig)) {
+                direct.ping();
+                enabled = loc.cluster() != null ? loc.cluster() : direct.info("cluster").contains("cluster_enabled:1");
             }
-            Link first = new Link();
-            if (enabled) {
-                single.shutdown(0, 0, TimeUnit.MILLISECONDS);
-                RedisClusterClient c = RedisClusterClient.create(resources, uris);
-                client = c;
-                c.setOptions(((ClusterClientOptions.Builder) options(ClusterClientOptions.builder(), socket,
-                        ssl.build(), true)).build());
-                first.connect(c, null);
+            cluster = enabled;
+            if (cluster) {
+                Set<HostAndPort> nodes = new HashSet<>();
+                for (RedisLocation.Endpoint ep : loc.endpoints()) {
+                    nodes.add(new HostAndPort(ep.host(), ep.port()));
+                }
+                client = new JedisCluster(nodes, clientConfig, 3, pool);
             } else {
                 if (loc.endpoints().size() > 1) {
                     throw new IllegalArgumentException("redis location names " + loc.endpoints().size()
-                            + " servers but " + loc.endpoints().get(0) + " is not in cluster mode; name one server, or a cluster");
+                            + " servers but " + first + " is not in cluster mode; name one server, or a cluster");
                 }
-                first.connect(single, uris.get(0));
+                client = new JedisPooled(new HostAndPort(first.host(), first.port()), clientConfig, pool);
             }
-            RedisPageStore store = new RedisPageStore(loc, config, resources, client, uris.get(0), enabled, first);
-            store.connectAll();
-            LOG.info("L3 redis store {} open ({}{}, {} connections{})", loc.describe(),
-                    enabled ? "cluster" : "single server", loc.tls() ? ", TLS" : "", config.redisConnections(),
-                    enabled ? " per node" : "");
-            return store;
+            client.ping();
         } catch (IllegalArgumentException e) {
-            shutdown(client, resources);
             throw e;
         } catch (RuntimeException e) {
-            shutdown(client, resources);
+            if (client != null) {
+                client.close();
+            }
             throw new IllegalStateException(startupMessage(loc, user, e, password));
         }
-    }
-
-    private static ClientOptions.Builder options(ClientOptions.Builder b, SocketOptions socket, SslOptions ssl,
-                                                 boolean cluster) {
-        // RESP2 (AUTH, no HELLO: the least-privilege ACL user needs no more); no automatic reconnect and
-        // no command replay: a broken connection fails its batch, which the base class retries on a new one.
-        // A cluster connection opens its node connections on first use: commands wait for them (bounded by
-        // the batch timeout) instead of being rejected.
-        return b.protocolVersion(ProtocolVersion.RESP2).autoReconnect(false)
-                .disconnectedBehavior(cluster ? ClientOptions.DisconnectedBehavior.ACCEPT_COMMANDS
-                        : ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                .socketOptions(socket).sslOptions(ssl);
-    }
-
-    private static void shutdown(AbstractRedisClient client, ClientResources resources) {
-        if (client != null) {
-            client.shutdown(0, 2, TimeUnit.SECONDS);
-        }
-        resources.shutdown(0, 2, TimeUnit.SECONDS);
+        RedisPageStore store = new RedisPageStore(loc, config, client, cluster);
+        LOG.info("L3 redis store {} open ({}{}, {} connections per node)", loc.describe(),
+                cluster ? "cluster" : "single server", loc.tls() ? ", TLS" : "", config.redisConnections());
+        return store;
     }
 
     private static String startupMessage(RedisLocation loc, String user, RuntimeException e, String password) {
@@ -259,7 +214,7 @@ public final class RedisPageStore extends AbstractPageStore {
             }
         }
         String text;
-        if (contains(e, "WRONGPASS") || contains(e, "NOAUTH")
+        if (e instanceof JedisAccessControlException || contains(e, "WRONGPASS") || contains(e, "NOAUTH")
                 || contains(e, "NOPERM") || contains(e, "invalid password")) {
             text = where + ": authentication failed" + (user != null ? " for user " + user : "")
                     + " (wrong user or password, or the ACL user may not run the store's commands)";
@@ -283,6 +238,30 @@ public final class RedisPageStore extends AbstractPageStore {
         return false;
     }
 
+    private static javax.net.ssl.SSLSocketFactory trusting(Path caPem) {
+        try (InputStream in = Files.newInputStream(caPem)) {
+            KeyStore ks = KeyStore.getInstance(KeyStore.getDefaultType());
+            ks.load(null, null);
+            int i = 0;
+            for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(in)) {
+                ks.setCertificateEntry("ca-" + i++, c);
+            }
+            if (i == 0) {
+                throw new IllegalArgumentException("redis TLS CA file " + caPem + " holds no PEM certificate");
+            }
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(ks);
+            SSLContext ctx = SSLContext.getInstance("TLS");
+            ctx.init(null, tmf.getTrustManagers(), null);
+            return ctx.getSocketFactory();
+        } catch (IllegalArgumentException e) {
+            throw e;
+        } catch (Exception e) {
+            throw new IllegalArgumentException("redis TLS CA file " + caPem + " cannot be read as PEM certificates: "
+                    + e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
+    }
+
     /** True when connected to a Redis Cluster. */
     public boolean isCluster() {
         return cluster;
@@ -298,301 +277,95 @@ public final class RedisPageStore extends AbstractPageStore {
         return k;
     }
 
-    // ---------------------------------------------------------------- connections
-
-    /** One connection (a cluster connection in a cluster), used by one batch at a time; reconnected when broken. */
-    private static final class Link {
-        StatefulConnection<byte[], Value> connection;
-        BaseRedisAsyncCommands<byte[], Value> commands;
-
-        void connect(AbstractRedisClient client, RedisURI uri) {
-            if (client instanceof RedisClusterClient c) {
-                StatefulRedisClusterConnection<byte[], Value> conn = c.connect(PageCodec.INSTANCE);
-                connection = conn;
-                commands = conn.async();
-            } else {
-                StatefulRedisConnection<byte[], Value> conn = ((RedisClient) client).connect(PageCodec.INSTANCE, uri);
-                connection = conn;
-                commands = conn.async();
-            }
-            // commands are written when a batch says so (flushCommands), not one by one
-            connection.setAutoFlushCommands(false);
-        }
-
-        void close() {
-            if (connection != null) {
-                if (connection.isOpen()) {
-                    connection.closeAsync();
-                }
-                connection = null;
-                commands = null;
-            }
-        }
-    }
-
-    /** Runs one batch on a borrowed connection; a failure or timeout abandons the batch and drops the connection. */
-    private void onLink(Batch batch, BatchBody body) throws Exception {
-        Link link = links.poll(config.redisTimeoutMs(), TimeUnit.MILLISECONDS);
-        if (link == null) {
-            throw new TimeoutException("no redis connection free within " + config.redisTimeoutMs() + " ms");
-        }
-        boolean healthy = false;
-        try {
-            if (link.connection == null || !link.connection.isOpen()) {
-                link.close();
-                link.connect(client, uri);
-            }
-            List<RedisFuture<?>> futures = body.dispatch(link.commands, link.connection);
-            link.connection.flushCommands();
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.redisTimeoutMs());
-            // last first: on one connection replies come in order, so the thread wakes once per batch
-            for (int i = futures.size() - 1; i >= 0; i--) {
-                if (!futures.get(i).await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                    throw new TimeoutException("redis batch of " + futures.size() + " commands not answered within "
-                            + config.redisTimeoutMs() + " ms");
-                }
-            }
-            for (int i = 0; i < futures.size(); i++) {
-                try {
-                    futures.get(i).get();
-                } catch (ExecutionException e) {
-                    if (!(e.getCause() instanceof RedisCommandExecutionException)) {
-                        throw e.getCause() instanceof Exception x ? x : e;
-                    }
-                    // a per-key server error (e.g. OOM with maxmemory): this key failed, the batch goes on
-                    reportError(describe(e.getCause()));
-                    body.failed(i);
-                }
-            }
-            healthy = true;
-        } finally {
-            if (!healthy) {
-                // nothing of this batch touches a host page any more, whatever its commands still do
-                batch.abandon();
-                link.close();
-            }
-            links.add(link);
-        }
-    }
-
-    private interface BatchBody {
-        /** Queues the batch's commands; they are written on the connection's flush. */
-        List<RedisFuture<?>> dispatch(BaseRedisAsyncCommands<byte[], Value> commands, StatefulConnection<byte[], Value> connection);
-
-        void failed(int i);
-    }
-
     /**
-     * One attempt at a batch: the lock its values and outputs take to touch host pages, and whether it was
-     * abandoned (timed out or broken), after which they never touch them again.
+     * The value a put stores for {@code page} under {@code key}: data then marker. With {@code reuse}, the
+     * thread's previous value array is refilled when it has the right size (a single server's pipeline has
+     * written the previous command out before the next is appended); a cluster pipeline holds every value
+     * until it syncs, so it gets fresh arrays.
      */
-    private static final class Batch {
-        private boolean abandoned;
-
-        synchronized void abandon() {
-            abandoned = true;
+    byte[] encode(PageKey key, HostPage page, boolean reuse) {
+        long size = page.byteSize();
+        if (size + CommitMarker.BYTES > Integer.MAX_VALUE - 16) {
+            throw new IllegalArgumentException("a page of " + size + " bytes exceeds a Redis value");
         }
-    }
-
-    // ---------------------------------------------------------------- values
-
-    /** A page to store: encoded straight from host memory into Netty's buffer, then its marker. */
-    static final class Value {
-        final Batch batch;
-        final PageKey key;
-        final HostPage page;
-        /** Bytes of this and the following commands written with it: what the buffer is sized for when it must grow. */
-        final long reserve;
-
-        Value(Batch batch, PageKey key, HostPage page, long reserve) {
-            this.batch = batch;
-            this.key = key;
-            this.page = page;
-            this.reserve = reserve;
-        }
-
-        int size() {
-            return (int) page.byteSize() + CommitMarker.BYTES;
-        }
-
-        /** Runs on an event-loop thread when the command is written. */
-        void writeTo(ByteBuf target) {
-            synchronized (batch) {
-                if (batch.abandoned) {
-                    // the connection is closed with the command half written: the server discards it
-                    throw new IllegalStateException("abandoned batch");
-                }
-                int start = target.writerIndex();
-                int size = (int) page.byteSize();
-                if (target.writableBytes() < size + CommitMarker.BYTES) {
-                    target.ensureWritable((int) Math.min(Integer.MAX_VALUE - 64, Math.max(reserve, size + CommitMarker.BYTES)));
-                }
-                for (int p = 0; p < page.partCount(); p++) {
-                    target.writeBytes(page.part(p).asByteBuffer());
-                }
-                // the checksum covers exactly the bytes that go out
-                CRC32C crc = CRCS.get();
-                crc.reset();
-                crc.update(target.nioBuffer(start, size));
-                ByteBuffer m = MARKERS.get().clear();
-                CommitMarker.write(m, key, size, (int) crc.getValue());
-                target.writeBytes(m.flip());
+        int length = (int) size + CommitMarker.BYTES;
+        byte[] v = reuse ? values.get() : null;
+        if (v == null || v.length != length) {
+            v = new byte[length];
+            if (reuse) {
+                values.set(v);
             }
         }
+        MemorySegment dst = MemorySegment.ofArray(v);
+        page.copyTo(dst, 0);
+        CRC32C crc = crcs.get();
+        crc.reset();
+        crc.update(v, 0, (int) size);
+        ByteBuffer m = ByteBuffer.wrap(v, (int) size, CommitMarker.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        CommitMarker.write(m, key, size, (int) crc.getValue());
+        return v;
     }
 
-    private static final ThreadLocal<CRC32C> CRCS = ThreadLocal.withInitial(CRC32C::new);
-    private static final ThreadLocal<ByteBuffer> MARKERS =
-            ThreadLocal.withInitial(() -> ByteBuffer.allocate(CommitMarker.BYTES).order(ByteOrder.LITTLE_ENDIAN));
+    /** A value argument that Jedis writes as it is (its {@code byte[]} arguments are copied first). */
+    private static final class Value implements Rawable {
+        private final byte[] raw;
 
-    /** Keys are {@code byte[]}; values are {@link Value}s written into Netty's buffer, never decoded by the codec. */
-    private enum PageCodec implements RedisCodec<byte[], Value>, ToByteBufEncoder<byte[], Value> {
-        INSTANCE;
-
-        @Override
-        public byte[] decodeKey(ByteBuffer bytes) {
-            byte[] b = new byte[bytes.remaining()];
-            bytes.get(b);
-            return b;
+        Value(byte[] raw) {
+            this.raw = raw;
         }
 
         @Override
-        public Value decodeValue(ByteBuffer bytes) {
-            throw new UnsupportedOperationException("page values are read by PageOutput");
+        public byte[] getRaw() {
+            return raw;
         }
 
         @Override
-        public ByteBuffer encodeKey(byte[] key) {
-            return ByteBuffer.wrap(key);
+        public boolean equals(Object o) {
+            return o == this;
         }
 
         @Override
-        public ByteBuffer encodeValue(Value value) {
-            ByteBuf b = io.netty.buffer.Unpooled.buffer(value.size());
-            value.writeTo(b);
-            return b.nioBuffer();
-        }
-
-        @Override
-        public void encodeKey(byte[] key, ByteBuf target) {
-            target.writeBytes(key);
-        }
-
-        @Override
-        public void encodeValue(Value value, ByteBuf target) {
-            value.writeTo(target);
-        }
-
-        @Override
-        public int estimateSize(Object keyOrValue) {
-            return keyOrValue instanceof byte[] k ? k.length : ((Value) keyOrValue).size();
-        }
-
-        @Override
-        public boolean isEstimateExact() {
-            return true;
+        public int hashCode() {
+            return System.identityHashCode(this);
         }
     }
 
-    /**
-     * The reply to one GET: checked (size, marker, CRC-32C) where Netty's buffer holds it and copied once into
-     * the host page, on the event-loop thread.
-     */
-    private final class PageOutput extends CommandOutput<byte[], Value, String> {
-        private final Batch batch;
-        private final PageKey key;
-        private final HostPage page;
-        private final byte[] status;
-        private final int index;
+    private PipeliningBase pipeline() {
+        return client.pipelined();
+    }
 
-        PageOutput(Batch batch, PageKey key, HostPage page, byte[] status, int index) {
-            super(PageCodec.INSTANCE, null);
-            this.batch = batch;
-            this.key = key;
-            this.page = page;
-            this.status = status;
-            this.index = index;
-        }
+    private static void close(PipeliningBase p) {
+        ((AbstractPipeline) p).close();
+    }
 
-        @Override
-        public void set(ByteBuffer bytes) {
-            synchronized (batch) {
-                if (batch.abandoned) {
-                    return;
-                }
-                if (bytes == null) {
-                    status[index] = MISS;
-                    return;
-                }
-                int at = bytes.position();
-                int length = bytes.remaining();
-                int data = length - CommitMarker.BYTES;
-                String bad = CommitMarker.check(bytes, at + Math.max(0, data), key, length, page.byteSize());
-                if (bad == null) {
-                    int limit = bytes.limit();
-                    CRC32C crc = CRCS.get();
-                    crc.reset();
-                    crc.update(bytes.limit(at + data));
-                    bytes.limit(limit).position(at);
-                    if ((int) crc.getValue() != CommitMarker.crc(bytes, at + data)) {
-                        bad = "object whose data does not match its checksum";
-                    }
-                }
-                if (bad != null) {
-                    status[index] = CORRUPT;
-                    reportCorrupt(bad);
-                    return;
-                }
-                page.copyFrom(MemorySegment.ofBuffer(bytes), 0);
-                status[index] = OK;
-            }
-        }
+    private static void sync(PipeliningBase p) {
+        ((AbstractPipeline) p).sync();
     }
 
     // ---------------------------------------------------------------- operations
 
-    private static boolean erred(RedisFuture<?> f) {
-        return f.toCompletableFuture().isCompletedExceptionally();
-    }
-
-    private static CommandArgs<byte[], Value> keyArgs(PageKey key) {
-        return new CommandArgs<>(PageCodec.INSTANCE).addKey(redisKey(key));
-    }
-
     @Override
-    protected int doExistsPrefix(List<PageKey> keys) throws Exception {
-        List<RedisFuture<Long>> lengths = new ArrayList<>(keys.size());
-        List<RedisFuture<byte[]>> markers = new ArrayList<>(keys.size());
-        onLink(new Batch(), new BatchBody() {
-            @Override
-            public List<RedisFuture<?>> dispatch(BaseRedisAsyncCommands<byte[], Value> c, StatefulConnection<byte[], Value> conn) {
-                List<RedisFuture<?>> all = new ArrayList<>(2 * keys.size());
-                for (PageKey key : keys) {
-                    RedisFuture<Long> len = c.dispatch(CommandType.STRLEN, new IntegerOutput<>(PageCodec.INSTANCE), keyArgs(key));
-                    RedisFuture<byte[]> m = c.dispatch(CommandType.GETRANGE, new ByteArrayOutput<>(PageCodec.INSTANCE),
-                            keyArgs(key).add(-CommitMarker.BYTES).add(-1));
-                    lengths.add(len);
-                    markers.add(m);
-                    all.add(len);
-                    all.add(m);
-                }
-                return all;
+    protected int doExistsPrefix(List<PageKey> keys) {
+        List<Response<Long>> lengths = new ArrayList<>(keys.size());
+        List<Response<byte[]>> markers = new ArrayList<>(keys.size());
+        PipeliningBase p = pipeline();
+        try {
+            for (PageKey key : keys) {
+                byte[] k = redisKey(key);
+                lengths.add(p.strlen(k));
+                markers.add(p.getrange(k, -CommitMarker.BYTES, -1));
             }
-
-            @Override
-            public void failed(int i) {
-            }
-        });
+            sync(p);
+        } finally {
+            close(p);
+        }
         for (int i = 0; i < keys.size(); i++) {
-            if (erred(lengths.get(i)) || erred(markers.get(i))) {
-                return i;
-            }
             long len = lengths.get(i).get();
             if (len == 0) {
                 return i;
             }
             byte[] m = markers.get(i).get();
-            String bad = m == null || m.length != CommitMarker.BYTES ? "truncated object (" + len + " bytes, no commit marker)"
+            String bad = m.length != CommitMarker.BYTES ? "truncated object (" + len + " bytes, no commit marker)"
                     : CommitMarker.check(ByteBuffer.wrap(m), 0, keys.get(i), len, -1);
             if (bad != null) {
                 reportCorrupt(bad);
@@ -603,106 +376,95 @@ public final class RedisPageStore extends AbstractPageStore {
     }
 
     @Override
-    protected void doPut(List<PageKey> keys, List<HostPage> pages, byte[] status) throws Exception {
-        for (HostPage page : pages) {
-            if (page.byteSize() + CommitMarker.BYTES > Integer.MAX_VALUE - 16) {
-                throw new IllegalArgumentException("a page of " + page.byteSize() + " bytes exceeds a Redis value");
+    protected void doPut(List<PageKey> keys, List<HostPage> pages, byte[] status) {
+        List<Response<String>> replies = new ArrayList<>(keys.size());
+        PipeliningBase p = pipeline();
+        try {
+            for (int i = 0; i < keys.size(); i++) {
+                // the value as a Rawable of our own: Jedis's byte[] arguments copy the array first
+                // (a cluster's arguments compute the key's hash slot, by which its pipeline picks the node)
+                CommandArguments set = (cluster ? new ClusterCommandArguments(Protocol.Command.SET)
+                        : new CommandArguments(Protocol.Command.SET)).key(redisKey(keys.get(i)))
+                        .add(new Value(encode(keys.get(i), pages.get(i), !cluster)));
+                replies.add(p.executeCommand(new CommandObject<>(set, BuilderFactory.STRING)));
             }
+            sync(p);
+        } finally {
+            close(p);
         }
-        Batch batch = new Batch();
-        List<RedisFuture<String>> replies = new ArrayList<>(keys.size());
-        onLink(batch, new BatchBody() {
-            @Override
-            public List<RedisFuture<?>> dispatch(BaseRedisAsyncCommands<byte[], Value> c, StatefulConnection<byte[], Value> conn) {
-                // written in groups of about FLUSH_BYTES: each group is encoded into one buffer that its first
-                // value sizes for the whole group (no copy when the buffer would otherwise grow), one write each
-                int from = 0;
-                while (from < keys.size()) {
-                    int to = from;
-                    long group = 0;
-                    while (to < keys.size() && (to == from || group + pages.get(to).byteSize() <= FLUSH_BYTES)) {
-                        group += pages.get(to).byteSize() + CommitMarker.BYTES + COMMAND_BYTES;
-                        to++;
-                    }
-                    for (int i = from; i < to; i++) {
-                        Value v = new Value(batch, keys.get(i), pages.get(i), group);
-                        group -= pages.get(i).byteSize() + CommitMarker.BYTES + COMMAND_BYTES;
-                        replies.add(c.dispatch(CommandType.SET, new StatusOutput<>(PageCodec.INSTANCE),
-                                keyArgs(keys.get(i)).addValue(v)));
-                    }
-                    conn.flushCommands();
-                    from = to;
-                }
-                return new ArrayList<>(replies);
-            }
-
-            @Override
-            public void failed(int i) {
-                status[i] = FAILED;
-            }
-        });
         for (int i = 0; i < keys.size(); i++) {
-            if (!erred(replies.get(i))) {
+            try {
                 status[i] = "OK".equals(replies.get(i).get()) ? OK : FAILED;
+            } catch (JedisDataException e) {
+                // a per-key server error (e.g. OOM with maxmemory): this key failed, the batch goes on
+                reportError(describe(e));
+                status[i] = FAILED;
             }
         }
     }
 
     @Override
-    protected void doGet(List<PageKey> keys, List<HostPage> pages, byte[] status) throws Exception {
-        Batch batch = new Batch();
-        onLink(batch, new BatchBody() {
-            @Override
-            public List<RedisFuture<?>> dispatch(BaseRedisAsyncCommands<byte[], Value> c, StatefulConnection<byte[], Value> conn) {
-                List<RedisFuture<?>> all = new ArrayList<>(keys.size());
-                for (int i = 0; i < keys.size(); i++) {
-                    status[i] = FAILED; // until its reply says otherwise
-                    all.add(c.dispatch(CommandType.GET, new PageOutput(batch, keys.get(i), pages.get(i), status, i),
-                            keyArgs(keys.get(i))));
-                }
-                return all;
+    protected void doGet(List<PageKey> keys, List<HostPage> pages, byte[] status) {
+        List<Response<byte[]>> values = new ArrayList<>(keys.size());
+        PipeliningBase p = pipeline();
+        try {
+            for (PageKey key : keys) {
+                values.add(p.get(redisKey(key)));
             }
-
-            @Override
-            public void failed(int i) {
-                status[i] = FAILED;
+            sync(p);
+        } finally {
+            close(p);
+        }
+        CRC32C crc = crcs.get();
+        for (int i = 0; i < keys.size(); i++) {
+            byte[] v = values.get(i).get();
+            if (v == null) {
+                status[i] = MISS;
+                continue;
             }
-        });
+            HostPage page = pages.get(i);
+            if (v.length < CommitMarker.BYTES) {
+                corrupt(status, i, "truncated object (" + v.length + " bytes, no commit marker)");
+                continue;
+            }
+            int data = v.length - CommitMarker.BYTES;
+            ByteBuffer m = ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN);
+            String bad = CommitMarker.check(m, data, keys.get(i), v.length, page.byteSize());
+            if (bad != null) {
+                corrupt(status, i, bad);
+                continue;
+            }
+            crc.reset();
+            crc.update(v, 0, data);
+            if ((int) crc.getValue() != CommitMarker.crc(m, data)) {
+                corrupt(status, i, "object whose data does not match its checksum");
+                continue;
+            }
+            page.copyFrom(MemorySegment.ofArray(v), 0);
+            status[i] = OK;
+        }
     }
 
     @Override
-    protected void doRemove(List<PageKey> keys, byte[] status) throws Exception {
-        List<RedisFuture<Long>> replies = new ArrayList<>(keys.size());
-        onLink(new Batch(), new BatchBody() {
-            @Override
-            public List<RedisFuture<?>> dispatch(BaseRedisAsyncCommands<byte[], Value> c, StatefulConnection<byte[], Value> conn) {
-                for (PageKey key : keys) {
-                    replies.add(c.dispatch(CommandType.DEL, new IntegerOutput<>(PageCodec.INSTANCE), keyArgs(key)));
-                }
-                return new ArrayList<>(replies);
+    protected void doRemove(List<PageKey> keys, byte[] status) {
+        List<Response<Long>> replies = new ArrayList<>(keys.size());
+        PipeliningBase p = pipeline();
+        try {
+            for (PageKey key : keys) {
+                replies.add(p.del(redisKey(key)));
             }
-
-            @Override
-            public void failed(int i) {
-                status[i] = FAILED;
-            }
-        });
+            sync(p);
+        } finally {
+            close(p);
+        }
         for (int i = 0; i < keys.size(); i++) {
-            if (!erred(replies.get(i))) {
-                status[i] = replies.get(i).get() > 0 ? OK : MISS;
-            }
+            status[i] = replies.get(i).get() > 0 ? OK : MISS;
         }
     }
 
     @Override
     protected void closeBackend() {
-        // a cluster connection closes its node connections itself, before the client would close them again
-        for (Link l : links) {
-            if (l.connection != null && l.connection.isOpen()) {
-                l.connection.close();
-            }
-        }
-        shutdown(client, resources);
+        client.close();
     }
 
     @Override
