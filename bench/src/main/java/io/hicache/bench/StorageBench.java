@@ -228,9 +228,14 @@ public final class StorageBench {
             throws Exception {
         List<PageKey> keys = keys(pages, (int) (pageBytes >> 10));
         List<HostPage> src = pages(arena, pipeline, pageBytes, true);
+        // two batches per connection submitted: when a batch completes, its I/O thread starts the next one at
+        // once, as redis-benchmark sends its next pipeline at once, instead of waiting for this driver to wake
+        // up and submit; on the wire it is still one pipeline of the same depth per connection
         List<List<HostPage>> dst = new ArrayList<>();
-        for (int w = 0; w < IO_THREADS; w++) {
+        List<List<HostPage>> srcs = new ArrayList<>();
+        for (int w = 0; w < 2 * IO_THREADS; w++) {
             dst.add(pages(arena, pipeline, pageBytes, false));
+            srcs.add(src);
         }
         long bytes = pageBytes * pages;
         Paired put = new Paired();
@@ -251,7 +256,7 @@ public final class StorageBench {
             singleKey.ours(ref[3] * pageBytes);
             cli(port, "FLUSHALL");
             try (PageStore store = PageStores.open("redis://127.0.0.1:" + port, config)) {
-                put.ours(bytes / run(store, keys, List.of(src, src), true, pipeline));
+                put.ours(bytes / run(store, keys, srcs, true, pipeline));
                 get.ours(bytes / run(store, keys, dst, false, pipeline));
             }
         }
