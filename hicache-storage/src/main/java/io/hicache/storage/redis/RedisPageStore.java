@@ -9,6 +9,10 @@ import io.hicache.storage.internal.CommitMarker;
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import redis.clients.jedis.BuilderFactory;
+import redis.clients.jedis.ClusterCommandArguments;
+import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.CommandObject;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -17,8 +21,10 @@ import redis.clients.jedis.JedisCluster;
 import redis.clients.jedis.JedisPooled;
 import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.PipeliningBase;
+import redis.clients.jedis.Protocol;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.args.Rawable;
 import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.exceptions.JedisDataException;
 
@@ -300,6 +306,30 @@ public final class RedisPageStore extends AbstractPageStore {
         return v;
     }
 
+    /** A value argument that Jedis writes as it is (its {@code byte[]} arguments are copied first). */
+    private static final class Value implements Rawable {
+        private final byte[] raw;
+
+        Value(byte[] raw) {
+            this.raw = raw;
+        }
+
+        @Override
+        public byte[] getRaw() {
+            return raw;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o == this;
+        }
+
+        @Override
+        public int hashCode() {
+            return System.identityHashCode(this);
+        }
+    }
+
     private PipeliningBase pipeline() {
         return client.pipelined();
     }
@@ -351,7 +381,12 @@ public final class RedisPageStore extends AbstractPageStore {
         PipeliningBase p = pipeline();
         try {
             for (int i = 0; i < keys.size(); i++) {
-                replies.add(p.set(redisKey(keys.get(i)), encode(keys.get(i), pages.get(i), !cluster)));
+                // the value as a Rawable of our own: Jedis's byte[] arguments copy the array first
+                // (a cluster's arguments compute the key's hash slot, by which its pipeline picks the node)
+                CommandArguments set = (cluster ? new ClusterCommandArguments(Protocol.Command.SET)
+                        : new CommandArguments(Protocol.Command.SET)).key(redisKey(keys.get(i)))
+                        .add(new Value(encode(keys.get(i), pages.get(i), !cluster)));
+                replies.add(p.executeCommand(new CommandObject<>(set, BuilderFactory.STRING)));
             }
             sync(p);
         } finally {
