@@ -83,10 +83,10 @@ import java.util.function.LongSupplier;
  */
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
-    /** Reasons for {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} already logged: each is logged once. */
-    /** A configuration choice, not an event: said once per process however many controllers make it. */
+    /** ALL_LAYERS is a configuration choice, not an event: said once per process however many controllers make it. */
     private static final java.util.concurrent.atomic.AtomicBoolean ALL_LAYERS_LOGGED =
         new java.util.concurrent.atomic.AtomicBoolean();
+    /** Reasons for {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} already logged: each is logged once. */
     private static final java.util.Set<String> OVERLAP_REASONS_LOGGED =
         java.util.concurrent.ConcurrentHashMap.newKeySet();
 

@@ -43,10 +43,10 @@ import java.util.function.LongSupplier;
 
 /**
  * The L3 storage tier of one CP rank, sitting on its {@link HiCacheController} (engines get one behind their
- * {@link io.hicache.core.HiCache} through {@link io.hicache.storage.L3Tier}, which calls this class for them): writes committed host pages to a
- * {@link PageStore} (L2 → L3) under a {@link StorageWritePolicy}, and prefetches pages a match is missing from the
- * store into leased host pages (L3 → L2), publishing them as host hits once every rank of the group agrees they
- * landed.
+ * {@link io.hicache.core.HiCache} through {@link io.hicache.storage.L3Tier}, which calls this class for them):
+ * writes committed host pages to a {@link PageStore} (L2 → L3) under a {@link StorageWritePolicy}, and prefetches
+ * pages a match is missing from the store into leased host pages (L3 → L2), publishing them as host hits once every
+ * rank of the group agrees they landed.
  *
  * <p><b>Keys.</b> Every radix node the tier touches gets its page hashes once ({@link RadixTree#setPageHashes}), and
  * they split with the node: the SHA-256 chain of SGLang's {@code get_hash_str}, seeded with this lane's
