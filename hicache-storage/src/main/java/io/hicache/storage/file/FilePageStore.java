@@ -371,19 +371,10 @@ public final class FilePageStore extends AbstractPageStore {
                 ? new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, DIRECT}
                 : new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE};
         // one gathering write (writev) of every segment and the marker
-        int parts = 0;
-        for (int p = 0; p < page.partCount(); p++) {
-            parts += (int) ((page.part(p).byteSize() + MAX_CHUNK - 1) / MAX_CHUNK);
-        }
-        ByteBuffer[] bufs = new ByteBuffer[parts + 1];
-        int n = 0;
-        for (int p = 0; p < page.partCount(); p++) {
-            MemorySegment part = page.part(p);
-            for (long off = 0; off < part.byteSize(); off += MAX_CHUNK) {
-                ByteBuffer bb = part.asSlice(off, Math.min(part.byteSize() - off, MAX_CHUNK)).asByteBuffer();
-                crc.update(bb.duplicate());
-                bufs[n++] = bb;
-            }
+        ByteBuffer[] bufs = dataBuffers(page, 1);
+        int n = bufs.length - 1;
+        for (int b = 0; b < n; b++) {
+            crc.update(bufs[b].duplicate());
         }
         bufs[n] = direct ? directTail(key, page.byteSize(), (int) crc.getValue())
                 : marker(key, page.byteSize(), (int) crc.getValue());
@@ -445,48 +436,82 @@ public final class FilePageStore extends AbstractPageStore {
             PageKey key = keys.get(i);
             HostPage page = pages.get(i);
             Path path = objectPath(key);
+            boolean direct = useDirect(page);
             FileChannel ch;
             try {
-                ch = FileChannel.open(path, StandardOpenOption.READ);
+                ch = direct ? FileChannel.open(path, StandardOpenOption.READ, DIRECT)
+                        : FileChannel.open(path, StandardOpenOption.READ);
             } catch (NoSuchFileException e) {
                 forget(key);
                 status[i] = (byte) StoreStatus.MISS.ordinal();
                 continue;
             }
+            String bad;
+            long size;
             try (ch) {
-                long size = ch.size();
-                String bad = readMarker(ch, size, key, page.byteSize());
-                if (bad != null) {
-                    corrupt(status, i, bad);
-                    continue;
-                }
-                int stored = CommitMarker.crc(markerBuffers.get(), 0);
-                CRC32C crc = crcs.get();
-                crc.reset();
-                if (useDirect(page)) {
-                    try (FileChannel dch = FileChannel.open(path, StandardOpenOption.READ, DIRECT)) {
-                        readData(dch, page, crc);
-                    }
-                } else {
-                    readData(ch, page, crc);
-                }
-                if ((int) crc.getValue() != stored) {
-                    corrupt(status, i, "object whose data does not match its checksum");
-                    continue;
-                }
-                remember(key, size, true);
-                status[i] = (byte) StoreStatus.OK.ordinal();
+                size = ch.size();
+                long tailBytes = direct ? blockSize : MARKER_BYTES;
+                bad = size == page.byteSize() + tailBytes
+                        ? readWhole(ch, page, direct ? directTails.get() : markerBuffers.get(), key, size)
+                        : readOtherLayout(path, size, page, key, direct);
             }
+            if (bad != null) {
+                corrupt(status, i, bad);
+                continue;
+            }
+            remember(key, size, true);
+            status[i] = (byte) StoreStatus.OK.ordinal();
         }
     }
 
-    /** One scattering read (readv) of the data into the page's segments from offset 0, then its CRC. */
-    private static void readData(FileChannel ch, HostPage page, CRC32C crc) throws IOException {
+    /**
+     * The common case, an object in the layout this store writes for {@code page}: data and tail (the marker,
+     * or under O_DIRECT the block that ends with it) in one scattering read, then the marker and the CRC.
+     * Null when valid, else why not.
+     */
+    private String readWhole(FileChannel ch, HostPage page, ByteBuffer tail, PageKey key, long size) throws IOException {
+        ByteBuffer[] bufs = dataBuffers(page, 1);
+        bufs[bufs.length - 1] = tail.clear();
+        readFully(ch, bufs);
+        int at = tail.capacity() - MARKER_BYTES;
+        String bad = CommitMarker.check(tail, at, key, size, page.byteSize());
+        if (bad != null) {
+            return bad;
+        }
+        return crcOf(bufs, bufs.length - 1) == CommitMarker.crc(tail, at) ? null
+                : "object whose data does not match its checksum";
+    }
+
+    /**
+     * An object of another size: written under the other I/O mode (its marker padded or not), or damaged.
+     * The marker is read on its own first, then the data. Null when valid, else why not.
+     */
+    private String readOtherLayout(Path path, long size, HostPage page, PageKey key, boolean direct) throws IOException {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            String bad = readMarker(ch, size, key, page.byteSize());
+            if (bad != null) {
+                return bad;
+            }
+            int stored = CommitMarker.crc(markerBuffers.get(), 0);
+            ByteBuffer[] bufs = dataBuffers(page, 0);
+            if (direct) {
+                try (FileChannel dch = FileChannel.open(path, StandardOpenOption.READ, DIRECT)) {
+                    readFully(dch, bufs);
+                }
+            } else {
+                readFully(ch, bufs);
+            }
+            return crcOf(bufs, bufs.length) == stored ? null : "object whose data does not match its checksum";
+        }
+    }
+
+    /** The page's segments as buffers (in chunks a single buffer can hold), with {@code extra} empty slots after them. */
+    private static ByteBuffer[] dataBuffers(HostPage page, int extra) {
         int parts = 0;
         for (int p = 0; p < page.partCount(); p++) {
             parts += (int) ((page.part(p).byteSize() + MAX_CHUNK - 1) / MAX_CHUNK);
         }
-        ByteBuffer[] bufs = new ByteBuffer[parts];
+        ByteBuffer[] bufs = new ByteBuffer[parts + extra];
         int n = 0;
         for (int p = 0; p < page.partCount(); p++) {
             MemorySegment part = page.part(p);
@@ -494,6 +519,11 @@ public final class FilePageStore extends AbstractPageStore {
                 bufs[n++] = part.asSlice(off, Math.min(part.byteSize() - off, MAX_CHUNK)).asByteBuffer();
             }
         }
+        return bufs;
+    }
+
+    /** Scattering reads (readv) from offset 0 until every buffer is full. */
+    private static void readFully(FileChannel ch, ByteBuffer[] bufs) throws IOException {
         ch.position(0);
         int first = 0;
         while (first < bufs.length) {
@@ -504,9 +534,16 @@ public final class FilePageStore extends AbstractPageStore {
                 first++;
             }
         }
-        for (ByteBuffer b : bufs) {
-            crc.update(b.flip());
+    }
+
+    /** CRC-32C of the first {@code count} buffers, each read in full. */
+    private int crcOf(ByteBuffer[] bufs, int count) {
+        CRC32C crc = crcs.get();
+        crc.reset();
+        for (int b = 0; b < count; b++) {
+            crc.update(bufs[b].flip());
         }
+        return (int) crc.getValue();
     }
 
     /** O_DIRECT only for native, block-aligned segments of block-multiple sizes. */

@@ -10,6 +10,8 @@ import io.hicache.storage.StoreResult;
 import io.hicache.storage.StoreStatus;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
@@ -170,9 +172,11 @@ class FilePageStoreTest {
         }
     }
 
-    @Test
-    void foreignTruncatedWrongSizeAndAlteredObjectsAreReportedMisses() throws IOException {
-        FilePageStore s = store();
+    @ParameterizedTest(name = "O_DIRECT {0}")
+    @ValueSource(booleans = {false, true})
+    void foreignTruncatedWrongSizeAndAlteredObjectsAreReportedMisses(boolean direct) throws IOException {
+        StoreConfig config = StoreConfig.builder().fileDirectIo(direct).build();
+        FilePageStore s = store(config);
         List<PageKey> keys = keys(5, 5);
         List<HostPage> src = pages(arena, 5, PAGE, 200);
         assertThat(await(s.put(keys, src)).allOk()).isTrue();
@@ -205,7 +209,7 @@ class FilePageStoreTest {
         s.close();
         Files.write(tmp.resolve("l3/objects/zz-not-a-key"), new byte[] {1, 2, 3});
         Files.write(tmp.resolve("l3/objects/" + keys.get(4).hex().substring(0, 2) + "/README"), new byte[] {1});
-        FilePageStore reopened = store();
+        FilePageStore reopened = store(config);
         assertThat(reopened.foreignFilesAtOpen()).isEqualTo(2);
         assertThat(await(reopened.existsPrefix(keys.subList(4, 5)))).isEqualTo(1);
     }
@@ -285,6 +289,30 @@ class FilePageStoreTest {
         assertThat(await(s.get(keys, dst)).allOk()).isTrue();
         for (int i = 0; i < 3; i++) {
             assertThat(sameBytes(src.get(i), dst.get(i))).isTrue();
+        }
+    }
+
+    @Test
+    void objectsWrittenUnderOneIoModeAreReadUnderTheOther() throws IOException {
+        List<PageKey> keys = keys(4, 9);
+        List<HostPage> src = pages(arena, 4, PAGE, 300);
+        StoreConfig buffered = StoreConfig.defaults();
+        StoreConfig direct = StoreConfig.builder().fileDirectIo(true).build();
+        FilePageStore w = store(buffered);
+        assertThat(await(w.put(keys.subList(0, 2), src.subList(0, 2))).allOk()).isTrue();
+        w.close();
+        FilePageStore d = store(direct);
+        assertThat(await(d.put(keys.subList(2, 4), src.subList(2, 4))).allOk()).isTrue();
+        // the direct store reads the buffered objects (marker right after the data) and its own (padded)
+        List<HostPage> dst = blanks(arena, src);
+        assertThat(await(d.get(keys, dst)).allOk()).isTrue();
+        d.close();
+        // and the buffered store reads both layouts as well
+        List<HostPage> again = blanks(arena, src);
+        assertThat(await(store(buffered).get(keys, again)).allOk()).isTrue();
+        for (int i = 0; i < 4; i++) {
+            assertThat(sameBytes(src.get(i), dst.get(i))).as("direct read of page %d", i).isTrue();
+            assertThat(sameBytes(src.get(i), again.get(i))).as("buffered read of page %d", i).isTrue();
         }
     }
 
