@@ -94,6 +94,7 @@ public final class RedisPageStore extends AbstractPageStore {
     private static final byte OK = (byte) StoreStatus.OK.ordinal();
     private static final byte MISS = (byte) StoreStatus.MISS.ordinal();
     private static final byte FAILED = (byte) StoreStatus.FAILED.ordinal();
+    private static final byte CORRUPT = (byte) StoreStatus.CORRUPT.ordinal();
 
     private final RedisLocation location;
     private final UnifiedJedis client;
@@ -181,7 +182,7 @@ public final class RedisPageStore extends AbstractPageStore {
                     throw new IllegalArgumentException("redis location names " + loc.endpoints().size()
                             + " servers but " + first + " is not in cluster mode; name one server, or a cluster");
                 }
-                client = new JedisPooled(new HostAndPort(first.host(), first.port()), clientConfig, pool);
+                client = new JedisPooled(new LandingConnection.Factory(new HostAndPort(first.host(), first.port()), clientConfig), pool);
             }
             client.ping();
         } catch (IllegalArgumentException e) {
@@ -405,6 +406,11 @@ public final class RedisPageStore extends AbstractPageStore {
 
     @Override
     protected void doGet(List<PageKey> keys, List<HostPage> pages, byte[] status) {
+        if (client instanceof JedisPooled pooled) {
+            streamGet(pooled, keys, pages, status);
+            return;
+        }
+        // a cluster pipeline routes each key to its node and hands the replies over only when all have come
         List<Response<byte[]>> values = new ArrayList<>(keys.size());
         PipeliningBase p = pipeline();
         try {
@@ -415,34 +421,72 @@ public final class RedisPageStore extends AbstractPageStore {
         } finally {
             close(p);
         }
-        CRC32C crc = crcs.get();
         for (int i = 0; i < keys.size(); i++) {
-            byte[] v = values.get(i).get();
-            if (v == null) {
-                status[i] = MISS;
+            byte[] v;
+            try {
+                v = values.get(i).get();
+            } catch (JedisDataException e) {
+                reportError(describe(e));
+                status[i] = FAILED;
                 continue;
             }
-            HostPage page = pages.get(i);
-            if (v.length < CommitMarker.BYTES) {
-                corrupt(status, i, "truncated object (" + v.length + " bytes, no commit marker)");
-                continue;
-            }
-            int data = v.length - CommitMarker.BYTES;
-            ByteBuffer m = ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN);
-            String bad = CommitMarker.check(m, data, keys.get(i), v.length, page.byteSize());
-            if (bad != null) {
-                corrupt(status, i, bad);
-                continue;
-            }
-            crc.reset();
-            crc.update(v, 0, data);
-            if ((int) crc.getValue() != CommitMarker.crc(m, data)) {
-                corrupt(status, i, "object whose data does not match its checksum");
-                continue;
-            }
-            page.copyFrom(MemorySegment.ofArray(v), 0);
-            status[i] = OK;
+            status[i] = v == null ? MISS : land(v, v.length, keys.get(i), pages.get(i));
         }
+    }
+
+    /**
+     * One server: the batch's GETs leave together (one pipeline on one connection) and each reply is checked
+     * and copied into its page as soon as it has been read, while the server is still sending the ones after
+     * it: reading and landing overlap, and each value is copied while it is still in the CPU cache.
+     */
+    private void streamGet(JedisPooled pooled, List<PageKey> keys, List<HostPage> pages, byte[] status) {
+        try (Connection c = pooled.getPool().getResource()) {
+            LandingConnection landing = (LandingConnection) c;
+            for (PageKey key : keys) {
+                c.sendCommand(new CommandArguments(Protocol.Command.GET).key(redisKey(key)));
+            }
+            for (int i = 0; i < keys.size(); i++) {
+                Object reply;
+                try {
+                    reply = landing.readInto(this, keys.get(i), pages.get(i));
+                } catch (JedisDataException e) {
+                    // a per-key error reply: the ones after it still follow on the connection
+                    reportError(describe(e));
+                    status[i] = FAILED;
+                    continue;
+                }
+                status[i] = reply == null ? MISS : reply instanceof Byte b ? b : FAILED;
+            }
+        }
+    }
+
+    /**
+     * Checks one stored value (its first {@code length} bytes of {@code v}) and copies its data into
+     * {@code page}; returns the key's status (an invalid value is reported and is {@link StoreStatus#CORRUPT}).
+     */
+    byte land(byte[] v, int length, PageKey key, HostPage page) {
+        String bad;
+        int data = length - CommitMarker.BYTES;
+        if (data < 0) {
+            bad = "truncated object (" + length + " bytes, no commit marker)";
+        } else {
+            ByteBuffer m = ByteBuffer.wrap(v).order(ByteOrder.LITTLE_ENDIAN);
+            bad = CommitMarker.check(m, data, key, length, page.byteSize());
+            if (bad == null) {
+                CRC32C crc = crcs.get();
+                crc.reset();
+                crc.update(v, 0, data);
+                if ((int) crc.getValue() != CommitMarker.crc(m, data)) {
+                    bad = "object whose data does not match its checksum";
+                }
+            }
+        }
+        if (bad != null) {
+            reportCorrupt(bad);
+            return CORRUPT;
+        }
+        page.copyFrom(MemorySegment.ofArray(v), 0);
+        return OK;
     }
 
     @Override

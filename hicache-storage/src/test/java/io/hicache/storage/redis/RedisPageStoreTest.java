@@ -108,6 +108,17 @@ class RedisPageStoreTest {
         assertThat(await(s.remove(keys.subList(3, 5))).allOk()).isTrue();
         assertThat(await(s.remove(keys.subList(3, 4))).status(0)).isEqualTo(StoreStatus.MISS);
         assertThat(await(s.existsPrefix(keys.subList(3, 8)))).isZero();
+
+        // in one batch: a key holding another type (an error reply), an absent key, then values that still land
+        r.cli("LPUSH", "hicache:" + keys.get(3).hex(), "x");
+        List<HostPage> mixed = blanks(arena, src);
+        StoreResult r3 = await(s.get(keys.subList(3, 8), mixed.subList(3, 8)));
+        assertThat(List.of(r3.status(0), r3.status(1), r3.status(2), r3.status(3), r3.status(4)))
+                .containsExactly(StoreStatus.FAILED, StoreStatus.MISS, StoreStatus.OK, StoreStatus.OK, StoreStatus.OK);
+        for (int i = 5; i < 8; i++) {
+            assertThat(sameBytes(src.get(i), mixed.get(i))).as("page %d after an error reply", i).isTrue();
+        }
+        assertThat(((RedisPageStore) s).distinctErrors().keySet()).anyMatch(e -> e.contains("WRONGTYPE"));
     }
 
     @Test
