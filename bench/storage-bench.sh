@@ -3,9 +3,9 @@
 # Redis backend's put/get at 1 MiB and 64 KiB values against redis-benchmark on the same server, side by
 # side in one run; prints the ratios and writes them into docs/PERFORMANCE.md (its storage section).
 # Usage: bench/storage-bench.sh [--rounds N] [--file-mib N] [--file-page-mib N] [--io-threads N] [--dir DIR] [--no-report]
-# Needs dd (coreutils) and, for the Redis rows, redis-server, redis-cli and redis-benchmark
-# (apt-get update && apt-get install -y redis-server redis-tools); without them the Redis rows are skipped
-# with a note.
+# Needs dd (coreutils). fio (apt-get install -y fio) adds a second reference for the buffered get. The Redis
+# rows need redis-server, redis-cli and redis-benchmark (apt-get update && apt-get install -y redis-server
+# redis-tools); without them the Redis rows are skipped with a note.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -43,6 +43,7 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null &
 else
   echo "storage-bench: redis-server/redis-benchmark not installed; Redis rows skipped (apt-get update && apt-get install -y redis-server redis-tools)" >&2
 fi
+command -v fio >/dev/null || echo "storage-bench: fio not installed; the buffered get is compared with dd only (apt-get install -y fio)" >&2
 [[ $report -eq 1 ]] && args+=(--out docs/PERFORMANCE.md)
 java --enable-native-access=ALL-UNNAMED -cp bench/target/benchmarks.jar io.hicache.bench.StorageBench \
   --dir "$dir" --command "$command" "${args[@]}" 2> >(grep -v '^WARNING: ' | grep -v ' INFO ' >&2)
