@@ -50,8 +50,8 @@ import java.util.function.ToLongFunction;
  *       {@code hicache.load.refused} — function counters;</li>
  *   <li>{@code hicache.tokens.served} (tag {@code tier}: {@code device} for prefix-match device hits counted by
  *       {@link HiCache#match}, {@code host} for tokens loaded back from host memory) — function
- *       counters. The L3 storage tier will add {@code tier=storage} here, and its prefetch and write bandwidth
- *       beside it, when that tier exists;</li>
+ *       counters; an attached L3 storage tier adds {@code tier=storage} and its own meters through
+ *       {@link L3TierMetricsBinder};</li>
  *   <li>{@code hicache.backup.commit.latency} (the last layer stored to the commit) and
  *       {@code hicache.load.latency} (a load's issue to its copies' completion) — function timers from the
  *       cache's latency histograms, each with a {@code .max} time gauge and {@code .percentile} time
@@ -172,7 +172,6 @@ public final class HiCacheMetricsBinder implements MeterBinder {
         FunctionCounter.builder("hicache.tokens.served", m, x -> x.get(Metric.LOAD_TOKENS))
             .description("Prompt tokens served from a cache tier").tags(tags).tag("tier", "host")
             .register(registry);
-        // tier=storage and the L3 prefetch/write bandwidth go here once the storage tier exists.
 
         latency(registry, m, "hicache.backup.commit.latency", "From the last layer stored to the commit",
             HiCacheMetrics::commitLatencyNs);

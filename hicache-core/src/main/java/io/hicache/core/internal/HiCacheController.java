@@ -428,6 +428,11 @@ public final class HiCacheController implements AutoCloseable {
         return rank;
     }
 
+    /** Tokens per page. Any thread. */
+    public int pageSize() {
+        return pageSize;
+    }
+
     /** Target layers per forward. */
     public int targetLayers() {
         return targetLayers;
