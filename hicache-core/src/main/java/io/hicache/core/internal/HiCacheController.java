@@ -679,6 +679,9 @@ public final class HiCacheController implements AutoCloseable {
     private void countFallback(FallbackReason reason) {
         metrics.countFallback(reason);
         HiCacheEvents.fallback(reason, reason == FallbackReason.HOOKS_UNAVAILABLE ? hooksUnavailableReason : null, rank);
+        if (reason == FallbackReason.CONFIGURED) {
+            return; // a configuration, said once per process when the controller was built; counted above
+        }
         long now = System.nanoTime();
         int i = reason.ordinal();
         if (lastFallbackWarnNs[i] == 0 || now - lastFallbackWarnNs[i] > 10_000_000_000L) {
