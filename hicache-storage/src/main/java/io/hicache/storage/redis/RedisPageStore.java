@@ -62,7 +62,8 @@ import java.util.zip.CRC32C;
  * the last {@code SET} leaves one valid object (data and marker cannot pair across writers).
  *
  * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). Replies are read in 1 MiB
- * steps (the system property {@code jedis.bufferSize.input}, set when absent). A connection error
+ * steps (the system property {@code jedis.bufferSize.input}, set when absent); on one server a get lands each
+ * value in its host page as its reply arrives ({@link LandingConnection}). A connection error
  * fails the attempt and the base class retries with backoff. Connections come from a pool of
  * {@link StoreConfig#redisConnections()}; a connection broken by a server restart fails one attempt and
  * is dropped, and the retry reconnects.
@@ -182,7 +183,9 @@ public final class RedisPageStore extends AbstractPageStore {
                     throw new IllegalArgumentException("redis location names " + loc.endpoints().size()
                             + " servers but " + first + " is not in cluster mode; name one server, or a cluster");
                 }
-                client = new JedisPooled(new LandingConnection.Factory(new HostAndPort(first.host(), first.port()), clientConfig), pool);
+                // connections that can land a GET's value in a host page (see streamGet)
+                client = new JedisPooled(
+                        new LandingConnection.Factory(new HostAndPort(first.host(), first.port()), clientConfig), pool);
             }
             client.ping();
         } catch (IllegalArgumentException e) {
