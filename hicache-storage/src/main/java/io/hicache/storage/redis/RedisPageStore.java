@@ -63,7 +63,7 @@ import java.util.zip.CRC32C;
  *
  * <p><b>Batches</b> are pipelined: one round trip per batch (per node in a cluster). Replies are read in 1 MiB
  * steps (the system property {@code jedis.bufferSize.input}, set when absent); on one server a get lands each
- * value in its host page as its reply arrives ({@link LandingConnection}). A connection error
+ * value in its host page as its reply arrives ({@code LandingConnection}). A connection error
  * fails the attempt and the base class retries with backoff. Connections come from a pool of
  * {@link StoreConfig#redisConnections()}; a connection broken by a server restart fails one attempt and
  * is dropped, and the retry reconnects.
