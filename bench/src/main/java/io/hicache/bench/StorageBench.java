@@ -574,7 +574,8 @@ public final class StorageBench {
         }
         sb.append('\n');
         for (Row r : rows) {
-            sb.append(String.format(Locale.ROOT, "- ratio %s %s %d B: %.2f%n", r.backend(), r.op(), r.pageBytes(), r.ratio()));
+            sb.append(String.format(Locale.ROOT, "- ratio %s %s %d B against %s: %.2f%n", r.backend(), r.op(), r.pageBytes(),
+                    r.reference(), r.ratio()));
         }
         for (String line : SINGLE_KEY) {
             sb.append("- redis-benchmark on its default single key (best round), ").append(line).append('\n');
