@@ -241,13 +241,10 @@ public final class StorageBench {
                 getFio.theirs(fioRead(ddFile, pageBytes, bytes, batch));
             }
             try (PageStore store = PageStores.open("file:" + storeDir, config)) {
-                double seconds = 0;
-                for (int pass = 0; pass < GET_PASSES; pass++) {
-                    seconds += run(store, keys, dst, false, batch);
-                }
-                get.ours(GET_PASSES * bytes / seconds);
+                double rate = getRate(store, keys, dst, batch, bytes);
+                get.ours(rate);
                 if (getFio != null) {
-                    getFio.ours(GET_PASSES * bytes / seconds);
+                    getFio.ours(rate);
                 }
             }
         }
@@ -284,11 +281,7 @@ public final class StorageBench {
                 "--size=" + share, "--offset_increment=" + share, "--numjobs=" + IO_THREADS, "--ioengine=libaio",
                 "--iodepth=" + depth, "--direct=0", "--invalidate=0", "--loops=" + GET_PASSES, "--group_reporting",
                 "--output-format=terse", "--terse-version=3");
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
-            throw new IllegalStateException("fio failed: " + text);
-        }
+        String text = tool(cmd);
         for (String line : text.split("\n")) {
             String[] f = line.split(";");
             if (f.length > 9 && f[0].equals("3")) {
@@ -303,15 +296,25 @@ public final class StorageBench {
         new ProcessBuilder("sync").inheritIO().start().waitFor(10, TimeUnit.MINUTES);
     }
 
+    /**
+     * Runs a tool to its end (at most 10 minutes) and returns what it printed, stdout and stderr together.
+     *
+     * @throws IllegalStateException with that text when the tool fails or overruns
+     */
+    private static String tool(List<String> cmd) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
+            throw new IllegalStateException(String.join(" ", cmd) + " failed: " + text);
+        }
+        return text;
+    }
+
     /** Runs {@code dd}; returns bytes per second as dd measured them. */
     private static double dd(String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of("dd"));
         cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
-            throw new IllegalStateException("dd " + String.join(" ", args) + " failed: " + text);
-        }
+        String text = tool(cmd);
         Matcher m = Pattern.compile("(\\d+) bytes .* copied, ([0-9.e+-]+) s").matcher(text);
         if (!m.find()) {
             throw new IllegalStateException("cannot read dd's figures from: " + text);
@@ -356,11 +359,7 @@ public final class StorageBench {
             cli(port, "FLUSHALL");
             try (PageStore store = PageStores.open("redis://127.0.0.1:" + port, config)) {
                 put.ours(bytes / run(store, keys, srcs, true, pipeline));
-                double seconds = 0;
-                for (int pass = 0; pass < GET_PASSES; pass++) {
-                    seconds += run(store, keys, dst, false, pipeline);
-                }
-                get.ours(GET_PASSES * bytes / seconds);
+                get.ours(getRate(store, keys, dst, pipeline, bytes));
             }
         }
         cli(port, "FLUSHALL");
@@ -382,9 +381,9 @@ public final class StorageBench {
      * keys like ours ({@code -r}): SET of new keys on a flushed server (a keyspace so large that they do not
      * repeat: an overwrite reuses the old value's memory and costs the server less than a new key), then GET
      * on a keyspace of as many keys as we read, every one present (filled untimed first, so every GET returns
-     * a value, as ours do), {@link #GET_PASSES} requests per key as ours. Without {@code -r} redis-benchmark reads and writes one key, whose value stays in
-     * the server's CPU cache; those figures come back too, for the report. Returns {SET, GET, single-key SET,
-     * single-key GET}.
+     * a value, as ours do), {@link #GET_PASSES} requests per key as ours. Without {@code -r} redis-benchmark
+     * reads and writes one key, whose value stays in the server's CPU cache; those figures come back too, for the
+     * report. Returns {SET, GET, single-key SET, single-key GET}.
      */
     private static double[] redisBenchmark(int port, long valueBytes, int requests, int pipeline) throws Exception {
         cli(port, "FLUSHALL");
@@ -412,12 +411,7 @@ public final class StorageBench {
         if (keyspace > 0) {
             cmd.addAll(List.of("-r", Integer.toString(keyspace)));
         }
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
-            throw new IllegalStateException("redis-benchmark failed: " + text);
-        }
-        return text;
+        return tool(cmd);
     }
 
     private static double rps(String text, String op) {
@@ -477,6 +471,16 @@ public final class StorageBench {
             throw new IllegalStateException(failed + " pages failed during the " + (put ? "put" : "get") + " run of " + store);
         }
         return seconds;
+    }
+
+    /** Gets every key {@link #GET_PASSES} times ({@link #run}); returns bytes per second over all passes. */
+    private static double getRate(PageStore store, List<PageKey> keys, List<List<HostPage>> buffers, int batch,
+                                  long bytes) throws Exception {
+        double seconds = 0;
+        for (int pass = 0; pass < GET_PASSES; pass++) {
+            seconds += run(store, keys, buffers, false, batch);
+        }
+        return GET_PASSES * bytes / seconds;
     }
 
     private static int submit(PageStore store, List<PageKey> keys, List<HostPage> buffer, boolean put, int batch,
