@@ -126,7 +126,7 @@ public final class L3Tier implements AutoCloseable {
             }
             return;
         }
-        int pageSize = ctl.tree().pageSize();
+        int pageSize = ctl.pageSize();
         if (ns.pageSizeTokens() != pageSize) {
             throw new IllegalArgumentException("L3Tier.attach: namespace page size " + ns.pageSizeTokens()
                     + " is not the cache's " + pageSize);

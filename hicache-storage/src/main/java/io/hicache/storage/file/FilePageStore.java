@@ -453,7 +453,7 @@ public final class FilePageStore extends AbstractPageStore {
                 long tailBytes = direct ? blockSize : MARKER_BYTES;
                 bad = size == page.byteSize() + tailBytes
                         ? readWhole(ch, page, direct ? directTails.get() : markerBuffers.get(), key, size)
-                        : readOtherLayout(path, size, page, key, direct);
+                        : readOtherLayout(ch, path, size, page, key, direct);
             }
             if (bad != null) {
                 corrupt(status, i, bad);
@@ -484,25 +484,26 @@ public final class FilePageStore extends AbstractPageStore {
 
     /**
      * An object of another size: written under the other I/O mode (its marker padded or not), or damaged.
-     * The marker is read on its own first, then the data. Null when valid, else why not.
+     * The marker is read on its own first (through the page cache: an O_DIRECT descriptor cannot read 64
+     * unaligned bytes), then the data through {@code ch}. Null when valid, else why not.
      */
-    private String readOtherLayout(Path path, long size, HostPage page, PageKey key, boolean direct) throws IOException {
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            String bad = readMarker(ch, size, key, page.byteSize());
-            if (bad != null) {
-                return bad;
+    private String readOtherLayout(FileChannel ch, Path path, long size, HostPage page, PageKey key, boolean direct)
+            throws IOException {
+        String bad;
+        if (direct) {
+            try (FileChannel buffered = FileChannel.open(path, StandardOpenOption.READ)) {
+                bad = readMarker(buffered, size, key, page.byteSize());
             }
-            int stored = CommitMarker.crc(markerBuffers.get(), 0);
-            ByteBuffer[] bufs = dataBuffers(page, 0);
-            if (direct) {
-                try (FileChannel dch = FileChannel.open(path, StandardOpenOption.READ, DIRECT)) {
-                    readFully(dch, bufs);
-                }
-            } else {
-                readFully(ch, bufs);
-            }
-            return crcOf(bufs, bufs.length) == stored ? null : "object whose data does not match its checksum";
+        } else {
+            bad = readMarker(ch, size, key, page.byteSize());
         }
+        if (bad != null) {
+            return bad;
+        }
+        int stored = CommitMarker.crc(markerBuffers.get(), 0);
+        ByteBuffer[] bufs = dataBuffers(page, 0);
+        readFully(ch, bufs);
+        return crcOf(bufs, bufs.length) == stored ? null : "object whose data does not match its checksum";
     }
 
     /** The page's segments as buffers (in chunks a single buffer can hold), with {@code extra} empty slots after them. */
