@@ -30,6 +30,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import java.util.jar.JarEntry;
 import java.util.jar.JarFile;
 
@@ -55,6 +56,7 @@ final class RedisServerProcess implements AutoCloseable {
 
     private static final Set<Process> LIVE = ConcurrentHashMap.newKeySet();
     private static final Map<String, Optional<Path>> EXTRACTED = new ConcurrentHashMap<>();
+    private static final Set<Path> ANNOUNCED = ConcurrentHashMap.newKeySet();
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> LIVE.forEach(Process::destroyForcibly),
@@ -78,8 +80,12 @@ final class RedisServerProcess implements AutoCloseable {
 
     /** The redis-server the tests start here (see the class comment); skips the calling test where there is none. */
     static Path binary() {
-        return locate(System.getenv(OVERRIDE_ENV), System.getenv("PATH"), System.getProperty("os.name"),
+        Path p = locate(System.getenv(OVERRIDE_ENV), System.getenv("PATH"), System.getProperty("os.name"),
                 System.getProperty("os.arch"));
+        if (ANNOUNCED.add(p)) {
+            System.out.println("Redis tests: redis-server " + p);
+        }
+        return p;
     }
 
     /**
@@ -87,13 +93,20 @@ final class RedisServerProcess implements AutoCloseable {
      * with one line naming the package where neither is.
      */
     static Path tlsBinary() {
-        Path preferred = binary();
+        return tlsBinary(binary(), () -> bundled(System.getProperty("os.name"), System.getProperty("os.arch")));
+    }
+
+    /** {@link #tlsBinary()} from explicit inputs: the preferred binary and where to find the bundled one. */
+    static Path tlsBinary(Path preferred, Supplier<Optional<Path>> bundledOne) {
         if (supportsTls(preferred)) {
             return preferred;
         }
-        Optional<Path> bundled = bundled(System.getProperty("os.name"), System.getProperty("os.arch"));
+        Optional<Path> bundled = bundledOne.get();
         Assumptions.assumeTrue(bundled.isPresent() && supportsTls(bundled.get()),
                 () -> "the TLS test needs a redis-server built with TLS (" + preferred + " is not): " + INSTALL);
+        if (ANNOUNCED.add(bundled.get())) {
+            System.out.println("Redis tests: " + preferred + " lacks TLS; the TLS test uses " + bundled.get());
+        }
         return bundled.get();
     }
 

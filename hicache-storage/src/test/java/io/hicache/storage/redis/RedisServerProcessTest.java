@@ -68,6 +68,19 @@ class RedisServerProcessTest {
                         + "apt-get update && apt-get install -y redis-server");
     }
 
+    @Test
+    void aServerWithoutTlsGivesWayToTheBundledOneOrSkipsTheTlsTestWithOneLine() throws IOException {
+        Path noTls = executable(tmp.resolve("bin"), "redis-server");
+        assertThatThrownBy(() -> RedisServerProcess.tlsBinary(noTls, Optional::empty))
+                .isInstanceOf(TestAbortedException.class)
+                .hasMessage("Assumption failed: the TLS test needs a redis-server built with TLS (" + noTls
+                        + " is not): apt-get update && apt-get install -y redis-server");
+        Optional<Path> bundled = RedisServerProcess.bundled(OS, ARCH);
+        assumeTrue(bundled.isPresent(), "the build brings no redis-server for " + OS + "/" + ARCH);
+        assertThat(RedisServerProcess.tlsBinary(noTls, () -> bundled)).isEqualTo(bundled.get());
+        assertThat(RedisServerProcess.tlsBinary(bundled.get(), Optional::empty)).isEqualTo(bundled.get());
+    }
+
     /** Runs even where a system redis-server is installed (as in CI), so the bundled path stays tested. */
     @Test
     void theBundledServerStartsWithTlsBuiltInAnswersAndStopsOnClose() {
