@@ -93,7 +93,12 @@ final class RedisServerProcess implements AutoCloseable {
      * with one line naming the package where neither is.
      */
     static Path tlsBinary() {
-        return tlsBinary(binary(), () -> bundled(System.getProperty("os.name"), System.getProperty("os.arch")));
+        Path preferred = binary();
+        Path p = tlsBinary(preferred, () -> bundled(System.getProperty("os.name"), System.getProperty("os.arch")));
+        if (!p.equals(preferred) && ANNOUNCED.add(p)) {
+            System.out.println("Redis tests: " + preferred + " lacks TLS; the TLS test uses " + p);
+        }
+        return p;
     }
 
     /** {@link #tlsBinary()} from explicit inputs: the preferred binary and where to find the bundled one. */
@@ -104,9 +109,6 @@ final class RedisServerProcess implements AutoCloseable {
         Optional<Path> bundled = bundledOne.get();
         Assumptions.assumeTrue(bundled.isPresent() && supportsTls(bundled.get()),
                 () -> "the TLS test needs a redis-server built with TLS (" + preferred + " is not): " + INSTALL);
-        if (ANNOUNCED.add(bundled.get())) {
-            System.out.println("Redis tests: " + preferred + " lacks TLS; the TLS test uses " + bundled.get());
-        }
         return bundled.get();
     }
 
