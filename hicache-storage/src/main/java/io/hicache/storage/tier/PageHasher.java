@@ -14,7 +14,8 @@ import java.util.Arrays;
  * The SHA-256 page keys of one rank's lane: SGLang's {@code get_hash_str} chain seeded with the lane's
  * {@link KeyNamespace#seed()} ({@link KeyNamespace#NONE}: unseeded, exactly SGLang's keys). A radix node's hashes are
  * computed once, when the tier first needs them, top-down from the nearest ancestor that has them, and kept on the
- * node ({@link RadixTree#setPageHashes}), so they split with it. A page's object key is its hash.
+ * node ({@link RadixTree#setPageHashes}), so they split with it. A page's object key is its hash; the key of its
+ * draft/MTP part is {@link KeyNamespace#draftKey} of it.
  *
  * <p>Owned by the scheduler thread (one digest and scratch buffers, reused).
  */
@@ -25,6 +26,7 @@ final class PageHasher {
     private final RadixTree tree;
     private final int pageSize;
     private final byte[] seed;
+    private final byte[] draftSeed;
     private final MessageDigest md = sha256();
     private final byte[] idScratch;
     private final byte[] hashScratch = new byte[HASH];
@@ -33,6 +35,7 @@ final class PageHasher {
         this.tree = tree;
         this.pageSize = tree.pageSize();
         this.seed = namespace.isNone() ? null : namespace.seed().toBytes();
+        this.draftSeed = namespace.draftSeed().toBytes();
         this.idScratch = new byte[pageSize * 4];
     }
 
@@ -78,6 +81,15 @@ final class PageHasher {
     PageKey nodeKey(RadixNode node, int offset) {
         node.copyPageHash(offset, hashScratch, 0);
         return PageKey.ofDigest(hashScratch);
+    }
+
+    /** The key of the draft/MTP part of the page whose target key is {@code target}: {@link KeyNamespace#draftKey}. */
+    PageKey draftKey(PageKey target) {
+        md.reset();
+        md.update(draftSeed);
+        target.copyTo(hashScratch, 0);
+        md.update(hashScratch, 0, HASH);
+        return PageKey.ofDigest(md.digest());
     }
 
     /** The key of page {@code position} of a hash array made by {@link #chainAfter}. */

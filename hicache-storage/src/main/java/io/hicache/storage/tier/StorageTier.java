@@ -94,12 +94,15 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         this.ctl = controller;
         this.cfg = config;
         PageHasher hasher = new PageHasher(controller.tree(), namespace);
-        HostViews views = new HostViews(controller.hostPool());
+        HostViews views = new HostViews(controller.hostPool(), controller.draftHostPool());
         KnownKeys known = new KnownKeys();
         this.writer = new TierWriter(controller, store, config, metrics, hasher, views, known);
         this.prefetcher = new TierPrefetcher(controller, store, config, metrics, hasher, views, known,
                 new PrefetchAgreement(agreement, controller.rank()), cpSize, clockNs);
         store.registerHostMemory(controller.hostPool().segment());
+        if (controller.draftHostPool() != null) {
+            store.registerHostMemory(controller.draftHostPool().segment());
+        }
         controller.hostTierObserver(this);
     }
 
@@ -297,8 +300,12 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         final long deadlineNs;
         int[] ownedOffsets;
         List<PageKey> keys;
+        /** The draft keys aligned with {@link #keys}; null when the cache has no draft layers. */
+        List<PageKey> draftKeys;
         StoreOp<Integer> exists;
+        StoreOp<Integer> draftExists;
         List<StoreOp<StoreResult>> gets;
+        List<StoreOp<StoreResult>> draftGets;
         long ioStartNs;
         int present;
         int localPositions;

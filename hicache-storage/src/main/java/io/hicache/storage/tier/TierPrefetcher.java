@@ -30,6 +30,12 @@ import java.util.function.LongSupplier;
  * against host eviction until its request consumes it. A lease always ends: published, released on failure or
  * cancellation, or released by {@link #close}.
  *
+ * <p><b>Draft KV.</b> In a cache with draft/MTP layers every prefetched page must bring its draft part too (its draft
+ * key, {@link PageHasher#draftKey}, read into the draft host pool's page of the same id): a page lands whole only
+ * when both parts exist and read back whole, and is published as carrying draft KV, so its load-back restores both.
+ * A target part whose draft part is missing is not a hit (loading it would leave an earlier page's draft bytes on the
+ * device).
+ *
  * <p>Owned by the scheduler thread.
  */
 final class TierPrefetcher {
@@ -117,14 +123,18 @@ final class TierPrefetcher {
         int owned = lanes.ownedOffsets(offsets);
         p.ownedOffsets = Arrays.copyOf(offsets, owned);
         p.keys = new ArrayList<>(owned);
+        p.draftKeys = views.hasDraft() ? new ArrayList<>(owned) : null;
         for (int i = 0; i < owned; i++) {
             p.keys.add(PageHasher.key(hashes, p.ownedOffsets[i]));
+            if (p.draftKeys != null) {
+                p.draftKeys.add(hasher.draftKey(p.keys.get(i)));
+            }
         }
         prefetchUnitsHeld += units;
         metrics.increment(StorageMetric.PREFETCH_STARTED);
         metrics.add(StorageMetric.PREFETCH_PAGES_REQUESTED, pages);
         p.ioStartNs = System.nanoTime();
-        p.exists = owned == 0 ? StoreOp.completed(0) : store.existsPrefix(p.keys.subList(0, Math.min(owned, maxBatch)));
+        checkExistence(p);
         prefetches.add(p);
         return p;
     }
@@ -215,20 +225,34 @@ final class TierPrefetcher {
         protectedPrefetches.clear();
     }
 
+    /** Asks the store whether the next batch of {@code p}'s keys (from {@code p.present}) exists, both parts. */
+    private void checkExistence(Prefetch p) {
+        int end = Math.min(p.keys.size(), p.present + maxBatch);
+        if (end == p.present) {
+            p.exists = StoreOp.completed(0);
+            p.draftExists = p.draftKeys == null ? null : StoreOp.completed(0);
+            return;
+        }
+        p.exists = store.existsPrefix(p.keys.subList(p.present, end));
+        p.draftExists = p.draftKeys == null ? null : store.existsPrefix(p.draftKeys.subList(p.present, end));
+    }
+
     /** Advances a prefetch's I/O; returns work done. */
     private int advance(Prefetch p) {
         switch (p.state) {
             case CHECKING -> {
-                if (!p.exists.isDone()) {
+                if (!p.exists.isDone() || (p.draftExists != null && !p.draftExists.isDone())) {
                     return 0;
                 }
                 int from = p.present;
                 int chunk = Math.min(maxBatch, p.keys.size() - from);
                 int k = Math.min(chunk, Math.max(0, p.exists.result()));
+                if (p.draftExists != null) {
+                    k = Math.min(k, Math.max(0, p.draftExists.result())); // stored only when both parts are
+                }
                 p.present += k;
                 if (k == chunk && p.present < p.keys.size() && !p.cancelled) {
-                    p.exists = store.existsPrefix(p.keys.subList(p.present, Math.min(p.keys.size(),
-                            p.present + maxBatch)));
+                    checkExistence(p);
                     return 1;
                 }
                 if (p.present == 0 || p.cancelled) {
@@ -236,36 +260,45 @@ final class TierPrefetcher {
                     return 1;
                 }
                 p.gets = new ArrayList<>();
+                p.draftGets = p.draftKeys == null ? null : new ArrayList<>();
                 for (int c = 0; c < p.present; c += maxBatch) {
                     int end = Math.min(p.present, c + maxBatch);
                     List<HostPage> pages = new ArrayList<>(end - c);
+                    List<HostPage> drafts = p.draftKeys == null ? null : new ArrayList<>(end - c);
                     for (int i = c; i < end; i++) {
                         pages.add(views.of(p.lease.hostPage(i)));
+                        if (drafts != null) {
+                            drafts.add(views.draft(p.lease.hostPage(i)));
+                        }
                     }
                     p.gets.add(store.get(p.keys.subList(c, end), pages));
+                    if (drafts != null) {
+                        p.draftGets.add(store.get(p.draftKeys.subList(c, end), drafts));
+                    }
                 }
                 p.state = Prefetch.State.READING;
                 return 1;
             }
             case READING -> {
-                for (StoreOp<StoreResult> g : p.gets) {
-                    if (!g.isDone()) {
-                        return 0;
-                    }
+                if (runningOp(p) != null) {
+                    return 0;
                 }
                 int good = 0;
                 boolean whole = true;
                 long failed = 0;
-                for (StoreOp<StoreResult> g : p.gets) {
-                    StoreResult r = g.result();
-                    if (whole) {
-                        int lead = r.leadingOk();
-                        good += lead;
-                        whole = lead == r.size();
+                for (int c = 0; c < p.gets.size(); c++) {
+                    StoreResult r = p.gets.get(c).result();
+                    StoreResult d = p.draftGets == null ? null : p.draftGets.get(c).result();
+                    for (int i = 0; whole && i < r.size(); i++) {
+                        whole = r.ok(i) && (d == null || d.ok(i)); // a page lands whole when both parts do
+                        good += whole ? 1 : 0;
                     }
                     failed += r.count(StoreStatus.FAILED) + r.count(StoreStatus.REJECTED);
+                    if (d != null) {
+                        failed += d.count(StoreStatus.FAILED) + d.count(StoreStatus.REJECTED);
+                    }
                 }
-                metrics.add(StorageMetric.PREFETCH_BYTES, good * views.pageBytes());
+                metrics.add(StorageMetric.PREFETCH_BYTES, good * (views.pageBytes() + views.draftPageBytes()));
                 metrics.add(StorageMetric.PREFETCH_IO_NS, System.nanoTime() - p.ioStartNs);
                 metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
                 land(p, good);
@@ -280,10 +313,19 @@ final class TierPrefetcher {
     /** The first store operation of {@code p} still running, or null. */
     private static StoreOp<?> runningOp(Prefetch p) {
         if (p.state == Prefetch.State.CHECKING) {
-            return p.exists.isDone() ? null : p.exists;
+            return !p.exists.isDone() ? p.exists
+                    : p.draftExists != null && !p.draftExists.isDone() ? p.draftExists : null;
         }
         if (p.state == Prefetch.State.READING) {
-            for (StoreOp<StoreResult> g : p.gets) {
+            StoreOp<?> op = running(p.gets);
+            return op != null ? op : running(p.draftGets);
+        }
+        return null;
+    }
+
+    private static StoreOp<?> running(List<StoreOp<StoreResult>> ops) {
+        if (ops != null) {
+            for (StoreOp<StoreResult> g : ops) {
                 if (!g.isDone()) {
                     return g;
                 }
@@ -325,7 +367,7 @@ final class TierPrefetcher {
             ctl.releaseHost(p.lease);
             return;
         }
-        RadixNode node = ctl.publishHost(p.lease, p.tokens, 0, positions, p.hashes, 0);
+        RadixNode node = ctl.publishHost(p.lease, p.tokens, 0, positions, p.hashes, 0, p.draftKeys != null);
         if (node == null) {
             metrics.increment(StorageMetric.PREFETCH_PUBLISH_REFUSED);
             return;
@@ -338,6 +380,9 @@ final class TierPrefetcher {
         metrics.add(StorageMetric.PREFETCH_PAGES_PUBLISHED, positions);
         for (int i = 0; i < p.keys.size() && p.ownedOffsets[i] < positions; i++) {
             known.add(p.keys.get(i));
+            if (p.draftKeys != null) {
+                known.add(p.draftKeys.get(i));
+            }
         }
     }
 }
