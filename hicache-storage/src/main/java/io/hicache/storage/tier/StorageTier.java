@@ -35,6 +35,11 @@ import java.util.function.LongSupplier;
  * they split with the node: the SHA-256 chain of SGLang's {@code get_hash_str}, seeded with this lane's
  * {@link KeyNamespace#seed()}. A page's object key is its hash.
  *
+ * <p><b>Draft KV.</b> In a cache with draft/MTP layers a page is stored as two objects, its draft part under
+ * {@link KeyNamespace#draftKey} of its key and then its target part, which commits the pair; a prefetched page is a
+ * host hit only when both parts read back whole, and is published as carrying draft KV so its load-back restores
+ * both.
+ *
  * <p><b>Writes</b> run behind the host commit: the tier learns of commits as the controller's
  * {@link BackupListener} and of host evictions as its {@link HostTierObserver}, and does the work in {@link #poll()}
  * (never inside the controller's callbacks, never on the forward path, so a device backup never waits for it). A
