@@ -1376,8 +1376,23 @@ public final class HiCacheController implements AutoCloseable {
      * @throws IllegalStateException if the lease already ended or belongs to another controller
      */
     public RadixNode publishHost(HostLease lease, int[] tokens, int from, int pages, byte[] hashes, int hashOff) {
+        return publishHost(lease, tokens, from, pages, hashes, hashOff, false);
+    }
+
+    /**
+     * As {@link #publishHost(HostLease, int[], int, int, byte[], int)}; with {@code withDraft} the lease's pages also
+     * hold the draft/MTP KV in the draft host pool (same page ids), so the node's load-backs copy it to the device
+     * like a backup's that carried it.
+     *
+     * @throws IllegalArgumentException if {@code withDraft} without a draft layout
+     */
+    public RadixNode publishHost(HostLease lease, int[] tokens, int from, int pages, byte[] hashes, int hashOff,
+                                 boolean withDraft) {
         checkUsable();
         checkLease(lease);
+        if (withDraft && draftPool == null) {
+            throw new IllegalArgumentException("publishHost(withDraft=true) but no draft KV layout is configured");
+        }
         if (pages < 0 || pages > lease.pageCount()) {
             throw new IllegalArgumentException("publishHost of " + pages + " pages outside [0, " + lease.pageCount()
                 + "]");
@@ -1389,7 +1404,7 @@ public final class HiCacheController implements AutoCloseable {
         LaneDescription l = lease.lanes;
         LaneDescription head = pages == l.pageCount() ? l : l.slice(0, pages);
         int owned = l.ownedCountBefore(pages);
-        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, false,
+        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, withDraft,
             cpSize == 1 ? null : this);
         int startPage = l.startPage();
         RadixNode node = tree.insertHost(tokens, from, (startPage + pages) * pageSize, startPage, value, hashes,
