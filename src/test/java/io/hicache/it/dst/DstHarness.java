@@ -728,7 +728,9 @@ final class DstHarness implements AutoCloseable {
                 }
             } else {
                 for (Rank rank : ranks) {
+                    long skippedBefore = rank.ctl.metrics().snapshot().skipped();
                     rank.ctl.reserveByPolicy(last[rank.r], withDraft, per.get(rank.r));
+                    checkNoSilentSkip(rank, last[rank.r], skippedBefore);
                 }
                 trace("reserveByPolicy -> " + per.get(0).size());
             }
@@ -793,6 +795,26 @@ final class DstHarness implements AutoCloseable {
         Forward f = new Forward(h, forwardRecs, req, plan(), nextForwardId++, counts);
         trace("forward " + f.id + " begins with " + forwardRecs.size() + " backups");
         opens.add(f);
+    }
+
+    /**
+     * Nothing is skipped silently: after {@code reserveByPolicy}, every node of the path that is neither backed up
+     * nor pending was counted under a {@code WritePolicy.SkipReason} by that call (loads in flight, failed loads,
+     * lease expiries and CP ranks included: a node below a loading chain is reserved like any other).
+     */
+    private void checkNoSilentSkip(Rank rank, RadixNode last, long skippedBefore) {
+        long notBackedUp = 0;
+        for (RadixNode n = last; n != null && !n.isRoot(); n = n.parent()) {
+            if (!n.isBackedUp()) {
+                notBackedUp++;
+            }
+        }
+        long counted = rank.ctl.metrics().snapshot().skipped() - skippedBefore;
+        if (counted != notBackedUp) {
+            fail("rank " + rank.r + ": reserveByPolicy left " + notBackedUp + " nodes of the path without a backup but"
+                + " counted " + counted + " as skipped");
+        }
+        count(notBackedUp == 0 ? "reserve.pathCovered" : "reserve.pathSkipped");
     }
 
     /**

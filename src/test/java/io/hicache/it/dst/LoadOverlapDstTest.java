@@ -289,11 +289,19 @@ class LoadOverlapDstTest {
                 }
             }
 
-            /** Every device page exactly once: free, a ready tree node, or a load in flight (with its loading nodes). */
+            /**
+             * Every device page exactly once: free, a ready tree node, a load in flight (with its loading nodes), or a
+             * backup of pages a failed load invalidated, holding them until its copies drained.
+             */
             void checkOwnership() {
                 int[] owner = new int[devicePages];
                 for (int p = freeSet.nextSetBit(0); p >= 0; p = freeSet.nextSetBit(p + 1)) {
                     owner[p]++;
+                }
+                for (Backup[] b : allBackups) {
+                    for (int i = 0; i < b[r].heldDevicePageCount(); i++) {
+                        owner[b[r].heldDevicePage(i)]++;
+                    }
                 }
                 IdentityHashMap<LoadOp, Boolean> inFlight = new IdentityHashMap<>();
                 for (LoadOp[] ops : loads) {

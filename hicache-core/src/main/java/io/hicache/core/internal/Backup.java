@@ -93,6 +93,23 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
             + ", which is not one of its fragments");
     }
 
+    /**
+     * Device pages this backup holds for the engine: those of fragments a failed load removed from the tree while
+     * the backup's copies may still read them; they go to the failed load's page sink when the backup is released.
+     * Scheduler thread.
+     */
+    public int heldDevicePageCount() {
+        return heldCount;
+    }
+
+    /** Held device page {@code i} ({@code 0 <= i < heldDevicePageCount()}). Scheduler thread. */
+    public int heldDevicePage(int i) {
+        if (i < 0 || i >= heldCount) {
+            throw new IndexOutOfBoundsException("held page " + i + " outside [0, " + heldCount + ")");
+        }
+        return heldPages[i];
+    }
+
     /** Sequence number, identical on every rank of the group for the same reservation. */
     @Override
     public long seq() {
