@@ -1,4 +1,11 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
+
+import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaStream;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
