@@ -7,17 +7,15 @@ import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.SplittableRandom;
 import java.util.concurrent.locks.ReentrantLock;
 
-import org.agrona.collections.Long2LongHashMap;
 import org.agrona.collections.Long2ObjectHashMap;
+
+import static io.hicache.cuda.simulated.CallChecks.cudaException;
+import static io.hicache.cuda.simulated.CallChecks.hex;
 
 /**
  * A deterministic CUDA device on a virtual clock. Device and pinned host memory are real off-heap
@@ -85,16 +83,13 @@ import org.agrona.collections.Long2ObjectHashMap;
  * <h2>Allocation</h2>
  * Operation records are pooled and handles are looked up in primitive maps: submitting copies, records
  * and waits, querying events and advancing the clock allocate nothing in steady state.
+ *
+ * <h2>Parts</h2>
+ * This class holds the handles and checks each call; the device's parts live beside it:
+ * {@code VirtualClockDriver} (clock, streams, engines, completion), {@code SimulatedMemory} (allocations and
+ * copy-range resolution), {@code FaultInjector}, {@code UseAfterFreeCheck} and {@code SimCounters}.
  */
 public final class SimulatedCudaRuntime implements CudaRuntime {
-
-    /** First simulated device address: above every user-space host address on x86-64 and arm64. */
-    static final long DEVICE_BASE_ADDRESS = 1L << 60;
-    /** Alignment of device allocations (cudaMalloc guarantees 256 bytes). */
-    static final long DEVICE_ALIGNMENT_BYTES = 256;
-    /** Unmapped gap between device allocations, so off-by-one pointers do not land in a neighbour. */
-    static final long DEVICE_GUARD_BYTES = 1L << 20;
-    private static final long HOST_ALIGNMENT_BYTES = 4096;
 
     /** Operation types, as passed to {@link OpListener#onComplete}. */
     public static final int OP_COPY = 1;
@@ -106,20 +101,6 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public static final int OP_WAIT = 4;
     /** A host function. */
     public static final int OP_HOST_FUNC = 5;
-
-    private static final int HEAD_IDLE = 0;
-    private static final int HEAD_WAITING_ENGINE = 1;
-    private static final int HEAD_BLOCKED = 2;
-    private static final int HEAD_IN_FLIGHT = 3;
-
-    private static final int ENGINE_COMPUTE = 0;
-    private static final int ENGINE_H2D = 1;
-    private static final int ENGINE_D2H = 2;
-    private static final int ENGINE_D2D = 3;
-
-    private static final int MEM_DEVICE = 1;
-    private static final int MEM_HOST_ALLOC = 2;
-    private static final int MEM_HOST_REGISTERED = 3;
 
     /**
      * Selects copies to fail; evaluated once per copy range at submission, on the submitting thread,
@@ -166,58 +147,18 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     }
 
     private final SimulatedCudaConfig config;
-    /** {@link SimulatedCudaConfig#moveBytes()}, read on every copy completion. */
-    private final boolean moveBytes;
     private final ReentrantLock lock = new ReentrantLock();
-    // use-after-free check: retired ranges with the last op issued before each retirement (guarded by lock)
-    private boolean uafCheck;
-    private long[] retiredFrom = new long[64];
-    private long[] retiredTo = new long[64];
-    private long[] retiredSeq = new long[64];
-    private int retiredCount;
-    private long queuedCopies;
-    private long useAfterFree;
-    private final ArrayList<String> uafReports = new ArrayList<>();
-    private final SplittableRandom random;
-
-    private final Long2ObjectHashMap<StreamState> streams = new Long2ObjectHashMap<>();
-    private final Long2ObjectHashMap<EventState> events = new Long2ObjectHashMap<>();
-    /** Streams with queued work or live handles (the default stream, live ones, destroyed ones draining). */
-    private final ArrayList<StreamState> activeStreams = new ArrayList<>();
-    private final StreamState defaultStream;
-    private final AllocTable deviceTable = new AllocTable();
-    private final AllocTable hostTable = new AllocTable();
-    private final Engine[] engines = new Engine[4];
-    private final ArrayDeque<Op> opPool = new ArrayDeque<>();
-    private StreamState[] heap = new StreamState[16];
-    private int heapSize;
-
-    private long nowNs;
-    private long lastSeq;
-    private long workOpsIssued;
+    private final SimCounters counters = new SimCounters();
+    private final FaultInjector faults;
+    private final UseAfterFreeCheck useAfterFree = new UseAfterFreeCheck();
+    private final SimulatedMemory memory;
+    private final VirtualClockDriver driver;
+    private final Long2ObjectHashMap<SimStream> streams = new Long2ObjectHashMap<>();
+    private final Long2ObjectHashMap<SimEvent> events = new Long2ObjectHashMap<>();
+    private final SimStream defaultStream;
     private long nextStreamHandle = 1;
     private long nextEventHandle = 1;
-    private long nextDevicePtr = DEVICE_BASE_ADDRESS;
-    private long liveDeviceBytes;
-    private int liveHostAllocations;
-    private int liveHostRegistrations;
-    private int stickyCode;
     private boolean closed;
-    private boolean inHostFunc;
-
-    private long opsCompleted;
-    private long opsFailed;
-    private long opsDropped;
-    private final long[] bytesCopiedByKind = new long[4];
-
-    private final Long2LongHashMap failAtWorkOp = new Long2LongHashMap(0L);
-    private CopyFaultPredicate copyFaultPredicate;
-    private int copyFaultCode;
-    private double copyFailureProbability;
-    private int randomFailureCode;
-    private double delayProbability;
-    private long maxExtraDelayNs;
-    private OpListener listener;
 
     /** A runtime with {@link SimulatedCudaConfig#defaults()}. */
     public SimulatedCudaRuntime() {
@@ -227,17 +168,11 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     /** A runtime with the given settings; the clock starts at 0. */
     public SimulatedCudaRuntime(SimulatedCudaConfig config) {
         this.config = Objects.requireNonNull(config, "config");
-        this.moveBytes = config.moveBytes();
-        this.random = new SplittableRandom(config.seed());
-        this.copyFailureProbability = config.copyFailureProbability();
-        this.randomFailureCode = config.randomFailureError().code();
-        this.delayProbability = config.delayProbability();
-        this.maxExtraDelayNs = config.maxExtraDelayNs();
-        for (int i = 0; i < engines.length; i++) {
-            engines[i] = new Engine();
-        }
-        defaultStream = new StreamState(0L, 0);
-        activeStreams.add(defaultStream);
+        this.faults = new FaultInjector(config);
+        this.memory = new SimulatedMemory(config);
+        this.driver = new VirtualClockDriver(config, faults, useAfterFree, counters);
+        defaultStream = new SimStream(0L, 0);
+        driver.track(defaultStream);
     }
 
     /** The settings this runtime was built with. */
@@ -298,9 +233,9 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaStreamCreateWithPriority");
-            StreamState s = new StreamState(nextStreamHandle++, priority);
+            SimStream s = new SimStream(nextStreamHandle++, priority);
             streams.put(s.handle, s);
-            activeStreams.add(s);
+            driver.track(s);
             return new CudaStream(s.handle);
         } finally {
             lock.unlock();
@@ -312,16 +247,12 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaStreamDestroy");
-            StreamState s = stream(stream, "cudaStreamDestroy");
+            SimStream s = stream(stream, "cudaStreamDestroy");
             if (s == defaultStream) {
-                throw new IllegalArgumentException("cudaStreamDestroy: the default stream (handle 0) cannot be destroyed");
+                throw CallChecks.defaultStreamNotDestroyable();
             }
             streams.remove(s.handle);
-            s.destroyed = true;
-            if (s.queue.isEmpty()) {
-                activeStreams.remove(s);
-            }
-            // Otherwise its queued work still runs, as in CUDA, and kick() retires it once drained.
+            driver.destroy(s);
         } finally {
             lock.unlock();
         }
@@ -331,10 +262,10 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public void synchronizeStream(CudaStream stream) {
         lock.lock();
         try {
-            enterAdvancing("cudaStreamSynchronize");
-            StreamState s = stream(stream, "cudaStreamSynchronize");
+            enter("cudaStreamSynchronize");
+            SimStream s = stream(stream, "cudaStreamSynchronize");
             while (!s.queue.isEmpty()) {
-                stepOrDeadlock("cudaStreamSynchronize");
+                driver.stepOrDeadlock("cudaStreamSynchronize");
                 checkSticky("cudaStreamSynchronize");
             }
             int code = s.syncErrorCode;
@@ -352,12 +283,12 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaStreamWaitEvent");
-            StreamState s = stream(stream, "cudaStreamWaitEvent");
-            EventState e = event(event, "cudaStreamWaitEvent");
-            Op op = obtainOp(OP_WAIT);
+            SimStream s = stream(stream, "cudaStreamWaitEvent");
+            SimEvent e = event(event, "cudaStreamWaitEvent");
+            SimOp op = driver.obtainOp(OP_WAIT);
             op.waitStream = e.recordStream;
             op.waitSeq = e.recordSeq;
-            submit(s, op);
+            driver.submit(s, op);
         } finally {
             lock.unlock();
         }
@@ -368,7 +299,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaEventCreateWithFlags");
-            EventState e = new EventState(nextEventHandle++, !disableTiming);
+            SimEvent e = new SimEvent(nextEventHandle++, !disableTiming);
             events.put(e.handle, e);
             return new CudaEvent(e.handle);
         } finally {
@@ -381,7 +312,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaEventDestroy");
-            EventState e = event(event, "cudaEventDestroy");
+            SimEvent e = event(event, "cudaEventDestroy");
             events.remove(e.handle);
             e.destroyed = true;
         } finally {
@@ -394,11 +325,11 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaEventRecord");
-            EventState e = event(event, "cudaEventRecord");
-            StreamState s = stream(stream, "cudaEventRecord");
-            Op op = obtainOp(OP_RECORD);
+            SimEvent e = event(event, "cudaEventRecord");
+            SimStream s = stream(stream, "cudaEventRecord");
+            SimOp op = driver.obtainOp(OP_RECORD);
             op.event = e;
-            submit(s, op);
+            driver.submit(s, op);
             e.recordStream = s;
             e.recordSeq = op.seq;
         } finally {
@@ -411,11 +342,9 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpenAndNotInHostFunc("cudaEventQuery");
-            EventState e = event(event, "cudaEventQuery");
-            if (stickyCode != 0) {
-                return stickyCode;
-            }
-            return status(e);
+            SimEvent e = event(event, "cudaEventQuery");
+            int sticky = driver.stickyCode();
+            return sticky != 0 ? sticky : e.status();
         } finally {
             lock.unlock();
         }
@@ -425,13 +354,13 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public void synchronizeEvent(CudaEvent event) {
         lock.lock();
         try {
-            enterAdvancing("cudaEventSynchronize");
-            EventState e = event(event, "cudaEventSynchronize");
-            while (status(e) == CudaError.NOT_READY.code()) {
-                stepOrDeadlock("cudaEventSynchronize");
+            enter("cudaEventSynchronize");
+            SimEvent e = event(event, "cudaEventSynchronize");
+            while (e.status() == CudaError.NOT_READY.code()) {
+                driver.stepOrDeadlock("cudaEventSynchronize");
                 checkSticky("cudaEventSynchronize");
             }
-            int code = status(e);
+            int code = e.status();
             if (code != 0) {
                 throw cudaException(code, "cudaEventSynchronize");
             }
@@ -445,15 +374,15 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaEventElapsedTime");
-            EventState a = event(start, "cudaEventElapsedTime");
-            EventState b = event(end, "cudaEventElapsedTime");
+            SimEvent a = event(start, "cudaEventElapsedTime");
+            SimEvent b = event(end, "cudaEventElapsedTime");
             if (!a.timing || !b.timing || a.recordSeq == 0 || b.recordSeq == 0) {
                 // CUDA's answer for events created with cudaEventDisableTiming or never recorded.
                 throw cudaException(CudaError.INVALID_RESOURCE_HANDLE.code(),
                         "cudaEventElapsedTime(start=" + hex(a.handle) + ", end=" + hex(b.handle)
                                 + "): both events must be recorded and timing-enabled");
             }
-            if (status(a) == CudaError.NOT_READY.code() || status(b) == CudaError.NOT_READY.code()) {
+            if (a.status() == CudaError.NOT_READY.code() || b.status() == CudaError.NOT_READY.code()) {
                 throw cudaException(CudaError.NOT_READY.code(), "cudaEventElapsedTime");
             }
             return (float) ((b.completedNs - a.completedNs) / 1.0e6);
@@ -469,24 +398,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaMalloc");
-            if (bytes <= 0) {
-                throw new IllegalArgumentException("cudaMalloc: bytes must be > 0, was " + bytes);
-            }
-            if (bytes > config.deviceMemoryBytes() - liveDeviceBytes) {
-                throw cudaException(CudaError.MEMORY_ALLOCATION.code(), "cudaMalloc(" + bytes + " bytes; "
-                        + liveDeviceBytes + " of " + config.deviceMemoryBytes() + " in use)");
-            }
-            Arena arena = Arena.ofShared();
-            MemorySegment segment = arena.allocate(bytes, DEVICE_ALIGNMENT_BYTES);
-            if (config.deviceMemoryFill() != 0) {
-                segment.fill(config.deviceMemoryFill());
-            }
-            long ptr = nextDevicePtr;
-            long span = (bytes + DEVICE_ALIGNMENT_BYTES - 1) / DEVICE_ALIGNMENT_BYTES * DEVICE_ALIGNMENT_BYTES;
-            nextDevicePtr = ptr + span + DEVICE_GUARD_BYTES;
-            deviceTable.insert(new Alloc(ptr, bytes, segment, arena, MEM_DEVICE));
-            liveDeviceBytes += bytes;
-            return ptr;
+            return memory.deviceMalloc(bytes);
         } finally {
             lock.unlock();
         }
@@ -497,15 +409,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaFree");
-            Alloc a = deviceTable.findStart(devicePtr);
-            if (a == null) {
-                throw new IllegalArgumentException("cudaFree(" + hex(devicePtr)
-                        + "): not the start of a live device allocation (double free, or never returned by deviceMalloc)");
-            }
-            requireNoPendingOps(a, "cudaFree");
-            deviceTable.remove(a);
-            liveDeviceBytes -= a.bytes;
-            a.arena.close();
+            memory.deviceFree(devicePtr);
         } finally {
             lock.unlock();
         }
@@ -516,20 +420,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaHostAlloc");
-            if (bytes <= 0) {
-                throw new IllegalArgumentException("cudaHostAlloc: bytes must be > 0, was " + bytes);
-            }
-            Arena arena = Arena.ofShared();
-            MemorySegment segment = arena.allocate(bytes, HOST_ALIGNMENT_BYTES);
-            long ptr = segment.address();
-            if (hostTable.overlaps(ptr, bytes)) {
-                arena.close();
-                throw new IllegalStateException("cudaHostAlloc: new memory at " + hex(ptr)
-                        + " overlaps a registered range; was registered memory freed without hostUnregister?");
-            }
-            hostTable.insert(new Alloc(ptr, bytes, segment, arena, MEM_HOST_ALLOC));
-            liveHostAllocations++;
-            return ptr;
+            return memory.hostAlloc(bytes);
         } finally {
             lock.unlock();
         }
@@ -540,40 +431,18 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaFreeHost");
-            Alloc a = hostTable.findStart(hostPtr);
-            if (a == null || a.memKind != MEM_HOST_ALLOC) {
-                throw new IllegalArgumentException("cudaFreeHost(" + hex(hostPtr)
-                        + "): not the start of a live hostAlloc allocation (double free, or never returned by hostAlloc)");
-            }
-            requireNoPendingOps(a, "cudaFreeHost");
-            hostTable.remove(a);
-            liveHostAllocations--;
-            a.arena.close();
+            memory.hostFree(hostPtr);
         } finally {
             lock.unlock();
         }
     }
 
     @Override
-    @SuppressWarnings("restricted") // reinterpret: the caller vouches for [hostPtr, hostPtr + bytes), as with cudaHostRegister
     public void hostRegister(long hostPtr, long bytes, int flags) {
         lock.lock();
         try {
             enter("cudaHostRegister");
-            if (hostPtr == 0 || bytes <= 0) {
-                throw new IllegalArgumentException("cudaHostRegister(" + hex(hostPtr) + ", " + bytes
-                        + "): pointer must be non-null and bytes > 0");
-            }
-            if (hostPtr >= DEVICE_BASE_ADDRESS || deviceTable.find(hostPtr) != null) {
-                throw new IllegalArgumentException("cudaHostRegister(" + hex(hostPtr) + "): a device pointer");
-            }
-            if (hostTable.overlaps(hostPtr, bytes)) {
-                throw cudaException(CudaError.HOST_MEMORY_ALREADY_REGISTERED.code(),
-                        "cudaHostRegister(" + hex(hostPtr) + ", " + bytes + ")");
-            }
-            MemorySegment segment = MemorySegment.ofAddress(hostPtr).reinterpret(bytes);
-            hostTable.insert(new Alloc(hostPtr, bytes, segment, null, MEM_HOST_REGISTERED));
-            liveHostRegistrations++;
+            memory.hostRegister(hostPtr, bytes);
         } finally {
             lock.unlock();
         }
@@ -584,14 +453,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaHostUnregister");
-            Alloc a = hostTable.findStart(hostPtr);
-            if (a == null || a.memKind != MEM_HOST_REGISTERED) {
-                throw cudaException(CudaError.HOST_MEMORY_NOT_REGISTERED.code(),
-                        "cudaHostUnregister(" + hex(hostPtr) + ")");
-            }
-            requireNoPendingOps(a, "cudaHostUnregister");
-            hostTable.remove(a);
-            liveHostRegistrations--;
+            memory.hostUnregister(hostPtr);
         } finally {
             lock.unlock();
         }
@@ -602,12 +464,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpen("hostMemory");
-            Alloc a = hostTable.containing(hostPtr, bytes);
-            if (a == null) {
-                throw new IllegalArgumentException("hostMemory(" + hex(hostPtr) + ", " + bytes
-                        + "): range is not inside one hostAlloc allocation or registered range");
-            }
-            return a.segment.asSlice(hostPtr - a.base, bytes);
+            return memory.hostMemory(hostPtr, bytes);
         } finally {
             lock.unlock();
         }
@@ -624,12 +481,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpen("deviceMemory");
-            Alloc a = deviceTable.containing(devicePtr, bytes);
-            if (a == null) {
-                throw new IllegalArgumentException("deviceMemory(" + hex(devicePtr) + ", " + bytes
-                        + "): range is not inside one live device allocation");
-            }
-            return a.segment.asSlice(devicePtr - a.base, bytes);
+            return memory.deviceMemory(devicePtr, bytes);
         } finally {
             lock.unlock();
         }
@@ -642,16 +494,8 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaMemcpyAsync");
-            StreamState s = stream(stream, "cudaMemcpyAsync");
-            Op op = obtainOp(OP_COPY);
-            try {
-                op.ensureSegments(1);
-                resolveSegment(op, 0, dst, 0, src, 0, bytes, 1, kind, "cudaMemcpyAsync");
-            } catch (RuntimeException ex) {
-                recycle(op);
-                throw ex;
-            }
-            finishCopy(s, op);
+            SimStream s = stream(stream, "cudaMemcpyAsync");
+            submitCopy(s, dst, 0, src, 0, bytes, 1, kind, "cudaMemcpyAsync");
         } finally {
             lock.unlock();
         }
@@ -663,21 +507,13 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaMemcpy2DAsync");
-            StreamState s = stream(stream, "cudaMemcpy2DAsync");
+            SimStream s = stream(stream, "cudaMemcpy2DAsync");
             if (widthBytes < 0 || height < 0 || dstPitch < widthBytes || srcPitch < widthBytes) {
                 throw new IllegalArgumentException("cudaMemcpy2DAsync: need widthBytes >= 0, height >= 0 and pitches >= "
                         + "widthBytes; got widthBytes=" + widthBytes + ", height=" + height + ", dstPitch=" + dstPitch
                         + ", srcPitch=" + srcPitch);
             }
-            Op op = obtainOp(OP_COPY);
-            try {
-                op.ensureSegments(1);
-                resolveSegment(op, 0, dst, dstPitch, src, srcPitch, widthBytes, height, kind, "cudaMemcpy2DAsync");
-            } catch (RuntimeException ex) {
-                recycle(op);
-                throw ex;
-            }
-            finishCopy(s, op);
+            submitCopy(s, dst, dstPitch, src, srcPitch, widthBytes, height, kind, "cudaMemcpy2DAsync");
         } finally {
             lock.unlock();
         }
@@ -693,42 +529,52 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaMemcpyBatchAsync");
-            StreamState s = stream(stream, "cudaMemcpyBatchAsync");
-            if (count < 0 || count > dsts.length || count > srcs.length || count > sizes.length) {
-                throw new IllegalArgumentException("cudaMemcpyBatchAsync: count " + count
-                        + " must be >= 0 and <= every array's length (" + dsts.length + ", " + srcs.length + ", "
-                        + sizes.length + ")");
-            }
+            SimStream s = stream(stream, "cudaMemcpyBatchAsync");
+            CallChecks.requireBatch(dsts, srcs, sizes, count, "cudaMemcpyBatchAsync");
             if (count == 0) {
                 return;
             }
-            Op op = obtainOp(OP_COPY);
+            SimOp op = driver.obtainOp(OP_COPY);
             try {
                 op.ensureSegments(count);
                 for (int i = 0; i < count; i++) {
-                    resolveSegment(op, i, dsts[i], 0, srcs[i], 0, sizes[i], 1, kind, "cudaMemcpyBatchAsync");
+                    memory.resolve(op, i, dsts[i], 0, srcs[i], 0, sizes[i], 1, kind, "cudaMemcpyBatchAsync");
                 }
             } catch (RuntimeException ex) {
-                recycle(op);
+                driver.recycle(op);
                 throw ex;
             }
             if (config.batchedCopySupported() || count == 1) {
-                finishCopy(s, op);
+                driver.submitCopy(s, op);
                 return;
             }
             // Unsupported: one copy per range, as count memcpyAsync calls would issue; all validated above.
             for (int i = 0; i < count; i++) {
-                Op single = obtainOp(OP_COPY);
+                SimOp single = driver.obtainOp(OP_COPY);
                 single.ensureSegments(1);
                 single.copySegmentFrom(op, i, 0);
                 single.segCount = 1;
-                single.kindValue = op.kindValue;
-                finishCopy(s, single);
+                single.direction = op.direction;
+                driver.submitCopy(s, single);
             }
-            recycle(op);
+            driver.recycle(op);
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Validates one copy range (nothing changes if it is rejected), then times and queues it. */
+    private void submitCopy(SimStream s, long dst, long dstPitch, long src, long srcPitch, long width, long height,
+                            CopyKind kind, String call) {
+        SimOp op = driver.obtainOp(OP_COPY);
+        try {
+            op.ensureSegments(1);
+            memory.resolve(op, 0, dst, dstPitch, src, srcPitch, width, height, kind, call);
+        } catch (RuntimeException ex) {
+            driver.recycle(op);
+            throw ex;
+        }
+        driver.submitCopy(s, op);
     }
 
     /**
@@ -740,15 +586,11 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("simulateKernel");
-            StreamState s = stream(stream, "simulateKernel");
+            SimStream s = stream(stream, "simulateKernel");
             if (nanos < 0) {
                 throw new IllegalArgumentException("simulateKernel: nanos must be >= 0, was " + nanos);
             }
-            Op op = obtainOp(OP_KERNEL);
-            op.engine = ENGINE_COMPUTE;
-            op.durationNs = nanos;
-            op.failCode = (int) failAtWorkOp.remove(++workOpsIssued);
-            submit(s, op);
+            driver.submitKernel(s, nanos);
         } finally {
             lock.unlock();
         }
@@ -760,10 +602,10 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             enter("cudaLaunchHostFunc");
-            StreamState s = stream(stream, "cudaLaunchHostFunc");
-            Op op = obtainOp(OP_HOST_FUNC);
+            SimStream s = stream(stream, "cudaLaunchHostFunc");
+            SimOp op = driver.obtainOp(OP_HOST_FUNC);
             op.fn = fn;
-            submit(s, op);
+            driver.submit(s, op);
         } finally {
             lock.unlock();
         }
@@ -775,7 +617,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public long nowNs() {
         lock.lock();
         try {
-            return nowNs;
+            return driver.nowNs();
         } finally {
             lock.unlock();
         }
@@ -785,7 +627,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public long nextEventTimeNs() {
         lock.lock();
         try {
-            return heapSize == 0 ? Long.MAX_VALUE : heap[0].queue.peekFirst().endNs;
+            return driver.nextEventTimeNs();
         } finally {
             lock.unlock();
         }
@@ -800,14 +642,8 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public void advanceTo(long tNs) {
         lock.lock();
         try {
-            enterDriver("advanceTo");
-            if (tNs < nowNs) {
-                throw new IllegalArgumentException("advanceTo(" + tNs + "): the clock only moves forward; now is " + nowNs);
-            }
-            while (heapSize > 0 && heap[0].queue.peekFirst().endNs <= tNs) {
-                completeNext();
-            }
-            nowNs = tNs;
+            checkOpenAndNotInHostFunc("advanceTo");
+            driver.advanceTo(tNs);
         } finally {
             lock.unlock();
         }
@@ -817,16 +653,8 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public boolean advanceToNextEvent() {
         lock.lock();
         try {
-            enterDriver("advanceToNextEvent");
-            if (heapSize == 0) {
-                return false;
-            }
-            long t = heap[0].queue.peekFirst().endNs;
-            while (heapSize > 0 && heap[0].queue.peekFirst().endNs <= t) {
-                completeNext();
-            }
-            nowNs = t;
-            return true;
+            checkOpenAndNotInHostFunc("advanceToNextEvent");
+            return driver.advanceToNextEvent();
         } finally {
             lock.unlock();
         }
@@ -836,13 +664,8 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public boolean runUntilIdle() {
         lock.lock();
         try {
-            enterDriver("runUntilIdle");
-            boolean any = false;
-            while (heapSize > 0) {
-                completeNext();
-                any = true;
-            }
-            return any;
+            checkOpenAndNotInHostFunc("runUntilIdle");
+            return driver.runUntilIdle();
         } finally {
             lock.unlock();
         }
@@ -852,12 +675,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public boolean idle() {
         lock.lock();
         try {
-            for (int i = 0, n = activeStreams.size(); i < n; i++) {
-                if (!activeStreams.get(i).queue.isEmpty()) {
-                    return false;
-                }
-            }
-            return true;
+            return driver.idle();
         } finally {
             lock.unlock();
         }
@@ -873,12 +691,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpen("failWorkOp");
-            requireFailureCode(error);
-            if (workOpNumber <= workOpsIssued) {
-                throw new IllegalArgumentException("failWorkOp(" + workOpNumber + "): work op already issued; next is "
-                        + (workOpsIssued + 1));
-            }
-            failAtWorkOp.put(workOpNumber, error.code());
+            faults.failWorkOp(workOpNumber, error, counters.get(SimCounter.WORK_OPS_ISSUED));
         } finally {
             lock.unlock();
         }
@@ -889,11 +702,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpen("failCopiesMatching");
-            if (predicate != null) {
-                requireFailureCode(error);
-                copyFaultCode = error.code();
-            }
-            copyFaultPredicate = predicate;
+            faults.failCopiesMatching(predicate, error);
         } finally {
             lock.unlock();
         }
@@ -905,12 +714,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpen("setRandomFaults");
-            SimulatedCudaConfig checked = config.toBuilder().copyFailureProbability(copyFailureProbability, error)
-                    .delayedCompletions(delayProbability, maxExtraDelayNs).build();
-            this.copyFailureProbability = checked.copyFailureProbability();
-            this.randomFailureCode = checked.randomFailureError().code();
-            this.delayProbability = checked.delayProbability();
-            this.maxExtraDelayNs = checked.maxExtraDelayNs();
+            faults.setRandomFaults(copyFailureProbability, error, delayProbability, maxExtraDelayNs);
         } finally {
             lock.unlock();
         }
@@ -924,8 +728,8 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
             if (!error.sticky()) {
                 throw new IllegalArgumentException("injectStickyError: " + error + " is not a sticky error");
             }
-            if (stickyCode == 0) {
-                poison(error.code());
+            if (driver.stickyCode() == 0) {
+                driver.poison(error.code());
             }
         } finally {
             lock.unlock();
@@ -936,7 +740,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public int stickyErrorCode() {
         lock.lock();
         try {
-            return stickyCode;
+            return driver.stickyCode();
         } finally {
             lock.unlock();
         }
@@ -951,10 +755,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public void checkUseAfterFree(boolean on) {
         lock.lock();
         try {
-            this.uafCheck = on;
-            if (!on) {
-                retiredCount = 0;
-            }
+            useAfterFree.enable(on);
         } finally {
             lock.unlock();
         }
@@ -962,7 +763,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
 
     @Override
     public boolean tracksRetiredMemory() {
-        return uafCheck;
+        return useAfterFree.enabled(); // a plain read, as before: set the check before the copies it should see
     }
 
     /**
@@ -974,23 +775,8 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public void retire(long address, long bytes) {
         lock.lock();
         try {
-            if (!uafCheck || bytes <= 0) {
-                return;
-            }
-            if (queuedCopies == 0) {
-                retiredCount = 0; // nothing issued before can run any more
-                return;
-            }
-            if (retiredCount == retiredFrom.length) {
-                int cap = retiredCount * 2;
-                retiredFrom = java.util.Arrays.copyOf(retiredFrom, cap);
-                retiredTo = java.util.Arrays.copyOf(retiredTo, cap);
-                retiredSeq = java.util.Arrays.copyOf(retiredSeq, cap);
-            }
-            retiredFrom[retiredCount] = address;
-            retiredTo[retiredCount] = address + bytes;
-            retiredSeq[retiredCount] = lastSeq;
-            retiredCount++;
+            useAfterFree.retire(address, bytes, counters.get(SimCounter.OPS_ISSUED),
+                    counters.get(SimCounter.QUEUED_COPIES));
         } finally {
             lock.unlock();
         }
@@ -1000,7 +786,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public long useAfterFreeCount() {
         lock.lock();
         try {
-            return useAfterFree;
+            return useAfterFree.count();
         } finally {
             lock.unlock();
         }
@@ -1010,7 +796,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public List<String> useAfterFreeReports() {
         lock.lock();
         try {
-            return List.copyOf(uafReports);
+            return useAfterFree.reports();
         } finally {
             lock.unlock();
         }
@@ -1020,7 +806,7 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
     public void setOpListener(OpListener listener) {
         lock.lock();
         try {
-            this.listener = listener;
+            driver.setListener(listener);
         } finally {
             lock.unlock();
         }
@@ -1030,50 +816,30 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
 
     /** Streams created and not destroyed (the default stream not counted). */
     public int liveStreams() {
-        lock.lock();
-        try {
-            return streams.size();
-        } finally {
-            lock.unlock();
-        }
+        return leakReport().liveStreams();
     }
 
     /** Events created and not destroyed. */
     public int liveEvents() {
-        lock.lock();
-        try {
-            return events.size();
-        } finally {
-            lock.unlock();
-        }
+        return leakReport().liveEvents();
     }
 
     /** Device allocations not freed. */
     public int liveDeviceAllocations() {
-        lock.lock();
-        try {
-            return deviceTable.size;
-        } finally {
-            lock.unlock();
-        }
+        return leakReport().liveDeviceAllocations();
     }
 
     /** {@code hostAlloc} allocations not freed (registrations are counted by {@link #leakReport()}). */
     public int liveHostAllocations() {
-        lock.lock();
-        try {
-            return liveHostAllocations;
-        } finally {
-            lock.unlock();
-        }
+        return leakReport().liveHostAllocations();
     }
 
     /** Everything still live. */
     public LeakReport leakReport() {
         lock.lock();
         try {
-            return new LeakReport(streams.size(), events.size(), deviceTable.size, liveDeviceBytes,
-                    liveHostAllocations, liveHostRegistrations);
+            return new LeakReport(streams.size(), events.size(), memory.liveDeviceAllocations(),
+                    memory.liveDeviceBytes(), memory.liveHostAllocations(), memory.liveHostRegistrations());
         } finally {
             lock.unlock();
         }
@@ -1081,59 +847,38 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
 
     /** Operations issued (copies, kernels, records, waits, host functions); a batch counts once. */
     public long opsIssued() {
-        lock.lock();
-        try {
-            return lastSeq;
-        } finally {
-            lock.unlock();
-        }
+        return counter(SimCounter.OPS_ISSUED);
     }
 
     /** Work operations (copies and kernels) issued; see {@link #failWorkOp}. */
     public long workOpsIssued() {
-        lock.lock();
-        try {
-            return workOpsIssued;
-        } finally {
-            lock.unlock();
-        }
+        return counter(SimCounter.WORK_OPS_ISSUED);
     }
 
     /** Operations completed, failed ones included. */
     public long opsCompleted() {
-        lock.lock();
-        try {
-            return opsCompleted;
-        } finally {
-            lock.unlock();
-        }
+        return counter(SimCounter.OPS_COMPLETED);
     }
 
     /** Operations that completed with an error. */
     public long opsFailed() {
-        lock.lock();
-        try {
-            return opsFailed;
-        } finally {
-            lock.unlock();
-        }
+        return counter(SimCounter.OPS_FAILED);
     }
 
     /** Operations dropped unfinished by a sticky error or {@link #close()}. */
     public long opsDropped() {
-        lock.lock();
-        try {
-            return opsDropped;
-        } finally {
-            lock.unlock();
-        }
+        return counter(SimCounter.OPS_DROPPED);
     }
 
     /** Bytes moved by successfully completed copies of one direction ({@code DEFAULT} is not a direction: 0). */
     public long bytesCopied(CopyKind kind) {
+        return kind == CopyKind.DEFAULT ? 0 : counter(SimCounter.bytesCopied(kind.value()));
+    }
+
+    private long counter(SimCounter c) {
         lock.lock();
         try {
-            return kind == CopyKind.DEFAULT ? 0 : bytesCopiedByKind[kind.value()];
+            return counters.get(c);
         } finally {
             lock.unlock();
         }
@@ -1147,808 +892,71 @@ public final class SimulatedCudaRuntime implements CudaRuntime {
             if (closed) {
                 return;
             }
-            if (inHostFunc) {
+            if (driver.inHostFunc()) {
                 throw new IllegalStateException("close() from inside a host function: cudaLaunchHostFunc forbids CUDA calls");
             }
-            dropAllWork();
+            driver.dropAllWork();
             closed = true;
-            for (int i = 0; i < deviceTable.size; i++) {
-                deviceTable.allocs[i].arena.close();
-            }
-            for (int i = 0; i < hostTable.size; i++) {
-                Alloc a = hostTable.allocs[i];
-                if (a.arena != null) {
-                    a.arena.close();
-                }
-            }
-            deviceTable.clear();
-            hostTable.clear();
+            memory.closeAll();
             streams.clear();
             events.clear();
-            activeStreams.clear();
-            liveDeviceBytes = 0;
-            liveHostAllocations = 0;
-            liveHostRegistrations = 0;
+            driver.forgetStreams();
         } finally {
             lock.unlock();
         }
     }
 
-    // ================================================================== internals (all under the lock)
+    /** Exact {@code ceil(bytes * 1e9 / bytesPerSecond)}: a copy's transfer time. */
+    static long transferNs(long bytes, long bytesPerSecond) {
+        return VirtualClockDriver.transferNs(bytes, bytesPerSecond);
+    }
 
+    // ================================================================== call checks (all under the lock)
+
+    /** Every CUDA call: open, not from a host function, context not poisoned. */
     private void enter(String call) {
         checkOpenAndNotInHostFunc(call);
         checkSticky(call);
     }
 
-    private void enterAdvancing(String call) {
-        enter(call);
-    }
-
-    private void enterDriver(String call) {
-        checkOpenAndNotInHostFunc(call);
-    }
-
     private void checkOpen(String call) {
         if (closed) {
-            throw new IllegalStateException(call + ": this SimulatedCudaRuntime is closed (no call is valid after close())");
+            throw CallChecks.closed(call, "SimulatedCudaRuntime");
         }
     }
 
     private void checkOpenAndNotInHostFunc(String call) {
         checkOpen(call);
-        if (inHostFunc) {
+        if (driver.inHostFunc()) {
             throw new IllegalStateException(call + " called from inside a host function: cudaLaunchHostFunc forbids "
                     + "CUDA calls and clock changes there");
         }
     }
 
     private void checkSticky(String call) {
-        if (stickyCode != 0) {
-            throw cudaException(stickyCode, call);
+        int sticky = driver.stickyCode();
+        if (sticky != 0) {
+            throw cudaException(sticky, call);
         }
     }
 
-    private CudaException cudaException(int code, String call) {
-        return new CudaException(code, CudaErrorTexts.name(code), CudaErrorTexts.description(code), call);
-    }
-
-    private static String hex(long value) {
-        return "0x" + Long.toHexString(value);
-    }
-
-    private static void requireFailureCode(CudaError error) {
-        Objects.requireNonNull(error, "error");
-        if (error == CudaError.SUCCESS || error == CudaError.NOT_READY || error == CudaError.UNKNOWN_CODE) {
-            throw new IllegalArgumentException("a fault needs a failure code, was " + error);
-        }
-    }
-
-    private void requireNoPendingOps(Alloc a, String call) {
-        if (a.pendingOps != 0) {
-            throw new IllegalStateException(call + "(" + hex(a.base) + "): " + a.pendingOps
-                    + " queued copy range(s) still use this memory; synchronize before freeing it");
-        }
-    }
-
-    private StreamState stream(CudaStream stream, String call) {
+    private SimStream stream(CudaStream stream, String call) {
         long handle = stream.handle();
         if (handle == 0) {
             return defaultStream;
         }
-        StreamState s = streams.get(handle);
+        SimStream s = streams.get(handle);
         if (s == null) {
-            throw new IllegalArgumentException(call + ": stream " + hex(handle)
-                    + " is not live on this runtime (destroyed, or never created by it); a stream handle is valid "
-                    + "from createStream until destroyStream");
+            throw CallChecks.unknownStream(call, handle);
         }
         return s;
     }
 
-    private EventState event(CudaEvent event, String call) {
-        long handle = event.handle();
-        EventState e = events.get(handle);
+    private SimEvent event(CudaEvent event, String call) {
+        SimEvent e = events.get(event.handle());
         if (e == null) {
-            throw new IllegalArgumentException(call + ": event " + hex(handle)
-                    + " is not live on this runtime (destroyed, or never created by it); an event handle is valid "
-                    + "from createEvent until destroyEvent");
+            throw CallChecks.unknownEvent(call, event.handle());
         }
         return e;
-    }
-
-    private static int status(EventState e) {
-        if (e.recordSeq == 0) {
-            return 0;
-        }
-        if (e.recordStream.lastCompletedSeq < e.recordSeq) {
-            return CudaError.NOT_READY.code();
-        }
-        return e.status;
-    }
-
-    private void stepOrDeadlock(String call) {
-        if (heapSize == 0) {
-            throw new IllegalStateException(call + ": waits for work that can never complete (nothing is running)");
-        }
-        long t = heap[0].queue.peekFirst().endNs;
-        while (heapSize > 0 && heap[0].queue.peekFirst().endNs <= t) {
-            completeNext();
-        }
-        nowNs = Math.max(nowNs, t);
-    }
-
-    /**
-     * Resolves copy range {@code i} of {@code op}: both ends inside one allocation each, of the kind the
-     * copy kind demands. Sets {@code op.kindValue} (all ranges of an op must share it). Changes no state.
-     */
-    private void resolveSegment(Op op, int i, long dst, long dstPitch, long src, long srcPitch, long width,
-                                long height, CopyKind kind, String call) {
-        Objects.requireNonNull(kind, "kind");
-        if (width < 0) {
-            throw new IllegalArgumentException(call + ": bytes must be >= 0, was " + width);
-        }
-        long dstSpan;
-        long srcSpan;
-        try {
-            dstSpan = height == 0 ? 0 : Math.addExact(Math.multiplyExact(dstPitch, height - 1), width);
-            srcSpan = height == 0 ? 0 : Math.addExact(Math.multiplyExact(srcPitch, height - 1), width);
-        } catch (ArithmeticException overflow) {
-            throw new IllegalArgumentException(call + ": copy extent overflows a long (pitch * height)");
-        }
-        Alloc dstDevice = deviceTable.containing(dst, dstSpan);
-        Alloc dstHost = dstDevice == null ? hostTable.containing(dst, dstSpan) : null;
-        Alloc srcDevice = deviceTable.containing(src, srcSpan);
-        Alloc srcHost = srcDevice == null ? hostTable.containing(src, srcSpan) : null;
-        if (dstDevice == null && dstHost == null) {
-            throw new IllegalArgumentException(call + ": destination [" + hex(dst) + ", +" + dstSpan
-                    + ") is not inside one device allocation, hostAlloc allocation or registered host range");
-        }
-        if (srcDevice == null && srcHost == null) {
-            throw new IllegalArgumentException(call + ": source [" + hex(src) + ", +" + srcSpan
-                    + ") is not inside one device allocation, hostAlloc allocation or registered host range");
-        }
-        int inferred = dstDevice != null
-                ? (srcDevice != null ? CopyKind.DEVICE_TO_DEVICE.value() : CopyKind.HOST_TO_DEVICE.value())
-                : (srcDevice != null ? CopyKind.DEVICE_TO_HOST.value() : CopyKind.HOST_TO_HOST.value());
-        if (kind != CopyKind.DEFAULT && kind.value() != inferred) {
-            throw new IllegalArgumentException(call + ": kind " + kind + " does not match the pointers: destination "
-                    + hex(dst) + " is " + (dstDevice != null ? "device" : "host") + " memory, source " + hex(src)
-                    + " is " + (srcDevice != null ? "device" : "host") + " memory");
-        }
-        if (i > 0 && op.kindValue != inferred) {
-            throw new IllegalArgumentException(call + ": range " + i + " is " + kindName(inferred)
-                    + " but range 0 is " + kindName(op.kindValue) + "; one batch has one direction");
-        }
-        op.kindValue = inferred;
-        op.dst[i] = dstDevice != null ? dstDevice : dstHost;
-        op.dstOff[i] = dst - op.dst[i].base;
-        op.dstPitch[i] = dstPitch;
-        op.src[i] = srcDevice != null ? srcDevice : srcHost;
-        op.srcOff[i] = src - op.src[i].base;
-        op.srcPitch[i] = srcPitch;
-        op.width[i] = width;
-        op.height[i] = height;
-        op.segCount = i + 1;
-    }
-
-    private static String kindName(int kindValue) {
-        return switch (kindValue) {
-            case 0 -> "HOST_TO_HOST";
-            case 1 -> "HOST_TO_DEVICE";
-            case 2 -> "DEVICE_TO_HOST";
-            default -> "DEVICE_TO_DEVICE";
-        };
-    }
-
-    /** Times, fault-decides and queues a validated copy. Only now does state change. */
-    private void finishCopy(StreamState s, Op op) {
-        long bytes = 0;
-        for (int i = 0; i < op.segCount; i++) {
-            bytes += op.width[i] * op.height[i];
-        }
-        op.bytes = bytes;
-        long bandwidth;
-        switch (op.kindValue) {
-            case 1 -> {
-                op.engine = ENGINE_H2D;
-                bandwidth = config.hostToDeviceBytesPerSecond();
-            }
-            case 2 -> {
-                op.engine = config.sharedPcieLink() ? ENGINE_H2D : ENGINE_D2H;
-                bandwidth = config.deviceToHostBytesPerSecond();
-            }
-            default -> {
-                op.engine = ENGINE_D2D;
-                bandwidth = config.deviceToDeviceBytesPerSecond();
-            }
-        }
-        long durationNs = saturatingAdd(config.copyLaunchLatencyNs(), transferNs(bytes, bandwidth));
-        int failCode = (int) failAtWorkOp.remove(++workOpsIssued);
-        if (failCode == 0 && copyFaultPredicate != null) {
-            CopyKind kind = kindOf(op.kindValue);
-            for (int i = 0; i < op.segCount; i++) {
-                if (copyFaultPredicate.test(op.dst[i].base + op.dstOff[i], op.src[i].base + op.srcOff[i],
-                        op.width[i] * op.height[i], kind)) {
-                    failCode = copyFaultCode;
-                    break;
-                }
-            }
-        }
-        if (copyFailureProbability > 0 && random.nextDouble() < copyFailureProbability && failCode == 0) {
-            failCode = randomFailureCode;
-        }
-        if (delayProbability > 0 && random.nextDouble() < delayProbability) {
-            durationNs = saturatingAdd(durationNs, random.nextLong(maxExtraDelayNs + 1));
-        }
-        op.durationNs = durationNs;
-        op.failCode = failCode;
-        for (int i = 0; i < op.segCount; i++) {
-            op.dst[i].pendingOps++;
-            op.src[i].pendingOps++;
-        }
-        submit(s, op);
-    }
-
-    private static CopyKind kindOf(int kindValue) {
-        return switch (kindValue) {
-            case 0 -> CopyKind.HOST_TO_HOST;
-            case 1 -> CopyKind.HOST_TO_DEVICE;
-            case 2 -> CopyKind.DEVICE_TO_HOST;
-            default -> CopyKind.DEVICE_TO_DEVICE;
-        };
-    }
-
-    /** Exact {@code ceil(bytes * 1e9 / bytesPerSecond)}. */
-    static long transferNs(long bytes, long bytesPerSecond) {
-        if (bytes <= Long.MAX_VALUE / 1_000_000_000L) {
-            return Math.ceilDiv(bytes * 1_000_000_000L, bytesPerSecond);
-        }
-        double ns = Math.ceil(bytes * 1.0e9 / bytesPerSecond);
-        return ns >= Long.MAX_VALUE ? Long.MAX_VALUE : (long) ns;
-    }
-
-    private static long saturatingAdd(long a, long b) {
-        long r = a + b;
-        return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
-    }
-
-    private Op obtainOp(int type) {
-        Op op = opPool.pollFirst();
-        if (op == null) {
-            op = new Op();
-        }
-        op.type = type;
-        op.engine = -1;
-        return op;
-    }
-
-    private void recycle(Op op) {
-        op.reset();
-        opPool.addFirst(op);
-    }
-
-    private void submit(StreamState s, Op op) {
-        op.seq = ++lastSeq;
-        if (op.type == OP_COPY) {
-            queuedCopies++;
-        }
-        op.stream = s;
-        s.queue.addLast(op);
-        if (s.queue.size() == 1) {
-            kick(s);
-        }
-    }
-
-    /** Starts the head of {@code s} if it is not started: on its engine, blocked on a wait, or zero-time. */
-    private void kick(StreamState s) {
-        if (s.headState != HEAD_IDLE) {
-            return;
-        }
-        Op op = s.queue.peekFirst();
-        if (op == null) {
-            if (s.destroyed) {
-                activeStreams.remove(s);
-            }
-            return;
-        }
-        switch (op.type) {
-            case OP_COPY, OP_KERNEL -> {
-                Engine engine = engines[op.engine];
-                if (engine.current == null) {
-                    startOnEngine(engine, s, op);
-                } else {
-                    engine.waiting.addLast(s);
-                    s.headState = HEAD_WAITING_ENGINE;
-                }
-            }
-            case OP_WAIT -> {
-                StreamState w = op.waitStream;
-                if (w == null || w.lastCompletedSeq >= op.waitSeq) {
-                    startZeroTime(s, op);
-                } else {
-                    w.waiters.add(s);
-                    s.headState = HEAD_BLOCKED;
-                }
-            }
-            default -> startZeroTime(s, op);
-        }
-    }
-
-    private void startOnEngine(Engine engine, StreamState s, Op op) {
-        engine.current = op;
-        op.startNs = nowNs;
-        op.endNs = saturatingAdd(nowNs, op.durationNs);
-        s.headState = HEAD_IN_FLIGHT;
-        heapPush(s);
-    }
-
-    private void startZeroTime(StreamState s, Op op) {
-        op.startNs = nowNs;
-        op.endNs = nowNs;
-        s.headState = HEAD_IN_FLIGHT;
-        heapPush(s);
-    }
-
-    /** Completes the earliest due operation and starts what it unblocks. */
-    private void completeNext() {
-        StreamState s = heapPop();
-        Op op = s.queue.pollFirst();
-        nowNs = Math.max(nowNs, op.endNs);
-        s.headState = HEAD_IDLE;
-        s.lastCompletedSeq = op.seq;
-        opsCompleted++;
-        Throwable hostFuncFailure = null;
-        int failCode = op.failCode;
-        switch (op.type) {
-            case OP_COPY -> {
-                queuedCopies--;
-                if (retiredCount > 0) {
-                    checkRetired(op);
-                    if (queuedCopies == 0) {
-                        retiredCount = 0;
-                    }
-                }
-                if (moveBytes) {
-                    copyBytes(op, failCode == 0 ? op.bytes : op.bytes / 2);
-                }
-                if (failCode == 0) {
-                    bytesCopiedByKind[op.kindValue] += op.bytes;
-                }
-            }
-            case OP_RECORD -> {
-                EventState e = op.event;
-                if (!e.destroyed && e.recordSeq == op.seq) {
-                    e.completedNs = nowNs;
-                    e.status = s.errorCode != 0 && op.seq <= s.errorCoversUpToSeq ? s.errorCode : 0;
-                }
-            }
-            case OP_HOST_FUNC -> {
-                inHostFunc = true;
-                try {
-                    op.fn.run();
-                } catch (RuntimeException | Error ex) {
-                    hostFuncFailure = ex;
-                } finally {
-                    inHostFunc = false;
-                }
-            }
-            default -> {
-                // kernels and waits have no effect beyond time
-            }
-        }
-        if (failCode != 0) {
-            opsFailed++;
-            s.errorCode = failCode;
-            s.errorCoversUpToSeq = lastSeq;
-            s.syncErrorCode = failCode;
-        }
-        OpListener l = listener;
-        if (l != null) {
-            l.onComplete(op.seq, op.type, s.handle, op.startNs, op.endNs, failCode);
-        }
-        if (op.engine >= 0) {
-            Engine engine = engines[op.engine];
-            engine.current = null;
-            StreamState next = engine.waiting.pollFirst();
-            if (next != null) {
-                startOnEngine(engine, next, next.queue.peekFirst());
-            }
-        }
-        releaseRefs(op);
-        recycle(op);
-        if (failCode != 0 && CudaError.of(failCode).sticky()) {
-            poison(failCode);
-        } else {
-            ArrayList<StreamState> waiters = s.waiters;
-            for (int i = 0; i < waiters.size(); ) {
-                StreamState w = waiters.get(i);
-                Op head = w.queue.peekFirst();
-                if (s.lastCompletedSeq >= head.waitSeq) {
-                    int last = waiters.size() - 1;
-                    waiters.set(i, waiters.get(last));
-                    waiters.remove(last);
-                    startZeroTime(w, head);
-                } else {
-                    i++;
-                }
-            }
-            kick(s);
-        }
-        if (hostFuncFailure instanceof RuntimeException re) {
-            throw re;
-        }
-        if (hostFuncFailure instanceof Error err) {
-            throw err;
-        }
-    }
-
-    /** Reports {@code op} if any row it reads or writes lies in a range retired after it was issued. */
-    private void checkRetired(Op op) {
-        for (int i = 0; i < op.segCount; i++) {
-            long width = op.width[i];
-            for (long row = 0; row < op.height[i] && width > 0; row++) {
-                long dst = op.dst[i].base + op.dstOff[i] + row * op.dstPitch[i];
-                long src = op.src[i].base + op.srcOff[i] + row * op.srcPitch[i];
-                for (int r = 0; r < retiredCount; r++) {
-                    if (retiredSeq[r] < op.seq) {
-                        continue; // retired before the copy was issued: the issuer may own it again
-                    }
-                    boolean dstHit = dst < retiredTo[r] && retiredFrom[r] < dst + width;
-                    boolean srcHit = src < retiredTo[r] && retiredFrom[r] < src + width;
-                    if (dstHit || srcHit) {
-                        useAfterFree++;
-                        if (uafReports.size() < 16) {
-                            uafReports.add("copy op " + op.seq + " " + kindName(op.kindValue) + " ran at " + nowNs
-                                + " ns and " + (dstHit ? "wrote " + hex(dst) : "read " + hex(src)) + " +" + width
-                                + " inside [" + hex(retiredFrom[r]) + ", " + hex(retiredTo[r])
-                                + "), retired after op " + retiredSeq[r] + " while the copy was queued");
-                        }
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
-    /** Copies the first {@code budgetBytes} of the op's ranges, row by row, in range order. */
-    private static void copyBytes(Op op, long budgetBytes) {
-        long left = budgetBytes;
-        for (int i = 0; i < op.segCount && left > 0; i++) {
-            MemorySegment dst = op.dst[i].segment;
-            MemorySegment src = op.src[i].segment;
-            long width = op.width[i];
-            long dstOff = op.dstOff[i];
-            long srcOff = op.srcOff[i];
-            if (width == 0) {
-                continue;
-            }
-            if (op.height[i] == 1 || (op.dstPitch[i] == width && op.srcPitch[i] == width)) {
-                long n = Math.min(left, width * op.height[i]);
-                MemorySegment.copy(src, srcOff, dst, dstOff, n);
-                left -= n;
-                continue;
-            }
-            for (long row = 0; row < op.height[i] && left > 0; row++) {
-                long n = Math.min(left, width);
-                MemorySegment.copy(src, srcOff + row * op.srcPitch[i], dst, dstOff + row * op.dstPitch[i], n);
-                left -= n;
-            }
-        }
-    }
-
-    private static void releaseRefs(Op op) {
-        if (op.type == OP_COPY) {
-            for (int i = 0; i < op.segCount; i++) {
-                op.dst[i].pendingOps--;
-                op.src[i].pendingOps--;
-            }
-        }
-    }
-
-    private void poison(int code) {
-        stickyCode = code;
-        dropAllWork();
-    }
-
-    /** Drops every queued operation unfinished: no bytes move, no events complete. */
-    private void dropAllWork() {
-        for (int i = 0, n = activeStreams.size(); i < n; i++) {
-            StreamState s = activeStreams.get(i);
-            Op op;
-            while ((op = s.queue.pollFirst()) != null) {
-                opsDropped++;
-                if (op.type == OP_COPY) {
-                    queuedCopies--;
-                }
-                releaseRefs(op);
-                recycle(op);
-            }
-            s.headState = HEAD_IDLE;
-            s.heapIndex = -1;
-            s.waiters.clear();
-        }
-        for (int i = activeStreams.size() - 1; i >= 0; i--) {
-            if (activeStreams.get(i).destroyed) {
-                activeStreams.remove(i);
-            }
-        }
-        for (Engine engine : engines) {
-            engine.current = null;
-            engine.waiting.clear();
-        }
-        for (int i = 0; i < heapSize; i++) {
-            heap[i] = null;
-        }
-        heapSize = 0;
-    }
-
-    // ---- binary min-heap of streams whose head op is in flight, keyed by (endNs, seq)
-
-    private static boolean before(StreamState a, StreamState b) {
-        Op x = a.queue.peekFirst();
-        Op y = b.queue.peekFirst();
-        return x.endNs < y.endNs || (x.endNs == y.endNs && x.seq < y.seq);
-    }
-
-    private void heapPush(StreamState s) {
-        if (heapSize == heap.length) {
-            heap = java.util.Arrays.copyOf(heap, heapSize * 2);
-        }
-        int i = heapSize++;
-        while (i > 0) {
-            int parent = (i - 1) >>> 1;
-            StreamState p = heap[parent];
-            if (!before(s, p)) {
-                break;
-            }
-            heap[i] = p;
-            p.heapIndex = i;
-            i = parent;
-        }
-        heap[i] = s;
-        s.heapIndex = i;
-    }
-
-    private StreamState heapPop() {
-        StreamState top = heap[0];
-        StreamState last = heap[--heapSize];
-        heap[heapSize] = null;
-        top.heapIndex = -1;
-        if (heapSize > 0) {
-            int i = 0;
-            while (true) {
-                int child = 2 * i + 1;
-                if (child >= heapSize) {
-                    break;
-                }
-                if (child + 1 < heapSize && before(heap[child + 1], heap[child])) {
-                    child++;
-                }
-                if (!before(heap[child], last)) {
-                    break;
-                }
-                heap[i] = heap[child];
-                heap[i].heapIndex = i;
-                i = child;
-            }
-            heap[i] = last;
-            last.heapIndex = i;
-        }
-        return top;
-    }
-
-    // ---- state records
-
-    private static final class StreamState {
-        final long handle;
-        final int priority;
-        final ArrayDeque<Op> queue = new ArrayDeque<>();
-        /** Streams whose head is a wait blocked on an op of this stream. */
-        final ArrayList<StreamState> waiters = new ArrayList<>(2);
-        int headState = HEAD_IDLE;
-        int heapIndex = -1;
-        long lastCompletedSeq;
-        /** Code of the last failed op, reported by records with seq <= errorCoversUpToSeq. */
-        int errorCode;
-        long errorCoversUpToSeq;
-        /** Failure not yet reported by synchronizeStream. */
-        int syncErrorCode;
-        boolean destroyed;
-
-        StreamState(long handle, int priority) {
-            this.handle = handle;
-            this.priority = priority;
-        }
-    }
-
-    private static final class EventState {
-        final long handle;
-        final boolean timing;
-        /** Stream and op seq of the newest record; seq 0 = never recorded. */
-        StreamState recordStream;
-        long recordSeq;
-        long completedNs;
-        int status;
-        boolean destroyed;
-
-        EventState(long handle, boolean timing) {
-            this.handle = handle;
-            this.timing = timing;
-        }
-    }
-
-    private static final class Engine {
-        Op current;
-        final ArrayDeque<StreamState> waiting = new ArrayDeque<>();
-    }
-
-    private static final class Alloc {
-        final long base;
-        final long bytes;
-        final MemorySegment segment;
-        final Arena arena;
-        final int memKind;
-        int pendingOps;
-
-        Alloc(long base, long bytes, MemorySegment segment, Arena arena, int memKind) {
-            this.base = base;
-            this.bytes = bytes;
-            this.segment = segment;
-            this.arena = arena;
-            this.memKind = memKind;
-        }
-    }
-
-    /** A pooled operation record; copy ranges live in parallel arrays that grow and are kept. */
-    private static final class Op {
-        int type;
-        long seq;
-        int engine = -1;
-        long durationNs;
-        long startNs;
-        long endNs;
-        int failCode;
-        int kindValue;
-        long bytes;
-        StreamState stream;
-        EventState event;
-        StreamState waitStream;
-        long waitSeq;
-        Runnable fn;
-        int segCount;
-        Alloc[] dst = new Alloc[1];
-        long[] dstOff = new long[1];
-        long[] dstPitch = new long[1];
-        Alloc[] src = new Alloc[1];
-        long[] srcOff = new long[1];
-        long[] srcPitch = new long[1];
-        long[] width = new long[1];
-        long[] height = new long[1];
-
-        void ensureSegments(int n) {
-            if (dst.length < n) {
-                int cap = Math.max(n, dst.length * 2);
-                dst = java.util.Arrays.copyOf(dst, cap);
-                dstOff = java.util.Arrays.copyOf(dstOff, cap);
-                dstPitch = java.util.Arrays.copyOf(dstPitch, cap);
-                src = java.util.Arrays.copyOf(src, cap);
-                srcOff = java.util.Arrays.copyOf(srcOff, cap);
-                srcPitch = java.util.Arrays.copyOf(srcPitch, cap);
-                width = java.util.Arrays.copyOf(width, cap);
-                height = java.util.Arrays.copyOf(height, cap);
-            }
-        }
-
-        void copySegmentFrom(Op other, int from, int to) {
-            dst[to] = other.dst[from];
-            dstOff[to] = other.dstOff[from];
-            dstPitch[to] = other.dstPitch[from];
-            src[to] = other.src[from];
-            srcOff[to] = other.srcOff[from];
-            srcPitch[to] = other.srcPitch[from];
-            width[to] = other.width[from];
-            height[to] = other.height[from];
-        }
-
-        void reset() {
-            for (int i = 0; i < segCount; i++) {
-                dst[i] = null;
-                src[i] = null;
-            }
-            segCount = 0;
-            stream = null;
-            event = null;
-            waitStream = null;
-            fn = null;
-            failCode = 0;
-            bytes = 0;
-            waitSeq = 0;
-            durationNs = 0;
-        }
-    }
-
-    /** Allocations sorted by base address; binary search lookups, O(n) insert and remove (cold path). */
-    private static final class AllocTable {
-        long[] bases = new long[16];
-        Alloc[] allocs = new Alloc[16];
-        int size;
-
-        /** Index of the last base <= ptr, or -1. */
-        private int floorIndex(long ptr) {
-            int lo = 0;
-            int hi = size - 1;
-            int found = -1;
-            while (lo <= hi) {
-                int mid = (lo + hi) >>> 1;
-                if (bases[mid] <= ptr) {
-                    found = mid;
-                    lo = mid + 1;
-                } else {
-                    hi = mid - 1;
-                }
-            }
-            return found;
-        }
-
-        Alloc find(long ptr) {
-            int i = floorIndex(ptr);
-            if (i < 0) {
-                return null;
-            }
-            Alloc a = allocs[i];
-            return ptr - a.base < a.bytes ? a : null;
-        }
-
-        /** The allocation holding all of [ptr, ptr + len), or null. */
-        Alloc containing(long ptr, long len) {
-            if (len < 0) {
-                return null;
-            }
-            Alloc a = find(ptr);
-            if (a == null) {
-                return null;
-            }
-            return len <= a.bytes - (ptr - a.base) ? a : null;
-        }
-
-        Alloc findStart(long ptr) {
-            int i = floorIndex(ptr);
-            return i >= 0 && bases[i] == ptr ? allocs[i] : null;
-        }
-
-        boolean overlaps(long ptr, long len) {
-            int i = floorIndex(ptr + len - 1);
-            if (i < 0) {
-                return false;
-            }
-            Alloc a = allocs[i];
-            return a.base + a.bytes > ptr;
-        }
-
-        void insert(Alloc a) {
-            if (size == bases.length) {
-                bases = java.util.Arrays.copyOf(bases, size * 2);
-                allocs = java.util.Arrays.copyOf(allocs, size * 2);
-            }
-            int i = floorIndex(a.base) + 1;
-            System.arraycopy(bases, i, bases, i + 1, size - i);
-            System.arraycopy(allocs, i, allocs, i + 1, size - i);
-            bases[i] = a.base;
-            allocs[i] = a;
-            size++;
-        }
-
-        void remove(Alloc a) {
-            int i = floorIndex(a.base);
-            System.arraycopy(bases, i + 1, bases, i, size - i - 1);
-            System.arraycopy(allocs, i + 1, allocs, i, size - i - 1);
-            size--;
-            allocs[size] = null;
-        }
-
-        void clear() {
-            java.util.Arrays.fill(allocs, 0, size, null);
-            size = 0;
-        }
     }
 }
