@@ -21,8 +21,8 @@ final class MemoryTable {
     private static final MemoryRange[] EMPTY = new MemoryRange[0];
 
     private volatile MemoryRange[] ranges = EMPTY;
-    /** The range the last successful lookup found; a hint, checked before use. */
-    private volatile MemoryRange lastHit;
+    /** The range the last successful lookup found; a hint, checked before use (package-private for a test). */
+    volatile MemoryRange lastHit;
 
     /** The range holding all of {@code [ptr, ptr + len)}, or null (also for {@code len < 0}). */
     MemoryRange containing(long ptr, long len) {
