@@ -15,8 +15,8 @@ import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaError;
-import io.hicache.cuda.SimulatedCudaConfig;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaConfig;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.RadixNode;
 import org.junit.jupiter.api.Test;
 

@@ -12,7 +12,7 @@ import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.cuda.CudaRuntime;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.RadixNode;
 
 import java.util.ArrayList;

@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
  * batched), pinned host memory and device memory.
  *
  * <p>Two implementations: {@link NativeCudaRuntime} calls {@code libcudart} through FFM;
- * {@link SimulatedCudaRuntime} is a deterministic virtual-clock device that moves real bytes.
+ * {@link io.hicache.cuda.simulated.SimulatedCudaRuntime} is a deterministic virtual-clock device that moves real bytes.
  *
  * <p><b>Threads.</b> Implementations are safe to call from several threads as CUDA itself is; a
  * handle must not be destroyed while another thread still uses it. The hot-path calls

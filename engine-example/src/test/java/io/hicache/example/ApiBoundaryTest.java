@@ -57,7 +57,7 @@ class ApiBoundaryTest {
                 import io.hicache.core.*;
                 import io.hicache.core.memory.*;
                 import io.hicache.core.metrics.MetricsSnapshot;
-                import io.hicache.cuda.SimulatedCudaRuntime;
+                import io.hicache.cuda.simulated.SimulatedCudaRuntime;
                 import io.hicache.radix.MatchResult;
                 """, """
                 static long run(SimulatedCudaRuntime gpu, DeviceKvLayout layout, int[] tokens, int[] pages) {

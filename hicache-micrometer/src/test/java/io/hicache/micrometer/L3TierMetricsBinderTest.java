@@ -6,7 +6,7 @@ import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.L3Prefetch;

@@ -3,7 +3,7 @@ package io.hicache.storage;
 import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.core.memory.KvPageShape;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 

@@ -14,11 +14,11 @@ import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.metrics.Metric;
 import io.hicache.core.metrics.MetricsSnapshot;
 import io.hicache.cuda.CopyKind;
-import io.hicache.cuda.BusyLayerKernel;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 import io.hicache.cuda.NativeCudaRuntime;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.BusyLayerKernel;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 

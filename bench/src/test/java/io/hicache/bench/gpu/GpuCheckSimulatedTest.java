@@ -3,7 +3,7 @@ package io.hicache.bench.gpu;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 
 import java.io.IOException;
 import java.nio.file.Files;

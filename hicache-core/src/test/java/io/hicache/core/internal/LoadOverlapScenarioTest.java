@@ -1,6 +1,6 @@
 package io.hicache.core.internal;
 
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
 import org.junit.jupiter.api.Test;
 

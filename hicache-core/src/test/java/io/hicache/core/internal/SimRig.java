@@ -6,8 +6,8 @@ import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
-import io.hicache.cuda.SimulatedCudaConfig;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaConfig;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.RadixNode;
 
 import java.lang.foreign.MemorySegment;

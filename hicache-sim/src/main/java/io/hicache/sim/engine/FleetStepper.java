@@ -25,7 +25,7 @@ final class FleetStepper implements AutoCloseable {
     private final Thread caller;
     private final Thread[] workers;
     private final AtomicInteger pending = new AtomicInteger();
-    private final java.util.List<io.hicache.cuda.SimulatedCudaRuntime.LeakReport>[] leaks;
+    private final java.util.List<io.hicache.cuda.simulated.SimulatedCudaRuntime.LeakReport>[] leaks;
     private final long[] ops;
     private volatile int generation;
     private volatile int phase;
@@ -87,7 +87,7 @@ final class FleetStepper implements AutoCloseable {
     }
 
     /** The leak reports and completed device operations the last {@link #CLOSE} gathered. */
-    long close(java.util.List<io.hicache.cuda.SimulatedCudaRuntime.LeakReport> out) {
+    long close(java.util.List<io.hicache.cuda.simulated.SimulatedCudaRuntime.LeakReport> out) {
         run(CLOSE, 0);
         long total = 0;
         for (int i = 0; i < instances.length; i++) {
@@ -141,7 +141,7 @@ final class FleetStepper implements AutoCloseable {
                     in.checkEndState();
                 }
                 case CLOSE -> {
-                    java.util.List<io.hicache.cuda.SimulatedCudaRuntime.LeakReport> l = new java.util.ArrayList<>();
+                    java.util.List<io.hicache.cuda.simulated.SimulatedCudaRuntime.LeakReport> l = new java.util.ArrayList<>();
                     ops[i] = in.close(l);
                     leaks[i] = l;
                 }

@@ -1,7 +1,7 @@
 package io.hicache.sim.engine;
 
 import io.hicache.core.internal.HiCacheController;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.sim.report.TimelineSegment;
 
 import java.util.ArrayList;

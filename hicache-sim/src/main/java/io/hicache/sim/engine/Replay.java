@@ -2,7 +2,7 @@ package io.hicache.sim.engine;
 
 import io.hicache.core.WritePolicy;
 import io.hicache.core.metrics.Metric;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.HitStats;
 import io.hicache.sim.ProgressListener;

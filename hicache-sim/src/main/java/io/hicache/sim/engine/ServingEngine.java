@@ -1,6 +1,6 @@
 package io.hicache.sim.engine;
 
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.sim.ProgressListener;
 import io.hicache.sim.ServingConfig;
 import io.hicache.sim.SimConfig;

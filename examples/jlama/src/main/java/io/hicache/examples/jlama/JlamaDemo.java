@@ -1,6 +1,6 @@
 package io.hicache.examples.jlama;
 
-import io.hicache.cuda.HostThreadCudaRuntime;
+import io.hicache.cuda.simulated.HostThreadCudaRuntime;
 
 import java.lang.management.ManagementFactory;
 import java.util.Arrays;

@@ -13,7 +13,7 @@ import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaEvent;
-import io.hicache.cuda.HostThreadCudaRuntime;
+import io.hicache.cuda.simulated.HostThreadCudaRuntime;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 

@@ -3,7 +3,7 @@ package io.hicache.examples.jlama;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.hicache.core.metrics.Metric;
-import io.hicache.cuda.HostThreadCudaRuntime;
+import io.hicache.cuda.simulated.HostThreadCudaRuntime;
 import io.hicache.radix.MatchResult;
 
 import java.lang.management.ManagementFactory;
@@ -134,7 +134,7 @@ class JlamaHiCacheTest {
     private static boolean waitsForLayerLoad(Thread t) {
         boolean sync = false;
         for (StackTraceElement e : t.getStackTrace()) {
-            sync |= e.getClassName().equals("io.hicache.cuda.HostThreadCudaRuntime")
+            sync |= e.getClassName().equals("io.hicache.cuda.simulated.HostThreadCudaRuntime")
                 && e.getMethodName().equals("synchronizeEvent");
             if (sync && e.getMethodName().equals("beforeLayer") && e.getClassName().endsWith("JlamaHiCacheEngine$Mirror")) {
                 return true;

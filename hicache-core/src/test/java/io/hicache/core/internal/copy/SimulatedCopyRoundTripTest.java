@@ -1,7 +1,7 @@
 package io.hicache.core.internal.copy;
 
 import io.hicache.cuda.CudaRuntime;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

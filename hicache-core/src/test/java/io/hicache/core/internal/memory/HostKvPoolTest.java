@@ -6,7 +6,7 @@ import io.hicache.core.memory.HostLayout;
 import io.hicache.core.memory.HostMemoryKind;
 import io.hicache.core.memory.InsufficientHostMemoryException;
 import io.hicache.core.memory.KvPageShape;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -6,7 +6,7 @@ import io.hicache.core.internal.AllocationMeter;
 import io.hicache.core.internal.copy.CopyDirection;
 import io.hicache.core.internal.copy.CopyPlan;
 import io.hicache.core.internal.copy.CopyPlanner;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 

@@ -1,4 +1,6 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
+
+import io.hicache.cuda.CudaError;
 
 /**
  * The texts {@code cudaGetErrorName} and {@code cudaGetErrorString} return for the codes {@link CudaError}

@@ -1,6 +1,10 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
 
 import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaStream;
 
 import java.lang.management.ManagementFactory;
 

@@ -1,4 +1,11 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
+
+import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaStream;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -8,6 +15,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+
+import static io.hicache.cuda.simulated.CallChecks.cudaException;
+import static io.hicache.cuda.simulated.CallChecks.hex;
 
 /**
  * A {@link CudaRuntime} for CPU engines and real-thread tests: the "device" is ordinary host memory,
@@ -44,16 +54,13 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
     /** Operations a stream's queue holds before a submitting call blocks. */
     public static final int QUEUE_CAPACITY = 4096;
     private static final long ALIGNMENT = 64;
-    private static final int DEVICE = 0;
-    private static final int HOST = 1;
-    private static final int REGISTERED = 2;
 
     private final ReentrantLock lock = new ReentrantLock();
     /** Progress of every stream: signalled after each operation while a thread waits. */
     private final Condition progressed = lock.newCondition();
     private volatile int progressWaiters;
 
-    private volatile Region[] regions = new Region[0];
+    private final MemoryTable regions = new MemoryTable();
     private volatile Worker[] streams = new Worker[8];
     private volatile Event[] events = new Event[64];
     private long nextStream = 1;
@@ -86,8 +93,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
     public void setDevice(int device) {
         checkOpen("cudaSetDevice");
         if (device != 0) {
-            throw new CudaException(CudaError.INVALID_DEVICE.code(), CudaErrorTexts.name(CudaError.INVALID_DEVICE.code()),
-                CudaErrorTexts.description(CudaError.INVALID_DEVICE.code()), "cudaSetDevice(" + device + ")");
+            throw cudaException(CudaError.INVALID_DEVICE.code(), "cudaSetDevice(" + device + ")");
         }
     }
 
@@ -129,7 +135,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
             checkOpen("cudaStreamDestroy");
             w = worker(stream, "cudaStreamDestroy");
             if (w.handle == 0) {
-                throw new IllegalArgumentException("cudaStreamDestroy: the default stream (handle 0) cannot be destroyed");
+                throw CallChecks.defaultStreamNotDestroyable();
             }
             streams[(int) w.handle] = null;
         } finally {
@@ -233,41 +239,40 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
 
     @Override
     public long deviceMalloc(long bytes) {
-        return allocate(bytes, DEVICE, "cudaMalloc");
+        return allocate(bytes, MemoryRange.DEVICE, "cudaMalloc");
     }
 
     @Override
     public void deviceFree(long devicePtr) {
-        release(devicePtr, DEVICE, "cudaFree");
+        release(devicePtr, MemoryRange.DEVICE, "cudaFree");
     }
 
     @Override
     public long hostAlloc(long bytes, int flags) {
-        return allocate(bytes, HOST, "cudaHostAlloc");
+        return allocate(bytes, MemoryRange.PINNED_HOST, "cudaHostAlloc");
     }
 
     @Override
     public void hostFree(long hostPtr) {
-        release(hostPtr, HOST, "cudaFreeHost");
+        release(hostPtr, MemoryRange.PINNED_HOST, "cudaFreeHost");
     }
 
     @Override
+    @SuppressWarnings("restricted") // reinterpret: the caller vouches for [hostPtr, hostPtr + bytes), as with cudaHostRegister
     public void hostRegister(long hostPtr, long bytes, int flags) {
         lock.lock();
         try {
             checkOpen("cudaHostRegister");
-            if (hostPtr == 0 || bytes <= 0) {
-                throw new IllegalArgumentException("cudaHostRegister(" + hex(hostPtr) + ", " + bytes
-                    + "): need a non-null pointer and bytes > 0");
-            }
-            Region r = find(hostPtr, 1);
-            if (r != null && r.kind == DEVICE) {
+            CallChecks.requireRegisterArgs(hostPtr, bytes);
+            MemoryRange r = regions.containing(hostPtr, 1);
+            if (r != null && r.device()) {
                 throw new IllegalArgumentException("cudaHostRegister(" + hex(hostPtr) + "): a device pointer");
             }
-            if (r != null || overlaps(hostPtr, bytes)) {
+            if (r != null || regions.overlaps(hostPtr, bytes)) {
                 throw cudaException(CudaError.HOST_MEMORY_ALREADY_REGISTERED.code(), "cudaHostRegister(" + hex(hostPtr) + ")");
             }
-            insert(new Region(hostPtr, bytes, REGISTERED, null, MemorySegment.ofAddress(hostPtr).reinterpret(bytes)));
+            regions.insert(new MemoryRange(hostPtr, bytes, MemorySegment.ofAddress(hostPtr).reinterpret(bytes), null,
+                MemoryRange.REGISTERED_HOST));
         } finally {
             lock.unlock();
         }
@@ -278,11 +283,11 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpen("cudaHostUnregister");
-            Region r = find(hostPtr, 1);
-            if (r == null || r.kind != REGISTERED || r.base != hostPtr) {
+            MemoryRange r = regions.startingAt(hostPtr);
+            if (r == null || r.kind != MemoryRange.REGISTERED_HOST) {
                 throw cudaException(CudaError.HOST_MEMORY_NOT_REGISTERED.code(), "cudaHostUnregister(" + hex(hostPtr) + ")");
             }
-            remove(r);
+            regions.remove(r);
         } finally {
             lock.unlock();
         }
@@ -291,8 +296,8 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
     @Override
     public MemorySegment hostMemory(long hostPtr, long bytes) {
         checkOpen("hostMemory");
-        Region r = find(hostPtr, bytes);
-        if (r == null || r.kind == DEVICE) {
+        MemoryRange r = regions.containing(hostPtr, bytes);
+        if (r == null || r.device()) {
             throw new IllegalArgumentException("hostMemory(" + hex(hostPtr) + ", " + bytes
                 + "): range is not inside one live pinned host allocation");
         }
@@ -308,8 +313,8 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
      */
     public MemorySegment deviceMemory(long devicePtr, long bytes) {
         checkOpen("deviceMemory");
-        Region r = find(devicePtr, bytes);
-        if (r == null || r.kind != DEVICE) {
+        MemoryRange r = regions.containing(devicePtr, bytes);
+        if (r == null || !r.device()) {
             throw new IllegalArgumentException("deviceMemory(" + hex(devicePtr) + ", " + bytes
                 + "): range is not inside one live device allocation");
         }
@@ -333,7 +338,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
     /** Every live allocation and registered range, by address: for leak checks and tests. Cold path. */
     public List<Allocation> liveAllocations() {
         List<Allocation> out = new ArrayList<>();
-        for (Region r : regions) {
+        for (MemoryRange r : regions.snapshot()) {
             out.add(new Allocation(r.base, r.bytes, MemoryKind.values()[r.kind]));
         }
         return out;
@@ -361,11 +366,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
     @Override
     public void memcpyBatchAsync(long[] dsts, long[] srcs, long[] sizes, int count, CopyKind kind, CudaStream stream) {
         checkOpen("cudaMemcpyBatchAsync");
-        if (dsts == null || srcs == null || sizes == null || count < 0 || count > dsts.length || count > srcs.length
-            || count > sizes.length) {
-            throw new IllegalArgumentException("cudaMemcpyBatchAsync: count " + count
-                + " must be >= 0 and within the three arrays");
-        }
+        CallChecks.requireBatch(dsts, srcs, sizes, count, "cudaMemcpyBatchAsync");
         Worker w = worker(stream, "cudaMemcpyBatchAsync");
         for (int i = 0; i < count; i++) { // validate all before queueing any
             checkCopy(dsts[i], sizes[i], srcs[i], sizes[i], sizes[i], 1, kind, "cudaMemcpyBatchAsync");
@@ -374,8 +375,8 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
             if (sizes[i] == 0) {
                 continue;
             }
-            Region d = find(dsts[i], sizes[i]);
-            Region s = find(srcs[i], sizes[i]);
+            MemoryRange d = regions.containing(dsts[i], sizes[i]);
+            MemoryRange s = regions.containing(srcs[i], sizes[i]);
             w.submitCopy(d, dsts[i] - d.base, sizes[i], s, srcs[i] - s.base, sizes[i], sizes[i], 1);
         }
     }
@@ -418,12 +419,12 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         }
         lock.lock();
         try {
-            for (Region r : regions) {
+            for (MemoryRange r : regions.snapshot()) {
                 if (r.arena != null) {
                     r.arena.close();
                 }
             }
-            regions = new Region[0];
+            regions.clear();
         } finally {
             lock.unlock();
         }
@@ -441,8 +442,8 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         }
         long dstSpan = dstPitch * (height - 1) + widthBytes;
         long srcSpan = srcPitch * (height - 1) + widthBytes;
-        Region d = find(dst, dstSpan);
-        Region s = find(src, srcSpan);
+        MemoryRange d = regions.containing(dst, dstSpan);
+        MemoryRange s = regions.containing(src, srcSpan);
         w.submitCopy(d, dst - d.base, dstPitch, s, src - s.base, srcPitch, widthBytes, height);
     }
 
@@ -458,37 +459,21 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         if (widthBytes == 0 || height == 0) {
             return;
         }
-        long dstSpan = Math.addExact(Math.multiplyExact(dstPitch, height - 1), widthBytes);
-        long srcSpan = Math.addExact(Math.multiplyExact(srcPitch, height - 1), widthBytes);
-        Region d = find(dst, dstSpan);
-        Region s = find(src, srcSpan);
+        long dstSpan = CallChecks.span(dstPitch, widthBytes, height, call);
+        long srcSpan = CallChecks.span(srcPitch, widthBytes, height, call);
+        MemoryRange d = regions.containing(dst, dstSpan);
         if (d == null) {
-            throw new IllegalArgumentException(call + ": destination [" + hex(dst) + ", +" + dstSpan
-                + ") is not inside one live allocation");
+            throw CallChecks.notInside(call, "destination", dst, dstSpan);
         }
+        MemoryRange s = regions.containing(src, srcSpan);
         if (s == null) {
-            throw new IllegalArgumentException(call + ": source [" + hex(src) + ", +" + srcSpan
-                + ") is not inside one live allocation");
+            throw CallChecks.notInside(call, "source", src, srcSpan);
         }
-        boolean dDev = d.kind == DEVICE;
-        boolean sDev = s.kind == DEVICE;
-        boolean ok = switch (kind) {
-            case HOST_TO_HOST -> !dDev && !sDev;
-            case HOST_TO_DEVICE -> dDev && !sDev;
-            case DEVICE_TO_HOST -> !dDev && sDev;
-            case DEVICE_TO_DEVICE -> dDev && sDev;
-            case DEFAULT -> true;
-        };
-        if (!ok) {
-            throw new IllegalArgumentException(call + ": kind " + kind + " does not match the pointers: destination "
-                + (dDev ? "device" : "host") + ", source " + (sDev ? "device" : "host"));
-        }
+        CallChecks.requireKindMatches(kind, dst, d.device(), src, s.device(), call);
     }
 
     private long allocate(long bytes, int kind, String call) {
-        if (bytes <= 0) {
-            throw new IllegalArgumentException(call + ": bytes must be > 0, was " + bytes);
-        }
+        CallChecks.requirePositiveBytes(bytes, call);
         lock.lock();
         try {
             checkOpen(call);
@@ -500,7 +485,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
                 arena.close();
                 throw cudaException(CudaError.MEMORY_ALLOCATION.code(), call + "(" + bytes + " bytes)");
             }
-            insert(new Region(seg.address(), bytes, kind, arena, seg));
+            regions.insert(new MemoryRange(seg.address(), bytes, seg, arena, kind));
             return seg.address();
         } finally {
             lock.unlock();
@@ -511,55 +496,16 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpen(call);
-            Region r = find(ptr, 1);
-            if (r == null || r.kind != kind || r.base != ptr) {
+            MemoryRange r = regions.startingAt(ptr);
+            if (r == null || r.kind != kind) {
                 throw new IllegalArgumentException(call + "(" + hex(ptr) + "): not the start of a live "
-                    + (kind == DEVICE ? "device" : "host") + " allocation");
+                    + (kind == MemoryRange.DEVICE ? "device" : "host") + " allocation");
             }
-            remove(r);
+            regions.remove(r);
             r.arena.close(); // a copy still queued against it fails when it runs: ILLEGAL_ADDRESS on its stream
         } finally {
             lock.unlock();
         }
-    }
-
-    /** The live region holding [ptr, ptr + bytes), or null. Lock-free and allocation-free (binary search). */
-    private Region find(long ptr, long bytes) {
-        Region[] rs = regions;
-        int lo = 0;
-        int hi = rs.length - 1;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            Region r = rs[mid];
-            if (Long.compareUnsigned(r.base, ptr) > 0) {
-                hi = mid - 1;
-            } else if (Long.compareUnsigned(ptr - r.base, r.bytes) >= 0) {
-                lo = mid + 1;
-            } else {
-                return bytes >= 0 && Long.compareUnsigned(ptr - r.base + bytes, r.bytes) <= 0 ? r : null;
-            }
-        }
-        return null;
-    }
-
-    private boolean overlaps(long ptr, long bytes) {
-        for (Region r : regions) {
-            if (Long.compareUnsigned(r.base, ptr + bytes) < 0 && Long.compareUnsigned(ptr, r.base + r.bytes) < 0) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private void insert(Region r) {
-        Region[] rs = Arrays.copyOf(regions, regions.length + 1);
-        rs[rs.length - 1] = r;
-        Arrays.sort(rs, (a, b) -> Long.compareUnsigned(a.base, b.base));
-        regions = rs;
-    }
-
-    private void remove(Region r) {
-        regions = Arrays.stream(regions).filter(x -> x != r).toArray(Region[]::new);
     }
 
     private Worker worker(CudaStream stream, String call) {
@@ -570,7 +516,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         long h = stream.handle();
         Worker w = h >= 0 && h < s.length ? s[(int) h] : null;
         if (w == null) {
-            throw new IllegalArgumentException(call + ": stream " + hex(h) + " is not live");
+            throw CallChecks.unknownStream(call, h);
         }
         return w;
     }
@@ -583,14 +529,14 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         long h = event.handle();
         Event e = h > 0 && h < es.length ? es[(int) h] : null;
         if (e == null) {
-            throw new IllegalArgumentException(call + ": event " + hex(h) + " is not live");
+            throw CallChecks.unknownEvent(call, h);
         }
         return e;
     }
 
     private void checkOpen(String call) {
         if (closed) {
-            throw new IllegalStateException(call + ": this HostThreadCudaRuntime is closed (no call is valid after close())");
+            throw CallChecks.closed(call, "HostThreadCudaRuntime");
         }
     }
 
@@ -634,18 +580,6 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         }
     }
 
-    private static CudaException cudaException(int code, String call) {
-        return new CudaException(code, CudaErrorTexts.name(code), CudaErrorTexts.description(code), call);
-    }
-
-    private static String hex(long v) {
-        return "0x" + Long.toHexString(v);
-    }
-
-    /** A live allocation or registered range. Immutable. */
-    private record Region(long base, long bytes, int kind, Arena arena, MemorySegment segment) {
-    }
-
     /** An event: records are numbered by the submitting side, completions by the workers. */
     private static final class Event {
         final long handle;
@@ -669,10 +603,10 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
     /** One queued operation; a slot of a worker's ring, reused. */
     private static final class Op {
         int type;
-        Region dst;
+        MemoryRange dst;
         long dstOff;
         long dstPitch;
-        Region src;
+        MemoryRange src;
         long srcOff;
         long srcPitch;
         long width;
@@ -732,7 +666,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
             notEmpty.signal();
         }
 
-        void submitCopy(Region d, long dOff, long dPitch, Region s, long sOff, long sPitch, long width, long height) {
+        void submitCopy(MemoryRange d, long dOff, long dPitch, MemoryRange s, long sOff, long sPitch, long width, long height) {
             qLock.lock();
             try {
                 Op op = claim();

@@ -1,7 +1,13 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaStream;
+import io.hicache.cuda.NativeCudaRuntime;
 
 import java.lang.foreign.MemorySegment;
 

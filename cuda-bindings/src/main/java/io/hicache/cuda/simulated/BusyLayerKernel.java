@@ -1,4 +1,8 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
+
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.CudaStream;
+import io.hicache.cuda.NativeCudaRuntime;
 
 import io.hicache.cuda.ffi.cuda_runtime_api_h;
 import io.hicache.cuda.ffi.dim3;

@@ -1,8 +1,12 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.NativeCudaRuntime;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -1,4 +1,7 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
+
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaRuntimeContract;
 
 /** The {@link CudaRuntimeContract} on host memory and real stream threads (runs in every build). */
 class HostThreadCudaRuntimeConformanceTest extends CudaRuntimeContract {

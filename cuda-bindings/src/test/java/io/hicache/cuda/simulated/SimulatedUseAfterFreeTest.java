@@ -1,6 +1,9 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
 
 import static org.assertj.core.api.Assertions.assertThat;
+
+import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaStream;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -1,8 +1,15 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaException;
+import io.hicache.cuda.CudaRuntime;
+import io.hicache.cuda.CudaStream;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,4 +1,7 @@
-package io.hicache.cuda;
+package io.hicache.cuda.simulated;
+
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.CudaRuntime;
 
 import java.util.Objects;
 
