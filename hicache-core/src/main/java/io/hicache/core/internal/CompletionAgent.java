@@ -33,13 +33,13 @@ public final class CompletionAgent implements Agent {
 
     CompletionAgent(CudaRuntime runtime, SpscArrayQueue<ForwardSlot> sealed, SpscArrayQueue<ForwardSlot> acks,
                     SpscArrayQueue<LoadSet> loadsIssued, SpscArrayQueue<LoadSet> loadAcks,
-                    HiCacheMetrics metrics, AgentErrors errors, LongSupplier clock, int capacity) {
+                    HiCacheMetrics metrics, AgentErrors errors, LongSupplier clock, int capacity, int loadCapacity) {
         this.runtime = runtime;
         this.metrics = metrics;
         this.errors = errors;
         this.clock = clock;
         this.backups = new Fifo<>(sealed, acks, capacity, "a sealed forward");
-        this.loads = new Fifo<>(loadsIssued, loadAcks, capacity, "an issued load");
+        this.loads = new Fifo<>(loadsIssued, loadAcks, loadCapacity, "an issued load");
     }
 
     @Override

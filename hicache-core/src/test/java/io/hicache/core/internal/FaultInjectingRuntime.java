@@ -25,6 +25,7 @@ final class FaultInjectingRuntime implements CudaRuntime {
     private final Map<String, Integer> calls = new HashMap<>();
     private final Map<String, Integer> failAt = new HashMap<>();
     private final Map<String, Boolean> cudaError = new HashMap<>();
+    private final Map<String, java.util.function.Supplier<? extends Throwable>> throwing = new HashMap<>();
     private int allocations;
     private int failAllocationAt;
 
@@ -37,6 +38,25 @@ final class FaultInjectingRuntime implements CudaRuntime {
         calls.put(method, 0);
         failAt.put(method, n);
         cudaError.put(method, false);
+        throwing.remove(method);
+        return this;
+    }
+
+    /**
+     * The {@code n}-th call (1-based, from now) of {@code method} throws what {@code error} makes (a
+     * {@link RuntimeException} or an {@link Error}); with {@code n <= 0} every call from now on does.
+     */
+    synchronized FaultInjectingRuntime failWith(String method, int n, java.util.function.Supplier<? extends Throwable> error) {
+        calls.put(method, 0);
+        failAt.put(method, n);
+        throwing.put(method, error);
+        return this;
+    }
+
+    /** Stops every injected fault of {@code method}. */
+    synchronized FaultInjectingRuntime heal(String method) {
+        failAt.remove(method);
+        throwing.remove(method);
         return this;
     }
 
@@ -59,6 +79,14 @@ final class FaultInjectingRuntime implements CudaRuntime {
         Integer at = failAt.get(method);
         if (at != null) {
             int n = calls.merge(method, 1, Integer::sum);
+            java.util.function.Supplier<? extends Throwable> error = throwing.get(method);
+            if (error != null && (n == at || at <= 0)) {
+                Throwable t = error.get();
+                if (t instanceof Error e) {
+                    throw e;
+                }
+                throw (RuntimeException) t;
+            }
             if (n == at) {
                 throw new IllegalStateException("injected fault in " + method);
             }

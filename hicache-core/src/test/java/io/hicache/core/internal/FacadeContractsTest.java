@@ -1,0 +1,153 @@
+package io.hicache.core.internal;
+
+import io.hicache.core.AbortReason;
+import io.hicache.core.BackupHandle;
+import io.hicache.core.BackupState;
+import io.hicache.core.HiCache;
+import io.hicache.core.ThreadingMode;
+import io.hicache.core.metrics.Metric;
+import io.hicache.radix.MatchResult;
+import io.hicache.radix.RadixNode;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static io.hicache.core.internal.FacadeRig.PAGE;
+import static io.hicache.core.internal.FacadeRig.insert;
+import static io.hicache.core.internal.FacadeRig.reserve;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Contracts of the public facade, driven through {@link HiCache} only on the simulated device: a builder builds any
+ * number of working caches, a failed end of a forward aborts that forward at once and lets later ones commit, and an
+ * agent survives any error that is not a {@link VirtualMachineError} the same way in both threading modes.
+ */
+class FacadeContractsTest {
+
+    /** Before the fix the builder wrote its default rank agreement into itself and both caches shared it. */
+    @Test
+    void oneBuilderBuildsTwoCachesThatBothWork() {
+        try (FacadeRig rig = new FacadeRig()) {
+            HiCache.Builder builder = rig.builder();
+            try (HiCache first = builder.build(); HiCache second = builder.build()) {
+                for (HiCache cache : List.of(first, second)) {
+                    FacadeRig.Pages pool = new FacadeRig.Pages();
+                    BackupHandle b = reserve(cache, insert(cache, pool, 100, 2), false);
+                    rig.forward(cache, List.of(b));
+                    assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> b.state().terminal(), 1_000)).isTrue();
+                    assertThat(b.state()).isEqualTo(BackupState.COMMITTED);
+                    assertThat(FacadeRig.hostHitTokens(cache, pool, 100, 2)).isEqualTo(2 * PAGE);
+                }
+            }
+        }
+    }
+
+    /**
+     * Every call that acts throws naming "closed" after close (before the fix {@code declareHooksUnavailable} did
+     * not throw and {@code doAgentWork} in DEDICATED mode named the threading mode).
+     */
+    @ParameterizedTest
+    @EnumSource(ThreadingMode.class)
+    void afterCloseEveryCallThatActsThrowsNamingClosed(ThreadingMode mode) {
+        try (FacadeRig rig = new FacadeRig()) {
+            HiCache cache = rig.builder().draftLayout(rig.draft).threadingMode(mode).build();
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            RadixNode node = insert(cache, pool, 100, 3);
+            BackupHandle backup = reserve(cache, node, false);
+            int[] tokens = FacadeRig.tokens(100, 3);
+            MatchResult match = cache.match(tokens, 0, tokens.length, new MatchResult());
+            cache.close();
+
+            assertThat(cache.isClosed()).isTrue();
+            List<Runnable> calls = List.of(
+                () -> cache.declareHooksUnavailable("a CUDA graph"),
+                cache::doAgentWork,
+                cache::poll,
+                cache::lastInsertNode,
+                () -> cache.unlock(node),
+                () -> cache.abort(backup, AbortReason.ENGINE),
+                () -> cache.loadBack(match, 1, 1 << 20, pool),
+                () -> cache.joinLoad(match),
+                cache::loadsInFlight,
+                () -> cache.waitDraftLayer(-1, 0),
+                () -> cache.tree().root(),
+                () -> cache.hostPool().layout());
+            for (Runnable call : calls) {
+                assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+            }
+        }
+    }
+
+    /** {@code isClosed()} is for any thread: a thread spinning on it sees close (before the fix it read a plain field). */
+    @Test
+    void aThreadSpinningOnIsClosedSeesClose() throws InterruptedException {
+        try (FacadeRig rig = new FacadeRig()) {
+            HiCache cache = rig.builder().build();
+            CountDownLatch spinning = new CountDownLatch(1);
+            CountDownLatch sawClose = new CountDownLatch(1);
+            Thread spinner = new Thread(() -> {
+                spinning.countDown();
+                while (!cache.isClosed()) {
+                    // spin: a plain read may be hoisted out of this loop
+                }
+                sawClose.countDown();
+            }, "isClosed-spinner");
+            spinner.setDaemon(true);
+            spinner.start();
+            assertThat(spinning.await(10, TimeUnit.SECONDS)).isTrue();
+            Thread.sleep(300); // not synchronisation: gives the JIT time to compile the spinning loop
+            cache.close();
+            assertThat(sawClose.await(10, TimeUnit.SECONDS)).as("the spinning thread saw close").isTrue();
+            spinner.join(10_000);
+        }
+    }
+
+    /**
+     * The number of load batches that may be unacknowledged is the builder's {@code loadBatchesInFlight} (before
+     * the fix a hidden constant of 3): with 4, four batches start without a poll and the fifth is refused, naming
+     * the setting; once acknowledged, loading goes on.
+     */
+    @Test
+    void loadBatchesInFlightIsABuilderSetting() {
+        int batches = 4;
+        try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().loadBatchesInFlight(batches).build()) {
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            for (int i = 0; i <= batches; i++) {
+                BackupHandle b = reserve(cache, insert(cache, pool, 1_000 * (i + 1), 3), false);
+                rig.forward(cache, List.of(b));
+                assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> b.state().terminal(), 1_000)).isTrue();
+                assertThat(b.state()).isEqualTo(BackupState.COMMITTED);
+            }
+            cache.evictDevice(FacadeRig.DEVICE_PAGES, pool);
+            for (int i = 0; i <= batches; i++) {
+                int[] tokens = FacadeRig.tokens(1_000 * (i + 1), 3);
+                MatchResult m = cache.match(tokens, 0, tokens.length, new MatchResult());
+                assertThat(cache.loadBack(m, i, 1 << 20, pool)).isNotNull();
+                if (i < batches) {
+                    assertThat(cache.startLoading()).isNotNegative();
+                } else {
+                    assertThatThrownBy(cache::startLoading).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("loadBatchesInFlight");
+                }
+            }
+            assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER,
+                () -> cache.metrics().get(Metric.LOADS_COMPLETED) == batches, 1_000)).isTrue();
+            assertThat(cache.startLoading()).isNotNegative();
+            assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> cache.loadsInFlight() == 0, 1_000)).isTrue();
+            assertThat(cache.metrics().get(Metric.LOADS_FAILED)).isZero();
+        }
+    }
+
+    @Test
+    void loadBatchesInFlightOutsideItsRangeIsRefusedNamingIt() {
+        try (FacadeRig rig = new FacadeRig()) {
+            assertThatThrownBy(() -> rig.builder().loadBatchesInFlight(0).build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("loadBatchesInFlight");
+        }
+    }
+}
