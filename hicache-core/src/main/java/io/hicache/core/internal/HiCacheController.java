@@ -130,6 +130,9 @@ public final class HiCacheController implements AutoCloseable {
     private final SubmitterAgent submitter;
     private final CompletionAgent completion;
     private final AgentRunner submitterRunner;
+    /** The agents as both threading modes step them: one error path (see {@link GuardedAgent}). */
+    private final GuardedAgent guardedSubmitter;
+    private final GuardedAgent guardedCompletion;
     private final AgentRunner completionRunner;
 
     // scheduler-owned state
@@ -280,13 +283,18 @@ public final class HiCacheController implements AutoCloseable {
                 b.loadAgreement(), rank, clock, metrics, agentErrors, b.loadListener(), b.loadThresholdTokens(), targetLayers,
                 draftLayers, loadsIssued, loadAcks, loaderEvents, b.loadOverlap() == io.hicache.core.LoadOverlap.SAME_FORWARD,
                 b.loadBatchesInFlight());
+            GuardedAgent guardedSub = new GuardedAgent(sub, agentErrors);
+            GuardedAgent guardedComp = new GuardedAgent(comp, agentErrors);
             if (b.threadingMode() == ThreadingMode.DEDICATED) {
-                ErrorHandler errors = t -> agentErrors.record("agent runner", "a duty cycle", t);
-                startedSubmitter = new AgentRunner(b.idleStrategySupplier().get(), errors, null, sub);
+                // reached only by a fatal VirtualMachineError, which GuardedAgent recorded before rethrowing it
+                ErrorHandler errors = t -> LOG.error("HiCache agent thread stops after a fatal error", t);
+                startedSubmitter = new AgentRunner(b.idleStrategySupplier().get(), errors, null, guardedSub);
                 AgentRunner.startOnThread(startedSubmitter);
-                startedCompletion = new AgentRunner(b.idleStrategySupplier().get(), errors, null, comp);
+                startedCompletion = new AgentRunner(b.idleStrategySupplier().get(), errors, null, guardedComp);
                 AgentRunner.startOnThread(startedCompletion);
             }
+            this.guardedSubmitter = guardedSub;
+            this.guardedCompletion = guardedComp;
             this.slotPool = pool0;
             this.ring = hookRing;
             this.commands = cmds;
@@ -487,7 +495,9 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     /**
-     * Runs one duty cycle of the submitter, then of the completion agent ({@link ThreadingMode#INVOKER} only).
+     * Runs one duty cycle of the submitter, then of the completion agent ({@link ThreadingMode#INVOKER} only). Errors
+     * take the same path as on the agents' own threads ({@link GuardedAgent}): recorded and counted in {@link
+     * Metric#AGENT_ERRORS}, and the agents go on; only a fatal {@link VirtualMachineError} is rethrown.
      *
      * @return work done
      */
@@ -498,13 +508,7 @@ public final class HiCacheController implements AutoCloseable {
         if (submitterRunner != null) {
             throw new IllegalStateException("doAgentWork in DEDICATED threading mode: the agents run on their own threads");
         }
-        try {
-            return submitter.doWork() + completion.doWork();
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
+        return guardedSubmitter.doWork() + guardedCompletion.doWork();
     }
 
     // ------------------------------------------------------------------ reserve

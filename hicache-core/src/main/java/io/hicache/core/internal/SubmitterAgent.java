@@ -185,6 +185,16 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
     }
 
     private void onEnd(ForwardSlot slot) {
+        if (slot.endError != 0) {
+            // endForward could not record the end event: nothing may wait on it, and the forward fails at once with
+            // that error (its final event still waits for the copies already queued)
+            if (slot.submitError == 0) {
+                slot.submitError = slot.endError;
+                slot.submitErrorCall = "cudaEventRecord at endForward";
+            }
+            seal(slot);
+            return;
+        }
         if (slot.allLayers) {
             copyAllLayers(slot);
         } else if (slot.overflowGeneration == slot.subGeneration) {
@@ -336,9 +346,7 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
 
     /** An unexpected exception while handling a forward: it is aborted (sealed now unless already), the agent goes on. */
     private void onError(ForwardSlot slot, String what, Throwable e) {
-        if (e instanceof VirtualMachineError vme && !(e instanceof StackOverflowError)) {
-            throw vme;
-        }
+        GuardedAgent.rethrowIfFatal(e);
         errors.record(roleName(), what, e);
         if (!slot.subDone) {
             slot.agentError = true;

@@ -3,9 +3,12 @@ package io.hicache.core.internal;
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupState;
+import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.metrics.Metric;
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.CudaException;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import org.junit.jupiter.api.Test;
@@ -44,6 +47,102 @@ class FacadeContractsTest {
                     assertThat(FacadeRig.hostHitTokens(cache, pool, 100, 2)).isEqualTo(2 * PAGE);
                 }
             }
+        }
+    }
+
+    /**
+     * endForward's event record fails: before the fix the END was never sent, so the forward stayed COPYING until
+     * its lease and (commits being agreed in order) every later backup waited behind it, for ever without a lease.
+     */
+    @ParameterizedTest
+    @EnumSource(value = CudaError.class, names = {"INVALID_VALUE", "UNKNOWN"})
+    void aFailedEndOfForwardAbortsThatForwardAtOnceAndLaterOnesCommit(CudaError error) {
+        try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().leaseNs(0).build()) {
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            BackupHandle failing = reserve(cache, insert(cache, pool, 100, 2), false);
+            BackupHandle later = reserve(cache, insert(cache, pool, 200, 2), false);
+            ForwardHooks hooks = cache.beginForward(List.of(failing));
+            for (int l = 0; l < cache.targetLayers(); l++) {
+                hooks.targetLayerStored(l);
+            }
+            int code = error.code();
+            rig.fault.failWith("recordEvent", 1, () -> new CudaException(code, rig.gpu.errorName(code),
+                rig.gpu.errorString(code), "cudaEventRecord (injected)"));
+            assertThatThrownBy(hooks::endForward).isInstanceOf(CudaException.class);
+            rig.fault.heal("recordEvent");
+            rig.forward(cache, List.of(later));
+
+            assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> later.state().terminal(), 1_000)).isTrue();
+            assertThat(failing.state()).isEqualTo(BackupState.ABORTED);
+            assertThat(failing.abortReason()).isEqualTo(AbortReason.CUDA_ERROR);
+            assertThat(later.state()).isEqualTo(BackupState.COMMITTED);
+            assertThat(cache.stickyError()).isNull();
+        }
+    }
+
+    /** A non-CUDA throwable from the end's record aborts the forward the same way. */
+    @Test
+    void anUnexpectedThrowableFromTheEndRecordAbortsThatForwardToo() {
+        try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().leaseNs(0).build()) {
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            BackupHandle failing = reserve(cache, insert(cache, pool, 100, 2), false);
+            BackupHandle later = reserve(cache, insert(cache, pool, 200, 2), false);
+            ForwardHooks hooks = cache.beginForward(List.of(failing));
+            for (int l = 0; l < cache.targetLayers(); l++) {
+                hooks.targetLayerStored(l);
+            }
+            rig.fault.failWith("recordEvent", 1, () -> new IllegalStateException("injected"));
+            assertThatThrownBy(hooks::endForward).isInstanceOf(IllegalStateException.class).hasMessage("injected");
+            rig.fault.heal("recordEvent");
+            rig.forward(cache, List.of(later));
+
+            assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> later.state().terminal(), 1_000)).isTrue();
+            assertThat(failing.abortReason()).isEqualTo(AbortReason.CUDA_ERROR);
+            assertThat(later.state()).isEqualTo(BackupState.COMMITTED);
+        }
+    }
+
+    /**
+     * An {@link AssertionError} from {@code queryEventStatus}: before the fix it killed the DEDICATED completion
+     * agent's thread for good (later forwards stayed in flight for ever) and escaped {@code doAgentWork()} uncounted
+     * in INVOKER mode. Now both modes count it, abort the forward it touched and go on.
+     */
+    @ParameterizedTest
+    @EnumSource(ThreadingMode.class)
+    void anErrorInTheCompletionAgentIsCountedAndTheAgentGoesOnInBothModes(ThreadingMode mode) {
+        try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().threadingMode(mode).build()) {
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            rig.fault.failWith("queryEventStatus", 1, () -> new AssertionError("injected"));
+            BackupHandle first = reserve(cache, insert(cache, pool, 100, 2), false);
+            rig.forward(cache, List.of(first));
+            assertThat(rig.pollUntil(cache, mode, () -> first.state().terminal(), 1_000_000)).isTrue();
+            assertThat(first.abortReason()).isEqualTo(AbortReason.AGENT_ERROR);
+            assertThat(cache.metrics().get(Metric.AGENT_ERRORS)).isEqualTo(1);
+
+            BackupHandle second = reserve(cache, insert(cache, pool, 200, 2), false);
+            rig.forward(cache, List.of(second));
+            assertThat(rig.pollUntil(cache, mode, () -> second.state().terminal(), 1_000_000)).isTrue();
+            assertThat(second.state()).isEqualTo(BackupState.COMMITTED);
+        }
+    }
+
+    /** The same for the submitter: an Error while it copies a layer is counted and the next forward commits. */
+    @ParameterizedTest
+    @EnumSource(ThreadingMode.class)
+    void anErrorInTheSubmitterIsCountedAndTheAgentGoesOnInBothModes(ThreadingMode mode) {
+        try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().threadingMode(mode).build()) {
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            rig.fault.failWith("streamWaitEvent", 1, () -> new AssertionError("injected"));
+            BackupHandle first = reserve(cache, insert(cache, pool, 100, 2), false);
+            rig.forward(cache, List.of(first));
+            assertThat(rig.pollUntil(cache, mode, () -> first.state().terminal(), 1_000_000)).isTrue();
+            assertThat(first.abortReason()).isEqualTo(AbortReason.AGENT_ERROR);
+            assertThat(cache.metrics().get(Metric.AGENT_ERRORS)).isEqualTo(1);
+
+            BackupHandle second = reserve(cache, insert(cache, pool, 200, 2), false);
+            rig.forward(cache, List.of(second));
+            assertThat(rig.pollUntil(cache, mode, () -> second.state().terminal(), 1_000_000)).isTrue();
+            assertThat(second.state()).isEqualTo(BackupState.COMMITTED);
         }
     }
 
