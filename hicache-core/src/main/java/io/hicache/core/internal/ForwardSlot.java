@@ -70,7 +70,10 @@ final class ForwardSlot extends Tracked {
     // ---- forward-thread-written, read by the submitter after END (ring) or endPendingGeneration
     boolean hookMissingTarget;
     boolean hookMissingDraft;
-    /** The error of the end event's record at {@code endForward} (a CUDA code, or cudaErrorUnknown), or 0. */
+    /**
+     * The error of the end event's record (a CUDA code, or cudaErrorUnknown), or 0: written at {@code endForward},
+     * or by the scheduler before it queues a write-back's command.
+     */
     int endError;
 
     // ---- completion-written: when the end event (recorded on the compute stream at endForward, or by the
@@ -113,6 +116,7 @@ final class ForwardSlot extends Tracked {
         allLayers = false;
         hasDraft = false;
         command = CMD_NONE;
+        endError = 0;
         acked = false;
         writeBack = false;
     }

@@ -745,6 +745,11 @@ public final class HiCacheController implements AutoCloseable {
         issueWriteBacks();
         agree();
         int loads = loader.poll();
+        if (stickyError == null && loader.stickyStatus() != 0) {
+            int status = loader.stickyStatus(); // a load met a sticky error: the context is dead for backups too
+            stickyError = new CudaException(status, runtime.errorName(status), runtime.errorString(status), "load copies");
+            stopAfterStickyError();
+        }
         if (tier != null && stickyError == null) {
             tier.poll();
         }
@@ -1115,7 +1120,16 @@ public final class HiCacheController implements AutoCloseable {
             }
         }
         writeBacksWaiting.clear();
-        runtime.recordEvent(slot.endEvent, computeStream);
+        try {
+            runtime.recordEvent(slot.endEvent, computeStream);
+            slot.endError = 0;
+        } catch (RuntimeException e) {
+            // a dead context (or a failing runtime) must not throw out of poll or evictDevice: the write-back fails
+            // like a copy (the submitter seals it without copying, its backups abort with CUDA_ERROR) and a sticky
+            // error stops the controller through the ack, as on every other path
+            slot.endError = e instanceof CudaException ce && ce.code() != 0 ? ce.code() : CudaError.UNKNOWN.code();
+            LOG.warn("HiCache write-back could not record its start event; its backups are aborted", e);
+        }
         slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
         countFallback(FallbackReason.WRITE_BACK);
         if (!commands.offer(slot)) {

@@ -57,6 +57,8 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     private final SpscArrayQueue<LoadSet> issued;
     private final SpscArrayQueue<LoadSet> acks;
     private int nextSet;
+    /** The first sticky CUDA error a load's ack reported (the controller stops on it), or 0. */
+    private int stickyStatus;
     private long generation;
 
     private LoadOp[] queued = new LoadOp[8];
@@ -143,6 +145,11 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
 
     LoadSet[] sets() {
         return sets;
+    }
+
+    /** The first sticky CUDA error a load met, or 0. Scheduler thread. */
+    int stickyStatus() {
+        return stickyStatus;
     }
 
     int inFlight() {
@@ -374,6 +381,9 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
                 LoadOp op = s.ops[i];
                 s.ops[i] = null;
                 boolean ok = s.status == 0 && !s.agentError;
+                if (s.status != 0 && stickyStatus == 0 && io.hicache.cuda.CudaError.of(s.status).sticky()) {
+                    stickyStatus = s.status;
+                }
                 op.local = ok ? LoadOp.Local.OK : LoadOp.Local.FAILED;
                 if (ok) {
                     metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);

@@ -160,7 +160,7 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
             if (cmd == ForwardSlot.CMD_CANCEL) {
                 slot.cancelled = true;
                 seal(slot);
-            } else if (cmd == ForwardSlot.CMD_COPY_ALL_NOW) {
+            } else if (cmd == ForwardSlot.CMD_COPY_ALL_NOW && !sealedAfterFailedEnd(slot)) {
                 copyAllLayers(slot);
                 seal(slot);
             }
@@ -184,15 +184,24 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
         }
     }
 
+    /**
+     * True (and the forward sealed as failed) when its end event could not be recorded: nothing may wait on it, and
+     * the forward fails at once with that error (its final event still waits for the copies already queued).
+     */
+    private boolean sealedAfterFailedEnd(ForwardSlot slot) {
+        if (slot.endError == 0) {
+            return false;
+        }
+        if (slot.submitError == 0) {
+            slot.submitError = slot.endError;
+            slot.submitErrorCall = "cudaEventRecord of the forward's end";
+        }
+        seal(slot);
+        return true;
+    }
+
     private void onEnd(ForwardSlot slot) {
-        if (slot.endError != 0) {
-            // endForward could not record the end event: nothing may wait on it, and the forward fails at once with
-            // that error (its final event still waits for the copies already queued)
-            if (slot.submitError == 0) {
-                slot.submitError = slot.endError;
-                slot.submitErrorCall = "cudaEventRecord at endForward";
-            }
-            seal(slot);
+        if (sealedAfterFailedEnd(slot)) {
             return;
         }
         if (slot.allLayers) {

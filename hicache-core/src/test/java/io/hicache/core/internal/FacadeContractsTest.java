@@ -6,6 +6,7 @@ import io.hicache.core.BackupState;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
+import io.hicache.core.WritePolicy;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaError;
 import io.hicache.cuda.CudaException;
@@ -247,6 +248,77 @@ class FacadeContractsTest {
         try (FacadeRig rig = new FacadeRig()) {
             assertThatThrownBy(() -> rig.builder().loadBatchesInFlight(0).build())
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("loadBatchesInFlight");
+        }
+    }
+
+    /**
+     * Lease DST seed 5,004,115, on the facade: a sticky error before a waiting write-back is issued. Before the fix
+     * {@code poll()} -> {@code issueWriteBacks} -> {@code recordEvent} threw the sticky CudaException to the engine;
+     * now the write-back fails like a copy would and the cache stops the way it does on the other paths.
+     */
+    @Test
+    void aStickyErrorWhenPollIssuesAWriteBackStopsTheCacheInsteadOfThrowing() {
+        try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().writePolicy(WritePolicy.WRITE_BACK)
+            .maxForwardsInFlight(1).build()) {
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            RadixNode evicted = insert(cache, pool, 100, 2);
+            BackupHandle running = cache.reserve(insert(cache, pool, 200, 2), false);
+            ForwardHooks hooks = cache.beginForward(List.of(running)); // takes the only forward slot
+            assertThat(cache.evictDevice(2, pool)).isZero(); // reserves the write-back; no slot to issue it
+            assertThat(cache.backupsInFlight()).isEqualTo(2);
+            for (int l = 0; l < cache.targetLayers(); l++) {
+                hooks.targetLayerStored(l);
+            }
+            hooks.endForward();
+            for (int i = 0; i < 100; i++) {
+                cache.doAgentWork();
+                rig.gpu.advanceToNextEvent();
+            }
+            rig.gpu.injectStickyError(CudaError.ILLEGAL_ADDRESS);
+
+            assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> cache.backupsInFlight() == 0, 1_000)).isTrue();
+            assertThat(cache.stickyError()).isNotNull();
+            assertThat(cache.stickyError().code()).isEqualTo(CudaError.ILLEGAL_ADDRESS.code());
+            assertThat(running.state()).isEqualTo(BackupState.COMMITTED);
+            assertThat(evicted.isBackedUp()).isFalse();
+            assertThat(cache.metrics().get(Metric.BACKUPS_ABORTED)).isEqualTo(1);
+            assertThatThrownBy(() -> cache.reserve(evicted, false)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("sticky");
+        }
+    }
+
+    /** The same from {@code evictDevice}, which issues a write-back at once when a slot is free. */
+    @Test
+    void aStickyErrorWhenEvictDeviceIssuesAWriteBackStopsTheCacheInsteadOfThrowing() {
+        try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().writePolicy(WritePolicy.WRITE_BACK).build()) {
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            insert(cache, pool, 100, 2);
+            rig.gpu.injectStickyError(CudaError.ILLEGAL_ADDRESS);
+            assertThat(cache.evictDevice(2, pool)).isZero();
+            assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> cache.backupsInFlight() == 0, 1_000)).isTrue();
+            assertThat(cache.stickyError()).isNotNull();
+            assertThat(cache.metrics().get(Metric.BACKUPS_ABORTED)).isEqualTo(1);
+        }
+    }
+
+    /** A sticky error met only by a load stops the cache too (before the fix the load failed and the cache went on). */
+    @Test
+    void aStickyErrorMetByALoadStopsTheCache() {
+        try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().build()) {
+            FacadeRig.Pages pool = new FacadeRig.Pages();
+            BackupHandle b = reserve(cache, insert(cache, pool, 100, 3), false);
+            rig.forward(cache, List.of(b));
+            assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> b.state().terminal(), 1_000)).isTrue();
+            cache.evictDevice(3, pool);
+            int[] tokens = FacadeRig.tokens(100, 3);
+            MatchResult m = cache.match(tokens, 0, tokens.length, new MatchResult());
+            assertThat(cache.loadBack(m, 1, 1 << 20, pool)).isNotNull();
+            rig.gpu.injectStickyError(CudaError.ILLEGAL_ADDRESS);
+            cache.startLoading();
+            assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> cache.stickyError() != null, 1_000)).isTrue();
+            assertThat(cache.metrics().get(Metric.LOADS_FAILED)).isEqualTo(1);
+            assertThatThrownBy(() -> cache.loadBack(m, 2, 1 << 20, pool)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("sticky");
         }
     }
 }

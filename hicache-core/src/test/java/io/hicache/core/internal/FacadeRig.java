@@ -121,8 +121,10 @@ final class FacadeRig implements AutoCloseable {
 
     @Override
     public void close() {
-        gpu.deviceFree(targetBase);
-        gpu.deviceFree(draftBase);
+        if (gpu.stickyErrorCode() == 0) { // a poisoned context frees nothing
+            gpu.deviceFree(targetBase);
+            gpu.deviceFree(draftBase);
+        }
         gpu.close();
     }
 
