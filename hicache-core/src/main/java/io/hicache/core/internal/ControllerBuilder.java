@@ -15,8 +15,8 @@ public final class ControllerBuilder extends HiCache.Settings<ControllerBuilder>
     }
 
     /**
-     * Entries of the hook ring (a power of two; default: twice what every slot's forward can publish, so it
-     * fills only when the submitter falls behind). Package-private: tests shrink it to reach the ring-full
+     * Entries of each slot's hook lane (a power of two; default: twice what a forward can publish, so it fills
+     * only when the submitter falls behind). Package-private: tests shrink it to reach the ring-full
      * fallback.
      */
     ControllerBuilder hookRingCapacity(int entries) {

@@ -26,7 +26,7 @@ import java.util.function.Supplier;
  * build again (each build gets, for instance, its own default rank agreement). Immutable; any thread.
  *
  * @param hitThreshold the resolved hit threshold (the policy's default when none was set)
- * @param hookRingCapacity entries of the hook ring, or 0 for the default ({@link HookRing#capacityFor})
+ * @param hookRingCapacity entries of each slot's hook lane, or 0 for the default ({@link HookRing#capacityFor})
  * @param loadBatchesInFlight load batches that may be unacknowledged at once
  * @param hostMemoryKind where host memory comes from, or null for the pool's default
  */

@@ -28,9 +28,10 @@ import java.util.function.LongSupplier;
  * ended and was acknowledged: do not keep a handle after {@code endForward} (an invalidated handle is never
  * handed out again).
  *
- * <p><b>Thread:</b> one forward thread at a time, and hooks of the handles of one controller never run
- * concurrently (they share the single-producer hook ring). Hooks never block, never touch the radix tree and
- * allocate nothing; with the hook ring full (the submitter fell behind) the forward's remaining layers are
+ * <p><b>Thread:</b> one forward thread at a time per handle. Handles of one controller may run their hooks on
+ * different threads at once: each publishes into its own slot's lane of the hook ring, so a hook stalled in its event
+ * record when its lease was revoked, which still publishes, cannot disturb the next forward. Hooks never block, never touch the radix tree and
+ * allocate nothing; with the slot's hook lane full (the submitter fell behind) the forward's remaining layers are
  * copied after its end, counted as {@code FallbackReason.HOOK_RING_FULL}. <b>Failures:</b> a layer out of range
  * throws {@link IllegalArgumentException}; a hook after {@code endForward}, a repeated hook, or a draft hook when
  * no draft layout is configured throws {@link IllegalStateException}; in each case nothing is recorded or

@@ -78,7 +78,7 @@ import java.util.function.LongSupplier;
  * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
  * ({@link SlotPool}). A lease expiry revokes the handle (a volatile generation number on the slot): its next hook
  * throws and lets go. Scheduler → forward thread: the engine's hand-off of the handle; forward thread →
- * submitter: the hook ring (release/acquire); submitter → completion → scheduler: SPSC queues; the few flags
+ * submitter: the hook ring (a single-producer lane per slot, release/acquire); submitter → completion → scheduler: SPSC queues; the few flags
  * written and read concurrently are volatile generation numbers ({@link ForwardSlot}).
  */
 public final class HiCacheController implements AutoCloseable {
@@ -259,8 +259,8 @@ public final class HiCacheController implements AutoCloseable {
                 }
                 slots[i] = new ForwardSlot(i, te, de, end, fin, copied);
             }
-            HookRing hookRing = new HookRing(b.hookRingCapacity() > 0 ? b.hookRingCapacity()
-                : HookRing.capacityFor(slotCount, targetLayers + draftLayers + 1));
+            HookRing hookRing = new HookRing(slotCount, b.hookRingCapacity() > 0 ? b.hookRingCapacity()
+                : HookRing.capacityFor(targetLayers + draftLayers + 1));
             LongSupplier clk = clock;
             int tl = targetLayers;
             int dl = draftLayers;

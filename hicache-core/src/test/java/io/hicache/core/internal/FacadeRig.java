@@ -37,7 +37,12 @@ final class FacadeRig implements AutoCloseable {
     private final long draftBase;
 
     FacadeRig() {
-        DeviceKvLayout.Builder tb = layout(LAYERS);
+        this(LAYERS);
+    }
+
+    /** A rig whose target KV has {@code layers} layers. */
+    FacadeRig(int layers) {
+        DeviceKvLayout.Builder tb = layout(layers);
         DeviceKvLayout.Builder db = layout(DRAFT_LAYERS);
         targetBase = gpu.deviceMalloc(tb.packedBytes());
         draftBase = gpu.deviceMalloc(db.packedBytes());

@@ -26,6 +26,9 @@ final class FaultInjectingRuntime implements CudaRuntime {
     private final Map<String, Integer> failAt = new HashMap<>();
     private final Map<String, Boolean> cudaError = new HashMap<>();
     private final Map<String, java.util.function.Supplier<? extends Throwable>> throwing = new HashMap<>();
+    private final java.util.Set<Thread> stalling = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private volatile java.util.concurrent.CountDownLatch stallArrived;
+    private volatile java.util.concurrent.CountDownLatch stallRelease;
     private int allocations;
     private int failAllocationAt;
 
@@ -51,6 +54,17 @@ final class FaultInjectingRuntime implements CudaRuntime {
         failAt.put(method, n);
         throwing.put(method, error);
         return this;
+    }
+
+    /**
+     * The next {@code recordEvent} of {@code thread} records and then stalls inside the call (as a thread preempted
+     * in {@code cudaEventRecord}): it counts {@code arrived} down and returns only once {@code release} opens.
+     */
+    void stallNextRecordOf(Thread thread, java.util.concurrent.CountDownLatch arrived,
+                           java.util.concurrent.CountDownLatch release) {
+        stallArrived = arrived;
+        stallRelease = release;
+        stalling.add(thread);
     }
 
     /** Stops every injected fault of {@code method}. */
@@ -127,6 +141,14 @@ final class FaultInjectingRuntime implements CudaRuntime {
     public void recordEvent(CudaEvent event, CudaStream stream) {
         check("recordEvent");
         delegate.recordEvent(event, stream);
+        if (!stalling.isEmpty() && stalling.remove(Thread.currentThread())) {
+            stallArrived.countDown();
+            try {
+                stallRelease.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     @Override
