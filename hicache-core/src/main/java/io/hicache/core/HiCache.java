@@ -385,7 +385,11 @@ public final class HiCache implements AutoCloseable {
 
     /**
      * Runs one duty cycle of the submitter and then of the completion agent. {@link ThreadingMode#INVOKER}
-     * only; the thread that steps them must be the only one doing so.
+     * only; the thread that steps them must be the only one doing so. An error in an agent takes the same path as on
+     * the agents' own threads in {@link ThreadingMode#DEDICATED} mode: the forward or load it was handling is aborted
+     * ({@link AbortReason#AGENT_ERROR}), the error is counted in {@link io.hicache.core.metrics.Metric#AGENT_ERRORS}
+     * and logged once per distinct error, and the agents go on; only a fatal {@link VirtualMachineError} (stack
+     * overflow excepted) is rethrown.
      *
      * @return work done (0 when idle)
      * @throws IllegalStateException if the cache is closed (checked first), or in {@link ThreadingMode#DEDICATED} mode
