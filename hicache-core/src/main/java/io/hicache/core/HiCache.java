@@ -205,6 +205,7 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalStateException if the cache is closed
      */
     public void declareHooksUnavailable(String reason) {
+        checkOpen();
         controller.declareHooksUnavailable(reason);
     }
 
@@ -219,6 +220,7 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalStateException if the cache is closed
      */
     public int poll() {
+        checkOpen();
         return controller.poll();
     }
 
@@ -395,6 +397,7 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalStateException if the cache is closed (checked first), or in {@link ThreadingMode#DEDICATED} mode
      */
     public int doAgentWork() {
+        checkOpen();
         return controller.doAgentWork();
     }
 
