@@ -671,6 +671,10 @@ public final class HiCache implements AutoCloseable {
         private boolean batchedCopies = true;
         private boolean checkThread = true;
 
+        static {
+            io.hicache.core.internal.FacadeAccess.registerConcluder(Settings::conclude);
+        }
+
         /** Only the cache's own builders extend this class (it is sealed). */
         protected Settings() {
         }
@@ -872,11 +876,11 @@ public final class HiCache implements AutoCloseable {
 
         /**
          * Validates the settings and resolves their defaults into an immutable configuration, leaving this builder
-         * as it was. For the cache's own builders.
+         * as it was (Aeron's {@code Context.conclude()} is the model).
          *
          * @throws IllegalArgumentException naming the bad setting
          */
-        protected final io.hicache.core.internal.ControllerConfig conclude() {
+        final io.hicache.core.internal.ControllerConfig conclude() {
             if (runtime == null) {
                 throw new IllegalArgumentException("runtime is required");
             }

@@ -31,7 +31,7 @@ public final class ControllerBuilder extends HiCache.Settings<ControllerBuilder>
      * @throws io.hicache.cuda.CudaException if the runtime fails
      */
     public HiCacheController build() {
-        ControllerConfig config = conclude();
+        ControllerConfig config = FacadeAccess.conclude(this);
         return HiCacheController.create(hookRingCapacity == 0 ? config : config.withHookRingCapacity(hookRingCapacity));
     }
 }

@@ -21,8 +21,8 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
- * The settings of one {@link HiCacheController}, validated and with every default resolved: made by {@code
- * HiCache.Settings#conclude()} when a builder builds, so the builder itself keeps only what the caller set and can
+ * The settings of one {@link HiCacheController}, validated and with every default resolved: concluded from a {@link
+ * io.hicache.core.HiCache.Settings} when a builder builds, so the builder itself keeps only what the caller set and can
  * build again (each build gets, for instance, its own default rank agreement). Immutable; any thread.
  *
  * @param hitThreshold the resolved hit threshold (the policy's default when none was set)
