@@ -305,6 +305,8 @@ public final class HiCache implements AutoCloseable {
      *
      * @throws IllegalArgumentException if {@code layer} is outside {@code [0, targetLayers())}
      * @throws IllegalStateException if the cache is closed
+     * @throws CudaException if the runtime refuses the wait (a dead context: the load then fails and, for a sticky
+     *     error, the cache stops at the next {@link #poll()})
      */
     public void waitLayer(long consumer, int layer) {
         controller.waitLayer(consumer, layer);

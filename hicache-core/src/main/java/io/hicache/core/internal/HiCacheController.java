@@ -78,8 +78,8 @@ import java.util.function.LongSupplier;
  * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
  * ({@link SlotPool}). A lease expiry revokes the handle (a volatile generation number on the slot): its next hook
  * throws and lets go. Scheduler → forward thread: the engine's hand-off of the handle; forward thread →
- * submitter: the hook ring (a single-producer lane per slot, release/acquire); submitter → completion → scheduler: SPSC queues; the few flags
- * written and read concurrently are volatile generation numbers ({@link ForwardSlot}).
+ * submitter: the hook ring (a single-producer lane per slot, release/acquire); submitter → completion → scheduler:
+ * SPSC queues; the few flags written and read concurrently are volatile generation numbers ({@link ForwardSlot}).
  */
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
@@ -130,10 +130,10 @@ public final class HiCacheController implements AutoCloseable {
     private final SubmitterAgent submitter;
     private final CompletionAgent completion;
     private final AgentRunner submitterRunner;
+    private final AgentRunner completionRunner;
     /** The agents as both threading modes step them: one error path (see {@link GuardedAgent}). */
     private final GuardedAgent guardedSubmitter;
     private final GuardedAgent guardedCompletion;
-    private final AgentRunner completionRunner;
 
     // scheduler-owned state
     private Thread owner;
