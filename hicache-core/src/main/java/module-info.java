@@ -16,7 +16,6 @@ module io.hicache.core {
     requires transitive io.hicache.cuda;
     requires transitive io.hicache.radix;
     requires transitive org.agrona;
-    requires com.lmax.disruptor;
     requires org.jctools.core;
     requires org.slf4j;
     requires java.management;

@@ -11,8 +11,9 @@ package io.hicache.core;
  * following layers; in {@link BackupMode#ALL_LAYERS} mode the hooks only validate and {@code endForward}
  * starts every copy.
  *
- * <p><b>Thread:</b> one forward thread at a time (not necessarily the scheduler), and hooks of different
- * forwards of one cache never run concurrently. Hooks never block (if the submitter falls behind, the rest of the
+ * <p><b>Thread:</b> one forward thread at a time per forward (not necessarily the scheduler). Hooks of different
+ * forwards may run on different threads at once (each forward publishes on its own slot's lane; a thread stalled in a
+ * hook when its lease expired cannot disturb the next forward). Hooks never block (if the submitter falls behind, the rest of the
  * forward is copied after its end), never touch the radix tree and allocate nothing.
  *
  * <p><b>Lease.</b> The hooks own their forward's slot from {@code beginForward} until {@code endForward} returns or
@@ -23,7 +24,10 @@ package io.hicache.core;
  * {@code endForward}, a repeated hook, a draft hook without a draft layout, a hook on a handle whose lease
  * expired, or a hook after {@link HiCache#close()} throws {@link IllegalStateException}, and nothing is
  * recorded. A CUDA error while recording the event is rethrown as {@link io.hicache.cuda.CudaException}
- * after marking the layer missing, so the forward's backups are aborted rather than published.
+ * after marking the layer missing, so the forward's backups are aborted rather than published. If
+ * {@code endForward}'s record fails (a CUDA error or anything else the runtime throws), the forward still ends: its
+ * backups are aborted with {@link AbortReason#CUDA_ERROR} at the next {@link HiCache#poll()}, the backups after it go
+ * on, and the failure is rethrown.
  */
 public interface ForwardHooks {
     /** The target model has stored layer {@code layer} of this forward's KV. */

@@ -2,7 +2,6 @@ package io.hicache.core;
 
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
-import io.hicache.core.internal.ControllerBuilder;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
@@ -201,8 +200,12 @@ public final class HiCache implements AutoCloseable {
      * Declares that the engine cannot call per-layer hooks from now on (e.g. it replays the forward as a CUDA
      * graph): later forwards copy every layer after the forward. Logs a rate-limited WARN naming the reason and
      * counts a fallback per such forward. Any thread.
+     *
+     * @throws IllegalArgumentException if {@code reason} is null or blank
+     * @throws IllegalStateException if the cache is closed
      */
     public void declareHooksUnavailable(String reason) {
+        checkOpen();
         controller.declareHooksUnavailable(reason);
     }
 
@@ -217,6 +220,7 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalStateException if the cache is closed
      */
     public int poll() {
+        checkOpen();
         return controller.poll();
     }
 
@@ -301,6 +305,8 @@ public final class HiCache implements AutoCloseable {
      *
      * @throws IllegalArgumentException if {@code layer} is outside {@code [0, targetLayers())}
      * @throws IllegalStateException if the cache is closed
+     * @throws CudaException if the runtime refuses the wait (a dead context: the load then fails and, for a sticky
+     *     error, the cache stops at the next {@link #poll()})
      */
     public void waitLayer(long consumer, int layer) {
         controller.waitLayer(consumer, layer);
@@ -383,16 +389,21 @@ public final class HiCache implements AutoCloseable {
 
     /**
      * Runs one duty cycle of the submitter and then of the completion agent. {@link ThreadingMode#INVOKER}
-     * only; the thread that steps them must be the only one doing so.
+     * only; the thread that steps them must be the only one doing so. An error in an agent takes the same path as on
+     * the agents' own threads in {@link ThreadingMode#DEDICATED} mode: the forward or load it was handling is aborted
+     * ({@link AbortReason#AGENT_ERROR}), the error is counted in {@link io.hicache.core.metrics.Metric#AGENT_ERRORS}
+     * and logged once per distinct error, and the agents go on; only a fatal {@link VirtualMachineError} (stack
+     * overflow excepted) is rethrown.
      *
      * @return work done (0 when idle)
-     * @throws IllegalStateException in {@link ThreadingMode#DEDICATED} mode, or if the cache is closed
+     * @throws IllegalStateException if the cache is closed (checked first), or in {@link ThreadingMode#DEDICATED} mode
      */
     public int doAgentWork() {
+        checkOpen();
         return controller.doAgentWork();
     }
 
-    /** True once {@link #close()} ran. Any thread. */
+    /** True once {@link #close()} ran. Any thread: a volatile read, so a thread polling it sees the close. */
     public boolean isClosed() {
         return controller.isClosed();
     }
@@ -617,96 +628,150 @@ public final class HiCache implements AutoCloseable {
     // ------------------------------------------------------------------ builder
 
     /**
-     * Configuration of a {@link HiCache}. Required: {@link #runtime}, {@link #targetLayout} and a host pool size
-     * ({@link #hostPages}, {@link #hostBytes} or {@link #hostRatioToDevice}). Setters record; {@link #build()}
-     * validates everything, naming the bad setting. Cold path; not thread-safe.
+     * The settings of a cache, shared by the engine's {@link Builder} and the project's internal controller builder
+     * so that each setting is written once. Required: {@link #runtime}, {@link #targetLayout} and a host pool size
+     * ({@link #hostPages}, {@link #hostBytes} or {@link #hostRatioToDevice}). Setters only record what was set;
+     * building resolves the defaults into an immutable configuration (validating everything and naming the bad
+     * setting), so one builder can build any number of caches. Cold path; not thread-safe.
+     *
+     * @param <B> the builder type the setters return
      */
-    public static final class Builder {
-        private final ControllerBuilder b = HiCacheController.builder();
+    public abstract static sealed class Settings<B extends Settings<B>>
+        permits Builder, io.hicache.core.internal.ControllerBuilder {
+        private CudaRuntime runtime;
+        private CudaStream computeStream;
+        private DeviceKvLayout targetLayout;
+        private DeviceKvLayout draftLayout;
+        private int hostPages;
+        private long hostBytes;
+        private double hostRatio;
+        private HostLayout hostLayout = HostLayout.LAYER_FIRST;
+        private HostMemoryKind hostMemoryKind;
+        private int cpSize = 1;
+        private int cpRank;
+        private OwnerLanes lanes = OwnerLanes.ROUND_ROBIN;
+        private RankAgreement agreement;
+        private RankAgreement loadAgreement;
+        private int loadThresholdTokens = 10;
+        private LoadListener loadListener;
+        private LoadOverlap loadOverlap = LoadOverlap.SAME_FORWARD;
+        private String loadOverlapReason;
+        private BackupListener listener;
+        private WritePolicy writePolicy = WritePolicy.WRITE_THROUGH;
+        private int hitThreshold;
+        private BackupMode backupMode = BackupMode.LAYERED;
+        private EvictionPolicy deviceEviction = EvictionPolicy.LRU;
+        private EvictionPolicy hostEviction = EvictionPolicy.LRU;
+        private ThreadingMode threadingMode = ThreadingMode.DEDICATED;
+        private Supplier<IdleStrategy> idleStrategySupplier =
+            () -> new org.agrona.concurrent.BackoffIdleStrategy(100, 10, 1_000, 100_000);
+        private LongSupplier clock = System::nanoTime;
+        private long leaseNs = 30_000_000_000L;
+        private int maxForwardsInFlight = 8;
+        private int loadBatchesInFlight = 3;
+        private boolean coalesce = true;
+        private boolean batchedCopies = true;
+        private boolean checkThread = true;
 
-        private Builder() {
+        static {
+            io.hicache.core.internal.FacadeAccess.registerConcluder(Settings::conclude);
+        }
+
+        /** Only the cache's own builders extend this class (it is sealed). */
+        protected Settings() {
+        }
+
+        @SuppressWarnings("unchecked")
+        private B self() {
+            return (B) this;
         }
 
         /** The CUDA runtime (native or simulated). Required. */
-        public Builder runtime(CudaRuntime runtime) {
-            b.runtime(runtime);
-            return this;
+        public B runtime(CudaRuntime runtime) {
+            this.runtime = runtime;
+            return self();
         }
 
         /** The engine's compute stream the hooks record on; default: a stream the cache creates. */
-        public Builder computeStream(CudaStream stream) {
-            b.computeStream(stream);
-            return this;
+        public B computeStream(CudaStream stream) {
+            this.computeStream = stream;
+            return self();
         }
 
         /** The target model's device KV layout. Required; its page size is the tree's. */
-        public Builder targetLayout(DeviceKvLayout layout) {
-            b.targetLayout(layout);
-            return this;
+        public B targetLayout(DeviceKvLayout layout) {
+            this.targetLayout = layout;
+            return self();
         }
 
         /** The draft/MTP model's device KV layout (same page size and device page ids); none by default. */
-        public Builder draftLayout(DeviceKvLayout layout) {
-            b.draftLayout(layout);
-            return this;
+        public B draftLayout(DeviceKvLayout layout) {
+            this.draftLayout = layout;
+            return self();
         }
 
         /** Host pool size in pages. */
-        public Builder hostPages(int pages) {
-            b.hostPages(pages);
-            return this;
+        public B hostPages(int pages) {
+            this.hostPages = pages;
+            return self();
         }
 
         /** Host pool size in bytes (rounded down to whole pages). */
-        public Builder hostBytes(long bytes) {
-            b.hostBytes(bytes);
-            return this;
+        public B hostBytes(long bytes) {
+            this.hostBytes = bytes;
+            return self();
         }
 
         /** Host pool size as a ratio of the device pool ({@code > 0}). */
-        public Builder hostRatioToDevice(double ratio) {
-            b.hostRatioToDevice(ratio);
-            return this;
+        public B hostRatioToDevice(double ratio) {
+            this.hostRatio = ratio;
+            return self();
         }
 
         /** Host byte order (default {@link HostLayout#LAYER_FIRST}). */
-        public Builder hostLayout(HostLayout layout) {
-            b.hostLayout(layout);
-            return this;
+        public B hostLayout(HostLayout layout) {
+            this.hostLayout = layout;
+            return self();
         }
 
         /** Where host memory comes from (default {@link HostMemoryKind#HOST_ALLOC}). */
-        public Builder hostMemoryKind(HostMemoryKind kind) {
-            b.hostMemoryKind(kind);
-            return this;
+        public B hostMemoryKind(HostMemoryKind kind) {
+            this.hostMemoryKind = kind;
+            return self();
         }
 
-        /** The CP group: size, this rank, the owner-lane strategy and the agreement among ranks. */
-        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement) {
-            b.cpGroup(size, rank, lanes, agreement);
-            return this;
+        /**
+         * The CP group: size, this rank, the owner-lane strategy and the agreement among ranks. Without a group the
+         * cache is a group of one with a rank agreement of its own (a new one for every cache built).
+         */
+        public B cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement) {
+            this.cpSize = size;
+            this.cpRank = rank;
+            this.lanes = lanes;
+            this.agreement = agreement;
+            return self();
         }
 
         /**
          * The CP group with a separate agreement for loads (an engine's collective may serve both; in-process
          * groups need two {@link io.hicache.core.cp.InProcessRankAgreement}s).
          */
-        public Builder cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement,
-                               RankAgreement loadAgreement) {
-            b.cpGroup(size, rank, lanes, agreement, loadAgreement);
-            return this;
+        public B cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement, RankAgreement loadAgreement) {
+            cpGroup(size, rank, lanes, agreement);
+            this.loadAgreement = loadAgreement;
+            return self();
         }
 
         /** Host hits shorter than this many tokens are not loaded back (default 10, as SGLang). */
-        public Builder loadThresholdTokens(int tokens) {
-            b.loadThresholdTokens(tokens);
-            return this;
+        public B loadThresholdTokens(int tokens) {
+            this.loadThresholdTokens = tokens;
+            return self();
         }
 
         /** Listener for finished and failed loads (default none). */
-        public Builder loadListener(LoadListener listener) {
-            b.loadListener(listener);
-            return this;
+        public B loadListener(LoadListener listener) {
+            this.loadListener = listener;
+            return self();
         }
 
         /**
@@ -714,87 +779,190 @@ public final class HiCache implements AutoCloseable {
          * waiting per layer). {@link LoadOverlap#PREVIOUS_BATCH} is for engines that cannot wait per layer;
          * {@code reason} says why and is logged once at build.
          */
-        public Builder loadOverlap(LoadOverlap overlap, String reason) {
-            b.loadOverlap(overlap, reason);
-            return this;
+        public B loadOverlap(LoadOverlap overlap, String reason) {
+            this.loadOverlap = overlap;
+            this.loadOverlapReason = reason;
+            return self();
+        }
+
+        /**
+         * Load batches ({@link HiCache#startLoading()} calls that issued something) that may be unacknowledged at
+         * once, each with its own set of events (default 3, at most {@value
+         * io.hicache.core.internal.ControllerConfig#MAX_LOAD_BATCHES}): one more {@code startLoading} throws
+         * {@link IllegalStateException} naming this setting until {@link HiCache#poll()} has retired the oldest.
+         * Raise it when the engine issues the loads of several batches ahead of their forwards.
+         */
+        public B loadBatchesInFlight(int batches) {
+            this.loadBatchesInFlight = batches;
+            return self();
         }
 
         /** Listener for commits and aborts (default none). */
-        public Builder listener(BackupListener listener) {
-            b.listener(listener);
-            return this;
+        public B listener(BackupListener listener) {
+            this.listener = listener;
+            return self();
         }
 
         /** Write policy (default {@link WritePolicy#WRITE_THROUGH}). */
-        public Builder writePolicy(WritePolicy policy) {
-            b.writePolicy(policy);
-            return this;
+        public B writePolicy(WritePolicy policy) {
+            this.writePolicy = policy;
+            return self();
         }
 
         /** Hit threshold of write-through-selective (default 2; write-through uses 1). */
-        public Builder hitThreshold(int threshold) {
-            b.hitThreshold(threshold);
-            return this;
+        public B hitThreshold(int threshold) {
+            this.hitThreshold = threshold;
+            return self();
         }
 
         /** Backup mode (default {@link BackupMode#LAYERED}). */
-        public Builder backupMode(BackupMode mode) {
-            b.backupMode(mode);
-            return this;
+        public B backupMode(BackupMode mode) {
+            this.backupMode = mode;
+            return self();
         }
 
         /** Eviction policies of the device and host tiers (default LRU for both). */
-        public Builder eviction(EvictionPolicy device, EvictionPolicy host) {
-            b.eviction(device, host);
-            return this;
+        public B eviction(EvictionPolicy device, EvictionPolicy host) {
+            this.deviceEviction = device;
+            this.hostEviction = host;
+            return self();
         }
 
         /** Threading of the agents (default {@link ThreadingMode#DEDICATED}). */
-        public Builder threadingMode(ThreadingMode mode) {
-            b.threadingMode(mode);
-            return this;
+        public B threadingMode(ThreadingMode mode) {
+            this.threadingMode = mode;
+            return self();
         }
 
         /** Idle strategy of the agent threads in {@link ThreadingMode#DEDICATED} mode (a new one per agent). */
-        public Builder idleStrategy(Supplier<IdleStrategy> supplier) {
-            b.idleStrategy(supplier);
-            return this;
+        public B idleStrategy(Supplier<IdleStrategy> supplier) {
+            this.idleStrategySupplier = supplier;
+            return self();
         }
 
         /** Clock in nanoseconds for leases and latencies (default {@code System::nanoTime}). */
-        public Builder clock(LongSupplier clockNs) {
-            b.clock(clockNs);
-            return this;
+        public B clock(LongSupplier clockNs) {
+            this.clock = clockNs;
+            return self();
         }
 
         /** Lease of a reservation: not sealed within it, the backup is aborted (default 30 s; 0 disables). */
-        public Builder leaseNs(long leaseNs) {
-            b.leaseNs(leaseNs);
-            return this;
+        public B leaseNs(long leaseNs) {
+            this.leaseNs = leaseNs;
+            return self();
         }
 
         /** Forwards with backups that may be in flight at once (default 8). */
-        public Builder maxForwardsInFlight(int n) {
-            b.maxForwardsInFlight(n);
-            return this;
+        public B maxForwardsInFlight(int n) {
+            this.maxForwardsInFlight = n;
+            return self();
         }
 
         /** Whether pages contiguous on both sides are copied in one call (default true). */
-        public Builder coalesce(boolean coalesce) {
-            b.coalesce(coalesce);
-            return this;
+        public B coalesce(boolean coalesce) {
+            this.coalesce = coalesce;
+            return self();
         }
 
         /** Whether a layer's copies go in one batched call where the runtime supports it (default true). */
-        public Builder batchedCopies(boolean batched) {
-            b.batchedCopies(batched);
-            return this;
+        public B batchedCopies(boolean batched) {
+            this.batchedCopies = batched;
+            return self();
         }
 
         /** Whether scheduler-thread calls are checked to come from one thread (default true). */
-        public Builder checkThread(boolean check) {
-            b.checkThread(check);
-            return this;
+        public B checkThread(boolean check) {
+            this.checkThread = check;
+            return self();
+        }
+
+        /**
+         * Validates the settings and resolves their defaults into an immutable configuration, leaving this builder
+         * as it was (Aeron's {@code Context.conclude()} is the model).
+         *
+         * @throws IllegalArgumentException naming the bad setting
+         */
+        final io.hicache.core.internal.ControllerConfig conclude() {
+            if (runtime == null) {
+                throw new IllegalArgumentException("runtime is required");
+            }
+            if (targetLayout == null) {
+                throw new IllegalArgumentException("targetLayout is required");
+            }
+            if (draftLayout != null && draftLayout.pageSizeTokens() != targetLayout.pageSizeTokens()) {
+                throw new IllegalArgumentException("draftLayout page size " + draftLayout.pageSizeTokens()
+                    + " differs from the target's " + targetLayout.pageSizeTokens());
+            }
+            int sizes = (hostPages > 0 ? 1 : 0) + (hostBytes > 0 ? 1 : 0) + (hostRatio > 0 ? 1 : 0);
+            if (sizes != 1) {
+                throw new IllegalArgumentException("set exactly one positive host pool size (hostPages, hostBytes or "
+                    + "hostRatioToDevice); got pages=" + hostPages + ", bytes=" + hostBytes + ", ratio=" + hostRatio);
+            }
+            if (cpSize < 1 || cpRank < 0 || cpRank >= cpSize) {
+                throw new IllegalArgumentException("CP rank " + cpRank + " outside a group of size " + cpSize);
+            }
+            if (lanes == null) {
+                throw new IllegalArgumentException("lanes must not be null");
+            }
+            if (agreement == null && cpSize != 1) {
+                throw new IllegalArgumentException("a CP group of size " + cpSize + " needs a RankAgreement");
+            }
+            // resolved here, never written back: each cache built gets its own default agreement
+            RankAgreement backups = agreement != null ? agreement : new io.hicache.core.internal.cp.LocalRankAgreement();
+            RankAgreement loads = loadAgreement != null ? loadAgreement : backups.loadChannel();
+            if (loads == backups && cpSize > 1) {
+                throw new IllegalArgumentException("backups and loads need separate RankAgreement instances");
+            }
+            if (backups.groupSize() != cpSize) {
+                throw new IllegalArgumentException("RankAgreement of size " + backups.groupSize()
+                    + " for a CP group of size " + cpSize);
+            }
+            if (loadThresholdTokens < 0) {
+                throw new IllegalArgumentException("loadThresholdTokens " + loadThresholdTokens + " must be >= 0");
+            }
+            if (loadOverlap == null) {
+                throw new IllegalArgumentException("loadOverlap must not be null");
+            }
+            if (loadOverlap == LoadOverlap.PREVIOUS_BATCH && (loadOverlapReason == null || loadOverlapReason.isBlank())) {
+                throw new IllegalArgumentException("loadOverlap PREVIOUS_BATCH needs a reason (why the engine cannot"
+                    + " wait per layer); it is logged once");
+            }
+            if (writePolicy == null || backupMode == null || threadingMode == null || deviceEviction == null
+                || hostEviction == null || clock == null || idleStrategySupplier == null || hostLayout == null) {
+                throw new IllegalArgumentException("writePolicy, backupMode, threadingMode, eviction policies, clock, "
+                    + "idle strategy and hostLayout must not be null");
+            }
+            if (hitThreshold < 0) {
+                throw new IllegalArgumentException("hitThreshold " + hitThreshold + " must be >= 1 (0 = policy default)");
+            }
+            if (leaseNs < 0) {
+                throw new IllegalArgumentException("leaseNs " + leaseNs + " must be >= 0");
+            }
+            if (maxForwardsInFlight < 1 || maxForwardsInFlight > 1024) {
+                throw new IllegalArgumentException("maxForwardsInFlight " + maxForwardsInFlight + " outside [1, 1024]");
+            }
+            int maxBatches = io.hicache.core.internal.ControllerConfig.MAX_LOAD_BATCHES;
+            if (loadBatchesInFlight < 1 || loadBatchesInFlight > maxBatches) {
+                throw new IllegalArgumentException("loadBatchesInFlight " + loadBatchesInFlight + " outside [1, "
+                    + maxBatches + "]");
+            }
+            int threshold = hitThreshold > 0 ? hitThreshold : writePolicy == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1;
+            return new io.hicache.core.internal.ControllerConfig(runtime, computeStream, targetLayout, draftLayout,
+                hostPages, hostBytes, hostRatio, hostLayout, hostMemoryKind, cpSize, cpRank, lanes, backups, loads,
+                loadThresholdTokens, loadListener, loadOverlap, loadOverlapReason, writePolicy, threshold, backupMode,
+                deviceEviction, hostEviction, threadingMode, idleStrategySupplier, clock, leaseNs, maxForwardsInFlight,
+                loadBatchesInFlight, 0, coalesce, batchedCopies, checkThread, listener);
+        }
+    }
+
+    /**
+     * The engine's builder of a {@link HiCache}: the settings are {@link Settings}' (required: {@link #runtime},
+     * {@link #targetLayout} and a host pool size). {@link #build()} validates everything, naming the bad setting, and
+     * leaves the builder as it was, so it can build again (another rank, a restarted cache). Cold path; not
+     * thread-safe.
+     */
+    public static final class Builder extends Settings<Builder> {
+        private Builder() {
         }
 
         /**
@@ -807,7 +975,7 @@ public final class HiCache implements AutoCloseable {
          * @throws CudaException if the runtime fails
          */
         public HiCache build() {
-            return new HiCache(b.build());
+            return new HiCache(HiCacheController.create(conclude()));
         }
     }
 }

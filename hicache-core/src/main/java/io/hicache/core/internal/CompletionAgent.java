@@ -18,7 +18,8 @@ import java.util.function.LongSupplier;
  *
  * <p>Owns its two FIFOs; runs on its own thread under an {@code AgentRunner} or is stepped by the caller.
  * Allocation-free. A failed event is not an error of the agent: the code travels in the ack and the scheduler
- * aborts the affected backups or loads. An unexpected exception while handling one item marks that item
+ * aborts the affected backups or loads. An unexpected exception or error (any but a fatal {@link
+ * VirtualMachineError}, as in the submitter) while handling one item marks that item
  * {@link Tracked#agentError} (its backups or loads are aborted), is counted and logged once per distinct error by
  * {@link AgentErrors}, and the agent goes on; the item is still acknowledged only once its final event is seen
  * complete (or failed), so its pages are never released while its copies may run.
@@ -33,13 +34,13 @@ public final class CompletionAgent implements Agent {
 
     CompletionAgent(CudaRuntime runtime, SpscArrayQueue<ForwardSlot> sealed, SpscArrayQueue<ForwardSlot> acks,
                     SpscArrayQueue<LoadSet> loadsIssued, SpscArrayQueue<LoadSet> loadAcks,
-                    HiCacheMetrics metrics, AgentErrors errors, LongSupplier clock, int capacity) {
+                    HiCacheMetrics metrics, AgentErrors errors, LongSupplier clock, int capacity, int loadCapacity) {
         this.runtime = runtime;
         this.metrics = metrics;
         this.errors = errors;
         this.clock = clock;
         this.backups = new Fifo<>(sealed, acks, capacity, "a sealed forward");
-        this.loads = new Fifo<>(loadsIssued, loadAcks, capacity, "an issued load");
+        this.loads = new Fifo<>(loadsIssued, loadAcks, loadCapacity, "an issued load");
     }
 
     @Override
@@ -100,7 +101,7 @@ public final class CompletionAgent implements Agent {
                 if (!item.agentError) {
                     try {
                         item.onPoll(runtime, now);
-                    } catch (RuntimeException e) {
+                    } catch (RuntimeException | Error e) {
                         onError(item, e);
                     }
                 }
@@ -120,7 +121,7 @@ public final class CompletionAgent implements Agent {
                     if (status == 0 && !item.agentError) {
                         status = item.statusAfterFinal(runtime);
                     }
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) {
                     // the item stays at the head: its final event is queried again next cycle, and only its
                     // completion (or failure) lets the scheduler release what its copies use
                     onError(item, e);
@@ -143,7 +144,9 @@ public final class CompletionAgent implements Agent {
             return work;
         }
 
-        private void onError(Tracked item, RuntimeException e) {
+        /** As the submitter: anything but a fatal VirtualMachineError aborts the item and the agent goes on. */
+        private void onError(Tracked item, Throwable e) {
+            GuardedAgent.rethrowIfFatal(e);
             errors.record(roleName(), what, e);
             item.agentError = true;
         }

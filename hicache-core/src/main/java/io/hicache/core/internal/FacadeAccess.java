@@ -7,12 +7,14 @@ import java.util.function.Function;
 
 /**
  * The controller behind a {@link HiCache}, for the project's own modules that read it directly (the Micrometer
- * binder reads the live lock-free counters instead of allocating a snapshot per meter). This package is exported
+ * binder reads the live lock-free counters instead of allocating a snapshot per meter), and the conclusion of a
+ * builder's settings for {@link ControllerBuilder}. This package is exported
  * only to those modules, so an engine cannot reach the controller through here. {@link HiCache} registers the
  * accessor when its class initialises. Any thread.
  */
 public final class FacadeAccess {
     private static volatile Function<HiCache, HiCacheController> controllerOf;
+    private static volatile Function<HiCache.Settings<?>, ControllerConfig> concluder;
 
     private FacadeAccess() {
     }
@@ -39,5 +41,28 @@ public final class FacadeAccess {
     public static HiCacheController controller(HiCache cache) {
         Objects.requireNonNull(cache, "cache");
         return controllerOf.apply(cache);
+    }
+
+    /**
+     * Called once, by {@link HiCache.Settings}' static initialiser: how settings conclude into a configuration
+     * (package-private there, so that the engine-facing builder exposes no internal type).
+     *
+     * @throws IllegalStateException if one is already registered
+     */
+    public static synchronized void registerConcluder(Function<HiCache.Settings<?>, ControllerConfig> conclude) {
+        if (concluder != null) {
+            throw new IllegalStateException("FacadeAccess: the concluder is already registered");
+        }
+        concluder = Objects.requireNonNull(conclude, "conclude");
+    }
+
+    /**
+     * Validates {@code settings} and resolves their defaults into an immutable configuration, leaving them as they
+     * were (see {@link HiCache.Settings}).
+     *
+     * @throws IllegalArgumentException naming the bad setting
+     */
+    static ControllerConfig conclude(HiCache.Settings<?> settings) {
+        return concluder.apply(Objects.requireNonNull(settings, "settings"));
     }
 }

@@ -3,6 +3,8 @@ package io.hicache.core.internal;
 import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupMode;
+import io.hicache.cuda.CudaError;
+import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 
@@ -26,9 +28,10 @@ import java.util.function.LongSupplier;
  * ended and was acknowledged: do not keep a handle after {@code endForward} (an invalidated handle is never
  * handed out again).
  *
- * <p><b>Thread:</b> one forward thread at a time, and hooks of the handles of one controller never run
- * concurrently (they share the single-producer hook ring). Hooks never block, never touch the radix tree and
- * allocate nothing; with the hook ring full (the submitter fell behind) the forward's remaining layers are
+ * <p><b>Thread:</b> one forward thread at a time per handle. Handles of one controller may run their hooks on
+ * different threads at once: each publishes into its own slot's lane of the hook ring, so a hook stalled in its event
+ * record when its lease was revoked, which still publishes, cannot disturb the next forward. Hooks never block, never touch the radix tree and
+ * allocate nothing; with the slot's hook lane full (the submitter fell behind) the forward's remaining layers are
  * copied after its end, counted as {@code FallbackReason.HOOK_RING_FULL}. <b>Failures:</b> a layer out of range
  * throws {@link IllegalArgumentException}; a hook after {@code endForward}, a repeated hook, or a draft hook when
  * no draft layout is configured throws {@link IllegalStateException}; in each case nothing is recorded or
@@ -124,7 +127,9 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
     /**
      * Ends the forward: the submitter checks every declared layer was stored (else the backups are aborted
      * with {@link AbortReason#TARGET_LAYER_MISSING} or {@link AbortReason#DRAFT_LAYER_MISSING}) and seals it.
-     * Forward thread; once. The handle gives its slot back when this returns.
+     * If recording the end event fails (a {@link CudaException} or anything else the runtime throws), the forward
+     * is still ended and handed to the submitter, which aborts its backups with {@link AbortReason#CUDA_ERROR} at
+     * once; then the failure is rethrown. Forward thread; once. The handle gives its slot back when this returns.
      */
     public void endForward() {
         checkOpen("endForward");
@@ -133,10 +138,19 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
             released = true;
             return;
         }
+        Throwable failed = null;
         try {
             slot.hookMissingTarget = targetSeenCount != targetLayers;
             slot.hookMissingDraft = slot.hasDraft && draftSeenCount != draftLayers;
-            runtime.recordEvent(slot.endEvent, computeStream);
+            try {
+                runtime.recordEvent(slot.endEvent, computeStream);
+                slot.endError = 0;
+            } catch (RuntimeException | Error e) {
+                // the END still goes to the submitter, marked failed: the forward is aborted at once with its own
+                // error instead of waiting for its lease, and the backups agreed after it go on
+                failed = e;
+                slot.endError = e instanceof CudaException ce && ce.code() != 0 ? ce.code() : CudaError.UNKNOWN.code();
+            }
             if (!ring.tryPublish(slot, generation, HookEvent.END, 0)) {
                 slot.overflowGeneration = generation;
                 slot.endPendingGeneration = generation;
@@ -144,6 +158,11 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
             }
         } finally {
             slot.releasedGeneration = generation;
+        }
+        if (failed instanceof Error e) {
+            throw e;
+        } else if (failed != null) {
+            throw (RuntimeException) failed;
         }
     }
 

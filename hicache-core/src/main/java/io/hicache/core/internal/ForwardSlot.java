@@ -17,7 +17,7 @@ import io.hicache.cuda.CudaEvent;
  *   <li>scheduler, before the handle reaches the forward thread (engine hand-off) or before a command is queued
  *       (SPSC queue): the backups, page pairs, mode, {@link #generation}, {@link #command};</li>
  *   <li>forward thread, before publishing END (Disruptor ring, release) or storing {@link #endPendingGeneration}
- *       (volatile): {@link #hookMissingTarget}, {@link #hookMissingDraft};</li>
+ *       (volatile): {@link #hookMissingTarget}, {@link #hookMissingDraft}, {@link #endError};</li>
  *   <li>submitter: its private {@link #subGeneration}/{@link #subDone} (the only fields it reads to tell a stale
  *       hook message from a live one), the submitted-layer masks, {@link #cancelled}, the missing-layer flags,
  *       the submission error; reset by the submitter itself when it adopts a new generation, published to the
@@ -70,6 +70,11 @@ final class ForwardSlot extends Tracked {
     // ---- forward-thread-written, read by the submitter after END (ring) or endPendingGeneration
     boolean hookMissingTarget;
     boolean hookMissingDraft;
+    /**
+     * The error of the end event's record (a CUDA code, or cudaErrorUnknown), or 0: written at {@code endForward},
+     * or by the scheduler before it queues a write-back's command.
+     */
+    int endError;
 
     // ---- completion-written: when the end event (recorded on the compute stream at endForward, or by the
     // scheduler for a write-back) was seen complete: the device-time end of the forward
@@ -111,6 +116,7 @@ final class ForwardSlot extends Tracked {
         allLayers = false;
         hasDraft = false;
         command = CMD_NONE;
+        endError = 0;
         acked = false;
         writeBack = false;
     }

@@ -78,8 +78,8 @@ import java.util.function.LongSupplier;
  * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
  * ({@link SlotPool}). A lease expiry revokes the handle (a volatile generation number on the slot): its next hook
  * throws and lets go. Scheduler → forward thread: the engine's hand-off of the handle; forward thread →
- * submitter: the hook ring (release/acquire); submitter → completion → scheduler: SPSC queues; the few flags
- * written and read concurrently are volatile generation numbers ({@link ForwardSlot}).
+ * submitter: the hook ring (a single-producer lane per slot, release/acquire); submitter → completion → scheduler:
+ * SPSC queues; the few flags written and read concurrently are volatile generation numbers ({@link ForwardSlot}).
  */
 public final class HiCacheController implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
@@ -131,6 +131,9 @@ public final class HiCacheController implements AutoCloseable {
     private final CompletionAgent completion;
     private final AgentRunner submitterRunner;
     private final AgentRunner completionRunner;
+    /** The agents as both threading modes step them: one error path (see {@link GuardedAgent}). */
+    private final GuardedAgent guardedSubmitter;
+    private final GuardedAgent guardedCompletion;
 
     // scheduler-owned state
     private Thread owner;
@@ -188,7 +191,8 @@ public final class HiCacheController implements AutoCloseable {
     private volatile String hooksUnavailableReason;
     private final long[] lastFallbackWarnNs = new long[FallbackReason.values().length];
     private CudaException stickyError;
-    private boolean closed;
+    /** Written by the scheduler at close; volatile so that {@link #isClosed()} and hooks see it from any thread. */
+    private volatile boolean closed;
     private HostTierObserver hostTierObserver;
     /** The lower tier driven by this controller's calls (see {@link #attachTier}), or null. */
     private TierAttachment tier;
@@ -197,28 +201,28 @@ public final class HiCacheController implements AutoCloseable {
     private static final long LEASE_HOLDER_BASE = 1L << 62;
     private long leaseSeq;
 
-    HiCacheController(ControllerBuilder b) {
-        this.runtime = b.runtime;
-        this.targetLayout = b.targetLayout;
-        this.draftLayout = b.draftLayout;
+    private HiCacheController(ControllerConfig b) {
+        this.runtime = b.runtime();
+        this.targetLayout = b.targetLayout();
+        this.draftLayout = b.draftLayout();
         this.pageSize = targetLayout.pageSizeTokens();
-        this.cpSize = b.cpSize;
-        this.rank = b.cpRank;
-        this.lanes = b.lanes;
-        this.agreement = b.agreement;
-        this.loadAgreement = b.loadAgreement;
-        this.writePolicy = b.writePolicy;
-        this.hitThreshold = b.hitThreshold > 0 ? b.hitThreshold : (b.writePolicy == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1);
-        this.configuredMode = b.backupMode;
-        this.clock = b.clock;
-        this.leaseNs = b.leaseNs;
-        this.checkThread = b.checkThread;
-        this.listener = b.listener;
+        this.cpSize = b.cpSize();
+        this.rank = b.cpRank();
+        this.lanes = b.lanes();
+        this.agreement = b.agreement();
+        this.loadAgreement = b.loadAgreement();
+        this.writePolicy = b.writePolicy();
+        this.hitThreshold = b.hitThreshold();
+        this.configuredMode = b.backupMode();
+        this.clock = b.clock();
+        this.leaseNs = b.leaseNs();
+        this.checkThread = b.checkThread();
+        this.listener = b.listener();
         this.targetLayers = targetLayout.layerCount();
         this.draftLayers = draftLayout == null ? 0 : draftLayout.layerCount();
 
         this.fifo = new AgreedFifo<>(agreement, rank);
-        this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction).hostPolicy(b.hostEviction).build();
+        this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction()).hostPolicy(b.hostEviction()).build();
 
         // Native resources and threads, released in reverse order if any step fails: build() either returns a
         // working controller or leaves nothing behind.
@@ -234,11 +238,11 @@ public final class HiCacheController implements AutoCloseable {
             pool = b.hostPoolBuilder(runtime, targetLayout).allocate();
             dpool = draftLayout == null ? null : pool.allocateDraft(draftLayout.shape());
             createdBackup = runtime.createStream(0);
-            if (b.computeStream == null) {
+            if (b.computeStream() == null) {
                 createdCompute = runtime.createStream(0);
             }
-            CudaStream compute = createdCompute != null ? createdCompute : b.computeStream;
-            int slotCount = b.maxForwardsInFlight;
+            CudaStream compute = createdCompute != null ? createdCompute : b.computeStream();
+            int slotCount = b.maxForwardsInFlight();
             ForwardSlot[] slots = new ForwardSlot[slotCount];
             for (int i = 0; i < slotCount; i++) {
                 CudaEvent[] te = new CudaEvent[targetLayers];
@@ -257,8 +261,8 @@ public final class HiCacheController implements AutoCloseable {
                 }
                 slots[i] = new ForwardSlot(i, te, de, end, fin, copied);
             }
-            HookRing hookRing = new HookRing(b.hookRingCapacity > 0 ? b.hookRingCapacity
-                : HookRing.capacityFor(slotCount, targetLayers + draftLayers + 1));
+            HookRing hookRing = new HookRing(slotCount, b.hookRingCapacity() > 0 ? b.hookRingCapacity()
+                : HookRing.capacityFor(targetLayers + draftLayers + 1));
             LongSupplier clk = clock;
             int tl = targetLayers;
             int dl = draftLayers;
@@ -267,25 +271,32 @@ public final class HiCacheController implements AutoCloseable {
             SpscArrayQueue<ForwardSlot> cmds = new SpscArrayQueue<>(qcap);
             SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
             SpscArrayQueue<ForwardSlot> ackQueue = new SpscArrayQueue<>(qcap);
-            CopyPlanner tp = new CopyPlanner(targetLayout, pool, b.coalesce);
-            CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce);
-            SubmitterAgent sub = new SubmitterAgent(runtime, createdBackup, tp, dp, b.batchedCopies, targetLayers,
+            CopyPlanner tp = new CopyPlanner(targetLayout, pool, b.coalesce());
+            CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce());
+            SubmitterAgent sub = new SubmitterAgent(runtime, createdBackup, tp, dp, b.batchedCopies(), targetLayers,
                 draftLayers, hookRing, slots, cmds, sealed, metrics, agentErrors);
-            SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(8);
-            SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(8);
+            int loadCap = Math.max(8, b.loadBatchesInFlight());
+            SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(loadCap);
+            SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(loadCap);
             CompletionAgent comp = new CompletionAgent(runtime, sealed, ackQueue, loadsIssued, loadAcks, metrics,
-                agentErrors, clock, qcap);
-            createdLoader = new Loader(runtime, compute, tree, new CopyPlanner(targetLayout, pool, b.coalesce),
-                draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce), b.batchedCopies,
-                b.loadAgreement, rank, clock, metrics, agentErrors, b.loadListener, b.loadThresholdTokens, targetLayers,
-                draftLayers, loadsIssued, loadAcks, loaderEvents, b.loadOverlap == io.hicache.core.LoadOverlap.SAME_FORWARD);
-            if (b.threadingMode == ThreadingMode.DEDICATED) {
-                ErrorHandler errors = t -> agentErrors.record("agent runner", "a duty cycle", t);
-                startedSubmitter = new AgentRunner(b.idleStrategySupplier.get(), errors, null, sub);
+                agentErrors, clock, qcap, loadCap);
+            createdLoader = new Loader(runtime, compute, tree, new CopyPlanner(targetLayout, pool, b.coalesce()),
+                draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce()), b.batchedCopies(),
+                b.loadAgreement(), rank, clock, metrics, agentErrors, b.loadListener(), b.loadThresholdTokens(), targetLayers,
+                draftLayers, loadsIssued, loadAcks, loaderEvents, b.loadOverlap() == io.hicache.core.LoadOverlap.SAME_FORWARD,
+                b.loadBatchesInFlight());
+            GuardedAgent guardedSub = new GuardedAgent(sub, agentErrors);
+            GuardedAgent guardedComp = new GuardedAgent(comp, agentErrors);
+            if (b.threadingMode() == ThreadingMode.DEDICATED) {
+                // reached only by a fatal VirtualMachineError, which GuardedAgent recorded before rethrowing it
+                ErrorHandler errors = t -> LOG.error("HiCache agent thread stops after a fatal error", t);
+                startedSubmitter = new AgentRunner(b.idleStrategySupplier().get(), errors, null, guardedSub);
                 AgentRunner.startOnThread(startedSubmitter);
-                startedCompletion = new AgentRunner(b.idleStrategySupplier.get(), errors, null, comp);
+                startedCompletion = new AgentRunner(b.idleStrategySupplier().get(), errors, null, guardedComp);
                 AgentRunner.startOnThread(startedCompletion);
             }
+            this.guardedSubmitter = guardedSub;
+            this.guardedCompletion = guardedComp;
             this.slotPool = pool0;
             this.ring = hookRing;
             this.commands = cmds;
@@ -339,7 +350,7 @@ public final class HiCacheController implements AutoCloseable {
         this.draftPool = dpool;
         this.backupStream = createdBackup;
         this.ownsComputeStream = createdCompute != null;
-        this.computeStream = createdCompute != null ? createdCompute : b.computeStream;
+        this.computeStream = createdCompute != null ? createdCompute : b.computeStream();
         this.allocator = new HostPageAllocator(hostPool.pageCount());
         this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount(), metrics);
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
@@ -347,10 +358,10 @@ public final class HiCacheController implements AutoCloseable {
         this.loader = createdLoader;
         this.submitterRunner = startedSubmitter;
         this.completionRunner = startedCompletion;
-        this.loadOverlap = b.loadOverlap;
-        if (b.loadOverlap == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason)) {
+        this.loadOverlap = b.loadOverlap();
+        if (b.loadOverlap() == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason())) {
             LOG.warn("HiCache loads overlap with the previous batch, not the forward that uses them ({}): a host hit"
-                + " waits for the whole load and its agreement before its request runs", b.loadOverlapReason);
+                + " waits for the whole load and its agreement before its request runs", b.loadOverlapReason());
         }
         if (configuredMode == BackupMode.ALL_LAYERS && ALL_LAYERS_LOGGED.compareAndSet(false, true)) {
             LOG.warn("HiCache backup mode ALL_LAYERS configured: every layer is copied after the forward, "
@@ -367,6 +378,16 @@ public final class HiCacheController implements AutoCloseable {
     /** A builder; see {@link ControllerBuilder} for the required parts. */
     public static ControllerBuilder builder() {
         return new ControllerBuilder();
+    }
+
+    /**
+     * Builds a controller from concluded settings (see {@link io.hicache.core.HiCache.Settings}); allocates the host
+     * pool, streams and events, released again if any step fails.
+     *
+     * @throws io.hicache.cuda.CudaException if the runtime fails
+     */
+    public static HiCacheController create(ControllerConfig config) {
+        return new HiCacheController(java.util.Objects.requireNonNull(config, "config"));
     }
 
     // ------------------------------------------------------------------ accessors
@@ -476,24 +497,20 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     /**
-     * Runs one duty cycle of the submitter, then of the completion agent ({@link ThreadingMode#INVOKER} only).
+     * Runs one duty cycle of the submitter, then of the completion agent ({@link ThreadingMode#INVOKER} only). Errors
+     * take the same path as on the agents' own threads ({@link GuardedAgent}): recorded and counted in {@link
+     * Metric#AGENT_ERRORS}, and the agents go on; only a fatal {@link VirtualMachineError} is rethrown.
      *
      * @return work done
      */
     public int doAgentWork() {
-        if (submitterRunner != null) {
-            throw new IllegalStateException("doAgentWork in DEDICATED threading mode: the agents run on their own threads");
-        }
         if (closed) {
             throw new IllegalStateException("doAgentWork on a closed controller");
         }
-        try {
-            return submitter.doWork() + completion.doWork();
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
+        if (submitterRunner != null) {
+            throw new IllegalStateException("doAgentWork in DEDICATED threading mode: the agents run on their own threads");
         }
+        return guardedSubmitter.doWork() + guardedCompletion.doWork();
     }
 
     // ------------------------------------------------------------------ reserve
@@ -692,6 +709,9 @@ public final class HiCacheController implements AutoCloseable {
      * and counts a fallback entry for every such forward. Any thread.
      */
     public void declareHooksUnavailable(String reason) {
+        if (closed) {
+            throw new IllegalStateException("declareHooksUnavailable on a closed controller");
+        }
         if (reason == null || reason.isBlank()) {
             throw new IllegalArgumentException("declareHooksUnavailable needs a reason");
         }
@@ -749,6 +769,11 @@ public final class HiCacheController implements AutoCloseable {
         issueWriteBacks();
         agree();
         int loads = loader.poll();
+        if (stickyError == null && loader.stickyStatus() != 0) {
+            int status = loader.stickyStatus(); // a load met a sticky error: the context is dead for backups too
+            stickyError = new CudaException(status, runtime.errorName(status), runtime.errorString(status), "load copies");
+            stopAfterStickyError();
+        }
         if (tier != null && stickyError == null) {
             tier.poll();
         }
@@ -1139,7 +1164,16 @@ public final class HiCacheController implements AutoCloseable {
             }
         }
         writeBacksWaiting.clear();
-        runtime.recordEvent(slot.endEvent, computeStream);
+        try {
+            runtime.recordEvent(slot.endEvent, computeStream);
+            slot.endError = 0;
+        } catch (RuntimeException e) {
+            // a dead context (or a failing runtime) must not throw out of poll or evictDevice: the write-back fails
+            // like a copy (the submitter seals it without copying, its backups abort with CUDA_ERROR) and a sticky
+            // error stops the controller through the ack, as on every other path
+            slot.endError = e instanceof CudaException ce && ce.code() != 0 ? ce.code() : CudaError.UNKNOWN.code();
+            LOG.warn("HiCache write-back could not record its start event; its backups are aborted", e);
+        }
         slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
         countFallback(FallbackReason.WRITE_BACK);
         if (!commands.offer(slot)) {
@@ -1548,7 +1582,7 @@ public final class HiCacheController implements AutoCloseable {
         agentErrors.logSummary();
     }
 
-    /** True once {@link #close()} ran. */
+    /** True once {@link #close()} ran. Any thread (a volatile read). */
     public boolean isClosed() {
         return closed;
     }

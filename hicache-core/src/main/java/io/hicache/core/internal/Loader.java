@@ -31,10 +31,11 @@ import java.util.function.LongSupplier;
  * {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH}: the chain stays host-only and gets its pages at agreement.
  *
  * <p>Owned by the scheduler thread, except {@link #waitLayer}, which the forward thread calls. Event sets live in
- * a ring of {@link #RING} so the next batch's load can be issued before the previous one is consumed.
+ * a ring of {@code loadBatchesInFlight} (a builder setting) so the next batch's load can be issued before the previous
+ * one is consumed; a consumer token carries its set's index in its low {@value #INDEX_BITS} bits.
  */
 final class Loader implements AgreedFifo.Retirer<LoadOp> {
-    static final int RING = 3;
+    static final int INDEX_BITS = 8;
 
     private final CudaRuntime runtime;
     private final CudaStream computeStream;
@@ -52,10 +53,12 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     private final int thresholdTokens;
     private final int pageSize;
     private final boolean sameForward;
-    private final LoadSet[] sets = new LoadSet[RING];
+    private final LoadSet[] sets;
     private final SpscArrayQueue<LoadSet> issued;
     private final SpscArrayQueue<LoadSet> acks;
     private int nextSet;
+    /** The first sticky CUDA error a load's ack reported (the controller stops on it), or 0. */
+    private int stickyStatus;
     private long generation;
 
     private LoadOp[] queued = new LoadOp[8];
@@ -89,8 +92,9 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
            CopyPlanner draftPlanner, boolean batched, RankAgreement agreement, int rank, LongSupplier clock,
            HiCacheMetrics metrics, AgentErrors errors, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
            SpscArrayQueue<LoadSet> issued, SpscArrayQueue<LoadSet> acks, java.util.List<CudaEvent> created,
-           boolean sameForward) {
+           boolean sameForward, int batches) {
         this.runtime = runtime;
+        this.sets = new LoadSet[batches];
         this.sameForward = sameForward;
         this.computeStream = computeStream;
         this.tree = tree;
@@ -122,7 +126,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     }
 
     private void createSets(java.util.List<CudaEvent> created, int targetLayers, int draftLayers) {
-        for (int i = 0; i < RING; i++) {
+        for (int i = 0; i < sets.length; i++) {
             CudaEvent start = ev(created);
             CudaEvent[] t = new CudaEvent[targetLayers];
             for (int l = 0; l < targetLayers; l++) {
@@ -148,6 +152,11 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
 
     LoadSet[] sets() {
         return sets;
+    }
+
+    /** The first sticky CUDA error a load met, or 0. Scheduler thread. */
+    int stickyStatus() {
+        return stickyStatus;
     }
 
     int inFlight() {
@@ -249,9 +258,10 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         LoadSet set = sets[nextSet];
         if (set.inUse) {
             throw new IllegalStateException("load event set " + set.index + " is still in use by an earlier batch "
-                + "(ring of " + RING + "): poll() until its load completed before starting another");
+                + "(loadBatchesInFlight " + sets.length + "): poll() until its load completed before starting another, "
+                + "or raise loadBatchesInFlight");
         }
-        nextSet = (nextSet + 1) % RING;
+        nextSet = (nextSet + 1) % sets.length;
         set.inUse = true;
         set.opCount = 0;
         set.submitError = 0;
@@ -268,7 +278,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
             queued[q] = null;
             refreshChain(op);
             op.set = set;
-            op.consumer = (set.generation << 2) | set.index;
+            op.consumer = (set.generation << INDEX_BITS) | set.index;
             op.state = LoadOp.State.ISSUED;
             op.issuedNs = set.issuedNs;
             set.add(op);
@@ -340,7 +350,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         if (!issued.offer(set)) {
             throw new IllegalStateException("load queue full");
         }
-        return (set.generation << 2) | set.index;
+        return (set.generation << INDEX_BITS) | set.index;
     }
 
     private void issue(CopyPlanner planner, int layer, PagePairs p) {
@@ -358,13 +368,13 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         if (consumer < 0) {
             return;
         }
-        LoadSet set = sets[(int) (consumer & 3)];
+        LoadSet set = sets[(int) (consumer & ((1 << INDEX_BITS) - 1))];
         CudaEvent[] events = draft ? set.draftEvents : set.targetEvents;
         if (layer < 0 || layer >= events.length) {
             throw new IllegalArgumentException((draft ? "draft" : "target") + " layer " + layer + " outside [0, "
                 + events.length + ")");
         }
-        if (set.generation != (consumer >>> 2)) {
+        if (set.generation != (consumer >>> INDEX_BITS)) {
             return; // the set was reused, which needs the earlier load to have completed: nothing to wait for
         }
         runtime.streamWaitEvent(computeStream, events[layer]);
@@ -378,6 +388,9 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
                 LoadOp op = s.ops[i];
                 s.ops[i] = null;
                 boolean ok = s.status == 0 && !s.agentError;
+                if (s.status != 0 && stickyStatus == 0 && io.hicache.cuda.CudaError.of(s.status).sticky()) {
+                    stickyStatus = s.status;
+                }
                 op.local = ok ? LoadOp.Local.OK : LoadOp.Local.FAILED;
                 if (ok) {
                     metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);

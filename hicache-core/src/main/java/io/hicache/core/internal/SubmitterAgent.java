@@ -1,6 +1,5 @@
 package io.hicache.core.internal;
 
-import com.lmax.disruptor.EventPoller;
 import io.hicache.core.internal.copy.CopyDirection;
 import io.hicache.core.internal.copy.CopyPlan;
 import io.hicache.core.internal.copy.CopyPlanner;
@@ -39,7 +38,7 @@ import org.slf4j.LoggerFactory;
  * <p>Owns the backup stream's submission order, the copy planners and plan; runs on its own thread under an
  * {@code AgentRunner} or is stepped by the caller. Allocation-free in steady state.
  */
-public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEvent> {
+public final class SubmitterAgent implements Agent, HookRing.Handler {
     private static final Logger LOG = LoggerFactory.getLogger(SubmitterAgent.class);
     private static final long WARN_INTERVAL_NS = 10_000_000_000L;
 
@@ -52,7 +51,6 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
     private final int targetLayers;
     private final int draftLayers;
     private final HookRing ring;
-    private final EventPoller<HookEvent> hooks;
     private final ForwardSlot[] slots;
     private final SpscArrayQueue<ForwardSlot> commands;
     private final SpscArrayQueue<ForwardSlot> sealed;
@@ -78,7 +76,6 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
         this.targetLayers = targetLayers;
         this.draftLayers = draftLayers;
         this.ring = ring;
-        this.hooks = ring.poller();
         this.slots = slots;
         this.commands = commands;
         this.sealed = sealed;
@@ -94,7 +91,7 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
             retrySeals();
         }
         commands.drain(onCommand, 16);
-        hooks.poll(this);
+        ring.poll(this);
         long pendingEnds = ring.pendingEnds();
         if (pendingEnds != pendingEndsSeen) {
             pendingEndsSeen = pendingEnds;
@@ -109,16 +106,12 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
     }
 
     @Override
-    public boolean onEvent(HookEvent event, long sequence, boolean endOfBatch) {
-        ForwardSlot slot = event.slot;
+    public boolean onHook(HookEvent event) {
+        ForwardSlot slot = slots[event.slotIndex];
         int kind = event.kind;
         int layer = event.layer;
         long generation = event.generation;
-        event.slot = null;
         workDone++;
-        if (slot == null) {
-            return workDone < 256;
-        }
         try {
             if (!current(slot, generation)) {
                 return workDone < 256; // stale message of a forward already sealed (cancelled, or a lost END found)
@@ -160,7 +153,7 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
             if (cmd == ForwardSlot.CMD_CANCEL) {
                 slot.cancelled = true;
                 seal(slot);
-            } else if (cmd == ForwardSlot.CMD_COPY_ALL_NOW) {
+            } else if (cmd == ForwardSlot.CMD_COPY_ALL_NOW && !sealedAfterFailedEnd(slot)) {
                 copyAllLayers(slot);
                 seal(slot);
             }
@@ -184,7 +177,26 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
         }
     }
 
+    /**
+     * True (and the forward sealed as failed) when its end event could not be recorded: nothing may wait on it, and
+     * the forward fails at once with that error (its final event still waits for the copies already queued).
+     */
+    private boolean sealedAfterFailedEnd(ForwardSlot slot) {
+        if (slot.endError == 0) {
+            return false;
+        }
+        if (slot.submitError == 0) {
+            slot.submitError = slot.endError;
+            slot.submitErrorCall = "cudaEventRecord of the forward's end";
+        }
+        seal(slot);
+        return true;
+    }
+
     private void onEnd(ForwardSlot slot) {
+        if (sealedAfterFailedEnd(slot)) {
+            return;
+        }
         if (slot.allLayers) {
             copyAllLayers(slot);
         } else if (slot.overflowGeneration == slot.subGeneration) {
@@ -205,7 +217,7 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
         long now = System.nanoTime();
         if (lastRingFullWarnNs == 0 || now - lastRingFullWarnNs > WARN_INTERVAL_NS) {
             lastRingFullWarnNs = now;
-            LOG.warn("HiCache hook ring ({} entries) was full: a forward's remaining layers are copied after its end "
+            LOG.warn("HiCache hook lane ({} entries per slot) was full: a forward's remaining layers are copied after its end "
                 + "({} such forwards so far)", ring.capacity(), metrics.fallbacksBy(FallbackReason.HOOK_RING_FULL));
         }
     }
@@ -336,9 +348,7 @@ public final class SubmitterAgent implements Agent, EventPoller.Handler<HookEven
 
     /** An unexpected exception while handling a forward: it is aborted (sealed now unless already), the agent goes on. */
     private void onError(ForwardSlot slot, String what, Throwable e) {
-        if (e instanceof VirtualMachineError vme && !(e instanceof StackOverflowError)) {
-            throw vme;
-        }
+        GuardedAgent.rethrowIfFatal(e);
         errors.record(roleName(), what, e);
         if (!slot.subDone) {
             slot.agentError = true;

@@ -310,8 +310,8 @@ class ControllerScenariosTest {
         SimRig[] holder = new SimRig[1];
         try (SimRig rig = SimRig.builder().layers(4, 0).pages(4, 64, 64).bytesPerToken(1024)
             .device(d -> d.deviceToHostBytesPerSecond(1_000_000_000L))
-            .controller(c -> c.runtime(new FailingSubmissionRuntime(c.runtime, 3))
-                .listener(new BackupListener() {
+            .wrapRuntime(rt -> new FailingSubmissionRuntime(rt, 3))
+            .controller(c -> c.listener(new BackupListener() {
                     @Override
                     public void onAborted(io.hicache.core.BackupHandle backup, AbortReason reason) {
                         d2hBytesAtAbort[0] = holder[0].rt[0].bytesCopied(CopyKind.DEVICE_TO_HOST);

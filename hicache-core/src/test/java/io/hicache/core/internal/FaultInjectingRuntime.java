@@ -25,6 +25,10 @@ final class FaultInjectingRuntime implements CudaRuntime {
     private final Map<String, Integer> calls = new HashMap<>();
     private final Map<String, Integer> failAt = new HashMap<>();
     private final Map<String, Boolean> cudaError = new HashMap<>();
+    private final Map<String, java.util.function.Supplier<? extends Throwable>> throwing = new HashMap<>();
+    private final java.util.Set<Thread> stalling = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private volatile java.util.concurrent.CountDownLatch stallArrived;
+    private volatile java.util.concurrent.CountDownLatch stallRelease;
     private int allocations;
     private int failAllocationAt;
 
@@ -37,6 +41,36 @@ final class FaultInjectingRuntime implements CudaRuntime {
         calls.put(method, 0);
         failAt.put(method, n);
         cudaError.put(method, false);
+        throwing.remove(method);
+        return this;
+    }
+
+    /**
+     * The {@code n}-th call (1-based, from now) of {@code method} throws what {@code error} makes (a
+     * {@link RuntimeException} or an {@link Error}); with {@code n <= 0} every call from now on does.
+     */
+    synchronized FaultInjectingRuntime failWith(String method, int n, java.util.function.Supplier<? extends Throwable> error) {
+        calls.put(method, 0);
+        failAt.put(method, n);
+        throwing.put(method, error);
+        return this;
+    }
+
+    /**
+     * The next {@code recordEvent} of {@code thread} records and then stalls inside the call (as a thread preempted
+     * in {@code cudaEventRecord}): it counts {@code arrived} down and returns only once {@code release} opens.
+     */
+    void stallNextRecordOf(Thread thread, java.util.concurrent.CountDownLatch arrived,
+                           java.util.concurrent.CountDownLatch release) {
+        stallArrived = arrived;
+        stallRelease = release;
+        stalling.add(thread);
+    }
+
+    /** Stops every injected fault of {@code method}. */
+    synchronized FaultInjectingRuntime heal(String method) {
+        failAt.remove(method);
+        throwing.remove(method);
         return this;
     }
 
@@ -59,6 +93,14 @@ final class FaultInjectingRuntime implements CudaRuntime {
         Integer at = failAt.get(method);
         if (at != null) {
             int n = calls.merge(method, 1, Integer::sum);
+            java.util.function.Supplier<? extends Throwable> error = throwing.get(method);
+            if (error != null && (n == at || at <= 0)) {
+                Throwable t = error.get();
+                if (t instanceof Error e) {
+                    throw e;
+                }
+                throw (RuntimeException) t;
+            }
             if (n == at) {
                 throw new IllegalStateException("injected fault in " + method);
             }
@@ -99,6 +141,14 @@ final class FaultInjectingRuntime implements CudaRuntime {
     public void recordEvent(CudaEvent event, CudaStream stream) {
         check("recordEvent");
         delegate.recordEvent(event, stream);
+        if (!stalling.isEmpty() && stalling.remove(Thread.currentThread())) {
+            stallArrived.countDown();
+            try {
+                stallRelease.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     @Override

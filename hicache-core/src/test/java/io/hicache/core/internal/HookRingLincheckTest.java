@@ -1,6 +1,5 @@
 package io.hicache.core.internal;
 
-import com.lmax.disruptor.EventPoller;
 import io.hicache.cuda.CopyKind;
 import io.hicache.cuda.CudaEvent;
 import io.hicache.cuda.CudaRuntime;
@@ -15,23 +14,21 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * Lincheck model check of the hook hand-off: the real {@link ForwardHandle} on the forward thread publishes
- * (layer, event) into the controller's {@link HookRing} (a single-producer Disruptor ring), and the submitter's side polls
- * it with an {@link EventPoller}, as {@link SubmitterAgent#doWork()} does. The poller must see every published
+ * (layer, event) into the controller's {@link HookRing} (a multi-producer Disruptor ring), and the submitter's side polls
+ * it with {@link HookRing#poll}, as {@link SubmitterAgent#doWork()} does. The poller must see every published
  * hook exactly once, in order, with the fields the forward thread wrote (no torn or stale event).
  */
 @Param(name = "layer", gen = IntGen.class, conf = "0:3")
 public class HookRingLincheckTest {
     private static final int LAYERS = 4;
 
-    private final HookRing ring = new HookRing(16);
-    private final EventPoller<HookEvent> poller = ring.poller();
+    private final HookRing ring = new HookRing(1, 16);
     private final ForwardSlot slot = new ForwardSlot(0, new CudaEvent[LAYERS], new CudaEvent[LAYERS],
         new CudaEvent(1), new CudaEvent(2), new CudaEvent[2 * LAYERS]);
     private final ForwardHandle handle;
     private final StringBuilder seen = new StringBuilder();
-    private final EventPoller.Handler<HookEvent> onHook = (e, seq, end) -> {
-        seen.append(e.kind).append(':').append(e.layer).append(e.slot == slot && e.generation == 7 ? "" : "!").append(' ');
-        e.slot = null;
+    private final HookRing.Handler onHook = e -> {
+        seen.append(e.kind).append(':').append(e.layer).append(e.slotIndex == slot.index && e.generation == 7 ? "" : "!").append(' ');
         return true;
     };
 
@@ -60,14 +57,13 @@ public class HookRingLincheckTest {
     @Operation(nonParallelGroup = "submitter")
     public String poll() throws Exception {
         seen.setLength(0);
-        poller.poll(onHook);
+        ring.poll(onHook);
         return seen.toString();
     }
 
     @Test
     void modelCheck() {
-        // No init or post part: Disruptor's single-producer sequencer asserts (under -ea) that one thread
-        // produces for the ring's whole life, and Lincheck runs those parts on other threads.
+        // No init or post part: the forward's hooks are the actors of one thread, as an engine calls them.
         new ModelCheckingOptions().iterations(30).invocationsPerIteration(300).threads(2).actorsPerThread(5)
             .actorsBefore(0).actorsAfter(0).check(getClass());
     }
