@@ -7,7 +7,7 @@ import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
-import io.hicache.cuda.SimulatedCudaRuntime;
+import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 
