@@ -3,7 +3,7 @@ package io.hicache.sim.engine;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.BackupMode;
-import io.hicache.sim.Eviction;
+import io.hicache.radix.EvictionPolicy;
 import io.hicache.sim.ProgressListener;
 import io.hicache.sim.Router;
 import io.hicache.sim.ServingConfig;
@@ -62,7 +62,7 @@ class ServingModelTest {
 
     private static SimConfig llama70b(BackupMode mode, long deviceTokens) {
         return new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 512, 64, deviceTokens, 2 * deviceTokens,
-                WritePolicy.WRITE_THROUGH, mode, Eviction.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 3, 1.0);
+                WritePolicy.WRITE_THROUGH, mode, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 3, 1.0);
     }
 
     private static SimResult run(SimConfig c, ServingConfig s, TraceSource trace) {
@@ -129,7 +129,7 @@ class ServingModelTest {
         Instance.checkPagesEachStep = true;
         try {
             SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, 60_000, 200_000,
-                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5,
+                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5,
                     20.0);
             SimResult r = run(c, serving(2, Router.CACHE_AWARE, 1), ServingEngineTest.bundled(150));
             assertThat(r.requests()).isEqualTo(150);
