@@ -44,8 +44,9 @@ import java.util.function.Supplier;
  * <p><b>Failures.</b> Misuse (a bad argument, a handle from another cache, a call in the wrong state) throws
  * {@link IllegalArgumentException} or {@link IllegalStateException} naming what was wrong, and changes
  * nothing. After {@link #close()} every call that acts or hands out native state (the tree and its view, the
- * host pool view, backups, loads, hooks and {@code waitLayer}, eviction, agent work, {@link #computeStream()})
- * throws {@link IllegalStateException} naming "closed" without touching CUDA; {@link #metrics()},
+ * host pool view, backups, loads, hooks and {@code waitLayer}, eviction, agent work, {@link #computeStream()},
+ * {@link #backupStream()}, {@link #loadStream()})
+ * throws {@link IllegalStateException} naming "closed" without touching CUDA; {@link #metrics()}, {@link #metric},
  * {@link #isClosed()}, {@link #stickyError()} and the configuration accessors ({@link #rank()},
  * {@link #targetLayers()}, {@link #draftLayers()}) keep answering, and {@code close} is idempotent. A CUDA error while copying aborts only the backups
  * or loads it touched (their pages are released, nothing is published); a sticky CUDA error (the device is

@@ -179,4 +179,25 @@ class ServingModelTest {
         assertThat(ServingConfig.kvRoomPromptTokens(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 4, 1))
                 .isBetween(1_000_000L, 1_250_000L);
     }
+
+    @Test
+    void everyEvictionPolicyButPriorityIsSpelledAndAccepted() {
+        for (EvictionPolicy p : EvictionPolicy.values()) {
+            if (p == EvictionPolicy.PRIORITY) {
+                assertThatThrownBy(() -> config(p)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("PRIORITY needs request priorities");
+                assertThatThrownBy(() -> io.hicache.sim.CoreNames.eviction("priority"))
+                        .hasMessageContaining("valid values: lru, lfu, fifo, mru, filo, slru");
+                continue;
+            }
+            String name = io.hicache.sim.CoreNames.of(p);
+            assertThat(io.hicache.sim.CoreNames.eviction(name.toUpperCase(java.util.Locale.ROOT))).isSameAs(p);
+            assertThat(config(p).eviction()).isSameAs(p);
+        }
+    }
+
+    private static SimConfig config(EvictionPolicy eviction) {
+        return new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, 60_000, 200_000,
+                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, eviction, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5, 1.0);
+    }
 }
