@@ -4,8 +4,9 @@
 # side in one run; prints the ratios and writes them into docs/PERFORMANCE.md (its storage section).
 # Usage: bench/storage-bench.sh [--rounds N] [--file-mib N] [--file-page-mib N] [--io-threads N] [--dir DIR] [--no-report]
 # Needs dd (coreutils). fio (apt-get install -y fio) adds a second reference for the buffered get. The Redis
-# rows need redis-server, redis-cli and redis-benchmark (apt-get update && apt-get install -y redis-server
-# redis-tools); without them the Redis rows are skipped with a note.
+# rows need redis-cli and redis-benchmark (apt-get update && apt-get install -y redis-tools; redis-server too
+# for Debian's server) and a redis-server, found by scripts/redis-server-path (the system's, else the one the
+# build brings); without them the Redis rows are skipped with a note.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -33,15 +34,19 @@ trap cleanup EXIT
 if [[ ! -f bench/target/benchmarks.jar ]] || [[ -n "$(find hicache-storage/src bench/src -newer bench/target/benchmarks.jar -name '*.java' | head -1)" ]]; then
   ./mvnw -q -B -ntp -DskipTests package -pl bench -am
 fi
-if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null; then
+redis_server=""
+if command -v redis-benchmark >/dev/null && command -v redis-cli >/dev/null; then
+  redis_server=$(scripts/redis-server-path) || redis_server=""
+fi
+if [[ -n "$redis_server" ]]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --daemonize yes \
+  "$redis_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --daemonize yes \
     --pidfile "$work/redis.pid" --logfile "$work/redis.log" >/dev/null
   for _ in $(seq 100); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
   pid=$(cat "$work/redis.pid")
   args+=(--redis-port "$port")
 else
-  echo "storage-bench: redis-server/redis-benchmark not installed; Redis rows skipped (apt-get update && apt-get install -y redis-server redis-tools)" >&2
+  echo "storage-bench: redis-benchmark/redis-cli or a redis-server missing; Redis rows skipped (apt-get update && apt-get install -y redis-server redis-tools)" >&2
 fi
 command -v fio >/dev/null || echo "storage-bench: fio not installed; the buffered get is compared with dd only (apt-get install -y fio)" >&2
 [[ $report -eq 1 ]] && args+=(--out docs/PERFORMANCE.md)

@@ -24,7 +24,12 @@ public enum AbortReason {
      * An agent (submitter or completion) failed with an unexpected exception while handling the forward; the
      * error is counted ({@code AGENT_ERRORS}) and logged once per distinct error, and the agent goes on.
      */
-    AGENT_ERROR;
+    AGENT_ERROR,
+    /**
+     * The node's KV was computed in the forward that loaded its prefix from the host tier, and that load failed on
+     * some rank: the prefix bytes never arrived, so the backup of what was computed over them is never published.
+     */
+    LOAD_FAILED;
 
     private static final AbortReason[] VALUES = values();
 

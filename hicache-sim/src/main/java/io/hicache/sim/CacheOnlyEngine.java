@@ -93,6 +93,21 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
                     writeThrough(last, config.writePolicy() == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1);
                 }
                 evictToCapacity(last);
+                if (r.coversAnswer()) {
+                    // the answer joins the cache when the request finishes (cache_finished_req), before the next
+                    // turn of its conversation: an upper bound for a timed run whose turns wait for answers
+                    tokens = TokenExpander.ensureCapacity(tokens, expander.conversationTokenCount(r));
+                    int all = expander.expandConversationInto(r, tokens);
+                    // the last answer token's KV is never computed: the prompt plus output - 1 tokens are cached
+                    long decodedKv = (long) (r.outputLength() - 1) * config.blockTokens() / r.blockSize();
+                    int kv = (int) Math.min(all, count + Math.max(0, decodedKv));
+                    insert(tokens, kv, 0); // page ids are opaque here: the tree keeps those it has
+                    last = tree.lastInsertNode();
+                    if (hostWrites && config.writePolicy() != WritePolicy.WRITE_BACK) {
+                        writeThrough(last, config.writePolicy() == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1);
+                    }
+                    evictToCapacity(last);
+                }
                 hostPagesPeak = Math.max(hostPagesPeak, tree.hostPagesCommitted());
                 progress.onRequestsDone(++done);
             }

@@ -30,14 +30,21 @@ import java.util.Objects;
  * Strings are written as a 4-byte little-endian length then their UTF-8 bytes; integers as 4-byte
  * little-endian. The encoding is unambiguous, so no two field tuples produce the same input.
  *
+ * <p><b>Draft/MTP keys.</b> The draft part of a page is stored beside its target part, under a key of its own
+ * ({@link #draftKey}): {@code SHA-256(draft_seed ‖ target_key)}, where {@code draft_seed} ({@link #draftSeed()})
+ * is this namespace's seed with the role {@code draft} (for {@link #NONE}, SHA-256 of the ASCII
+ * {@code hicache.l3.draft.none.v1} and a zero byte). The target keys stay SGLang's chains; a draft key names the
+ * same page (its target key digests the whole prefix) in the draft namespace, one hash per page.
+ *
  * <p>Immutable value; thread-safe. {@link #toString()} prints every field except the salt (a tenant
  * secret).
  */
 public final class KeyNamespace {
-    /** No seed: keys are exactly SGLang's {@code get_hash_str} chains. */
-    public static final KeyNamespace NONE = new KeyNamespace();
-
     private static final byte[] TAG = "hicache.l3.namespace.v1\0".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] NONE_DRAFT_TAG = "hicache.l3.draft.none.v1\0".getBytes(StandardCharsets.US_ASCII);
+
+    /** No seed: keys are exactly SGLang's {@code get_hash_str} chains. (Declared after the tags it digests.) */
+    public static final KeyNamespace NONE = new KeyNamespace();
 
     /** Which model's KV a page holds. */
     public enum Role {
@@ -59,6 +66,7 @@ public final class KeyNamespace {
     private final String loraAdapterId;
     private final String salt;
     private final PageKey seed;
+    private final PageKey draftSeed;
 
     private KeyNamespace() {
         modelId = "";
@@ -73,6 +81,9 @@ public final class KeyNamespace {
         loraAdapterId = "";
         salt = "";
         seed = null;
+        MessageDigest md = PageKeys.sha256();
+        md.update(NONE_DRAFT_TAG);
+        draftSeed = PageKey.wrap(md.digest());
     }
 
     private KeyNamespace(Builder b) {
@@ -87,7 +98,8 @@ public final class KeyNamespace {
         cpLane = b.cpLane;
         loraAdapterId = b.loraAdapterId;
         salt = b.salt;
-        seed = computeSeed();
+        seed = computeSeed(role);
+        draftSeed = role == Role.DRAFT ? seed : computeSeed(Role.DRAFT);
     }
 
     /** A builder; model id, KV dtype, page size and host layout are required. */
@@ -98,6 +110,30 @@ public final class KeyNamespace {
     /** The seed of every chain in this namespace, or null for {@link #NONE}. */
     public PageKey seed() {
         return seed;
+    }
+
+    /**
+     * The seed of the draft/MTP keys that go with this namespace's target keys: the seed of this namespace with
+     * the role {@code draft}; for {@link #NONE} a fixed digest (see the class comment). Never null.
+     */
+    public PageKey draftSeed() {
+        return draftSeed;
+    }
+
+    /**
+     * The key of the draft/MTP part of the page whose target key (in this namespace) is {@code targetKey}:
+     * {@code SHA-256(draftSeed() ‖ targetKey)}. Cold path (allocates a digest).
+     *
+     * @throws IllegalArgumentException when {@code targetKey} is null
+     */
+    public PageKey draftKey(PageKey targetKey) {
+        if (targetKey == null) {
+            throw new IllegalArgumentException("targetKey must not be null");
+        }
+        MessageDigest md = PageKeys.sha256();
+        md.update(draftSeed.toBytes());
+        md.update(targetKey.toBytes());
+        return PageKey.wrap(md.digest());
     }
 
     /** True for {@link #NONE}. */
@@ -186,14 +222,14 @@ public final class KeyNamespace {
         return loraAdapterId;
     }
 
-    private PageKey computeSeed() {
+    private PageKey computeSeed(Role r) {
         MessageDigest md = PageKeys.sha256();
         md.update(TAG);
         putString(md, modelId);
         putString(md, kvDtype);
         putInt(md, pageSizeTokens);
         putString(md, hostLayout.name());
-        putString(md, role == Role.TARGET ? "target" : "draft");
+        putString(md, r == Role.TARGET ? "target" : "draft");
         putInt(md, tpSize);
         putInt(md, tpRank);
         putInt(md, cpSize);

@@ -19,6 +19,12 @@ import org.slf4j.LoggerFactory;
  * (L3 → L2), where they become host hits the engine loads back as usual. Keys are SGLang's page hash chains seeded
  * with a {@link KeyNamespace}, so only caches of the same configuration read each other's pages.
  *
+ * <p><b>Draft/MTP KV.</b> In a cache with draft layers ({@code HiCache.Builder.draftLayout}) a page is stored as its
+ * target part under its key and its draft part under {@link KeyNamespace#draftKey} of it; the target part is put only
+ * after its draft part is stored, and a prefetched page becomes a host hit only when both parts read back whole, so a
+ * load-back restores both (never the draft bytes of another page). Host copies backed up without their draft KV are
+ * stored as target parts only, which a cache without draft layers can read and one with them does not take.
+ *
  * <pre>{@code
  * PageStore store = PageStores.open("file:/var/cache/hicache", StoreConfig.defaults());
  * L3Tier l3 = L3Tier.attach(cache, store, namespace, StorageTierConfig.DEFAULT);
@@ -68,8 +74,9 @@ public final class L3Tier implements AutoCloseable {
     /**
      * Attaches an L3 tier on {@code store} to {@code cache}, whose rank is alone (no CP group). Scheduler thread.
      *
-     * @param namespace the key namespace of this cache's KV ({@link KeyNamespace#NONE}: SGLang's unseeded keys); its
-     *                  page size, host layout and CP lane must be the cache's
+     * @param namespace the key namespace of this cache's target KV ({@link KeyNamespace#NONE}: SGLang's unseeded
+     *                  keys); its page size, host layout and CP lane must be the cache's, its role target (draft
+     *                  parts are keyed by {@link KeyNamespace#draftKey})
      * @throws IllegalArgumentException on a null argument or a namespace that does not describe this cache
      * @throws IllegalStateException if the cache is closed or stopped, already has a tier, or is in a CP group
      */
@@ -136,8 +143,8 @@ public final class L3Tier implements AutoCloseable {
                     + " is not the cache's " + ctl.hostPool().layout());
         }
         if (ns.role() != KeyNamespace.Role.TARGET) {
-            throw new IllegalArgumentException("L3Tier.attach: the tier stores the target KV; namespace role is "
-                    + ns.role());
+            throw new IllegalArgumentException("L3Tier.attach: pass the target KV's namespace (the draft KV's keys "
+                    + "derive from it); namespace role is " + ns.role());
         }
         if (ns.cpSize() != ctl.cpSize() || ns.cpLane() != cache.rank()) {
             throw new IllegalArgumentException("L3Tier.attach: namespace CP " + ns.cpLane() + "/" + ns.cpSize()

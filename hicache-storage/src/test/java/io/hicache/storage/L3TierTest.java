@@ -36,6 +36,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class L3TierTest {
     private static final int LAYERS = 3;
+    private static final int DRAFT_LAYERS = 1;
     private static final int PAGE = 4;
     private static final int DEVICE_PAGES = 64;
     private static final int HOST_PAGES = 64;
@@ -60,6 +61,11 @@ class L3TierTest {
     /** The byte (tag, page position, layer, index) a forward writes into the device KV. */
     private static byte pattern(int tag, int position, int layer, int i) {
         return (byte) (tag * 31 + position * 7 + layer * 13 + i);
+    }
+
+    /** The byte a forward writes into the draft/MTP KV: differs from every target byte of the same page. */
+    private static byte draftPattern(int tag, int position, int layer, int i) {
+        return (byte) (pattern(tag, position, layer, i) ^ 0x5a);
     }
 
     @Test
@@ -285,6 +291,96 @@ class L3TierTest {
         }
     }
 
+    @Test
+    void aStorageHitRestoresTheDraftKvWithTheTargetKvInsteadOfLeavingAnEarlierPagesBytes() {
+        int[] t = tokens(3000, 6 * PAGE);
+        StorageTierMetrics written;
+        long pageBytes;
+        try (Engine a = new Engine(null, DRAFT_LAYERS);
+             PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            L3Tier l3 = L3Tier.attach(a.cache, store, namespace(), CFG);
+            a.forward(t, 5);
+            a.settle(() -> l3.inFlight() == 0);
+            written = l3.metrics();
+            pageBytes = a.cache.hostPool().bytesPerPage() + a.draftBytesPerPage();
+        }
+        try (Engine b = new Engine(null, DRAFT_LAYERS);
+             PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            b.fillDraft(9); // the device draft pages hold an earlier request's KV
+            L3Tier l3 = L3Tier.attach(b.cache, store, namespace(), CFG);
+            LoadHandle load = b.prefetchAndLoad(l3, t, 7, 6);
+            for (int i = 0; i < 6; i++) {
+                assertThat(b.deviceHolds(load.devicePage(i), 5, i)).as("target page %d", i).isTrue();
+                assertThat(b.draftHolds(load.devicePage(i), 5, i)).as("draft page %d", i).isTrue();
+            }
+        }
+        assertThat(written.get(StorageMetric.WRITE_PAGES_STORED)).isEqualTo(6);
+        assertThat(written.get(StorageMetric.WRITE_BYTES)).isEqualTo(6 * pageBytes); // target and draft
+    }
+
+    @Test
+    void aPageIsAStorageHitForADraftCacheOnlyWhenItsTargetAndDraftPartsAreBothStored() throws Exception {
+        int[] t = tokens(4000, 6 * PAGE);
+        try (Engine a = new Engine(null, DRAFT_LAYERS);
+             PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            L3Tier l3 = L3Tier.attach(a.cache, store, namespace(), CFG);
+            a.forward(t, 6);
+            a.settle(() -> l3.inFlight() == 0);
+            // page 3's draft part is lost (evicted, or never landed); its target part is still there
+            PageKey[] target = namespace().chain(t);
+            assertThat(store.remove(List.of(namespace().draftKey(target[3]))).await(5, TimeUnit.SECONDS).ok(0))
+                    .isTrue();
+        }
+        try (Engine b = new Engine(null, DRAFT_LAYERS);
+             PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            b.fillDraft(9);
+            L3Tier l3 = L3Tier.attach(b.cache, store, namespace(), CFG);
+            LoadHandle load = b.prefetchAndLoad(l3, t, 8, 3); // the pages before it
+            for (int i = 0; i < 3; i++) {
+                assertThat(b.draftHolds(load.devicePage(i), 6, i)).as("draft page %d", i).isTrue();
+            }
+        }
+        // a cache without draft layers reads the same target objects (SGLang's keys, the draft apart)
+        try (Engine c = new Engine(null); PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            L3Tier l3 = L3Tier.attach(c.cache, store, namespace(), CFG);
+            LoadHandle load = c.prefetchAndLoad(l3, t, 9, 6);
+            for (int i = 0; i < 6; i++) {
+                assertThat(c.deviceHolds(load.devicePage(i), 6, i)).as("target page %d", i).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void aDraftCacheDoesNotTakeTargetPagesWhoseDraftWasNeverStoredAndStoresItsOwn() {
+        int[] t = tokens(5000, 5 * PAGE);
+        try (Engine a = new Engine(null); PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            L3Tier l3 = L3Tier.attach(a.cache, store, namespace(), CFG);
+            a.forward(t, 2); // target KV only
+            a.settle(() -> l3.inFlight() == 0);
+        }
+        try (Engine b = new Engine(null, DRAFT_LAYERS);
+             PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            L3Tier l3 = L3Tier.attach(b.cache, store, namespace(), CFG);
+            MatchResult m = b.cache.match(t, 0, t.length, new MatchResult());
+            L3Prefetch p = l3.prefetch(t, 0, t.length, m, 1);
+            assertThat(p).isNotNull();
+            b.settle(p::isDone);
+            assertThat(p.publishedPages()).isZero(); // no draft part: not a hit
+            b.forward(t, 3); // computed again, with its draft KV: the draft parts are stored now
+            b.settle(() -> l3.inFlight() == 0);
+            assertThat(l3.metrics().get(StorageMetric.WRITE_PAGES_STORED)).isEqualTo(5);
+        }
+        try (Engine c = new Engine(null, DRAFT_LAYERS);
+             PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            c.fillDraft(9);
+            L3Tier l3 = L3Tier.attach(c.cache, store, namespace(), CFG);
+            LoadHandle load = c.prefetchAndLoad(l3, t, 2, 5);
+            for (int i = 0; i < 5; i++) {
+                assertThat(c.draftHolds(load.devicePage(i), 3, i)).as("draft page %d", i).isTrue();
+            }
+        }
+    }
+
     /** A CP group of two ranks on one test thread (each rank's scheduler thread), with in-process agreements. */
     private static final class Group implements AutoCloseable {
         final Engine[] rank = new Engine[2];
@@ -338,22 +434,44 @@ class L3TierTest {
         final SimulatedCudaRuntime gpu = new SimulatedCudaRuntime();
         final DeviceKvLayout layout;
         final long kvBase;
+        final DeviceKvLayout draftLayout;
+        final long draftBase;
         final HiCache cache;
         final Engine pool = this;
         private final ArrayDeque<Integer> free = new ArrayDeque<>();
 
         Engine(List<BackupHandle> heard) {
-            this(heard, 1, 0, null, null);
+            this(heard, 0);
+        }
+
+        /** A single rank with {@code draftLayers} draft/MTP layers (0: none) in lockstep with the target layers. */
+        Engine(List<BackupHandle> heard, int draftLayers) {
+            this(heard, 1, 0, null, null, draftLayers);
         }
 
         /** Rank {@code rank} of a CP group of {@code cp} (1: no group) agreeing through {@code backups} and {@code loads}. */
         Engine(List<BackupHandle> heard, int cp, int rank, InProcessRankAgreement backups, InProcessRankAgreement loads) {
+            this(heard, cp, rank, backups, loads, 0);
+        }
+
+        private Engine(List<BackupHandle> heard, int cp, int rank, InProcessRankAgreement backups,
+                       InProcessRankAgreement loads, int draftLayers) {
             DeviceKvLayout.Builder lb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS)
                     .pageSizeTokens(PAGE).bytesPerTokenPerBuffer(16).pageCount(DEVICE_PAGES);
             kvBase = gpu.deviceMalloc(lb.packedBytes());
             layout = lb.packedFrom(kvBase).build();
             HiCache.Builder b = HiCache.builder().runtime(gpu).targetLayout(layout).hostPages(HOST_PAGES)
                     .threadingMode(ThreadingMode.INVOKER).clock(gpu::nowNs);
+            if (draftLayers > 0) {
+                DeviceKvLayout.Builder db = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(draftLayers)
+                        .pageSizeTokens(PAGE).bytesPerTokenPerBuffer(8).pageCount(DEVICE_PAGES);
+                draftBase = gpu.deviceMalloc(db.packedBytes());
+                draftLayout = db.packedFrom(draftBase).build();
+                b.draftLayout(draftLayout);
+            } else {
+                draftBase = 0;
+                draftLayout = null;
+            }
             if (cp > 1) {
                 b.cpGroup(cp, rank, OwnerLanes.ROUND_ROBIN, backups, loads);
             }
@@ -389,17 +507,84 @@ class L3TierTest {
                         s.set(ValueLayout.JAVA_BYTE, x, pattern(tag, i, l, x));
                     }
                 }
+                if (draftLayout != null) {
+                    writeDraft(dev[i], tag, i);
+                }
             }
             assertThat(cache.insert(t, 0, t.length, dev, 0)).isZero();
             List<BackupHandle> backups = new ArrayList<>();
-            assertThat(cache.reserveByPolicy(cache.lastInsertNode(), false, backups)).isEqualTo(1);
+            assertThat(cache.reserveByPolicy(cache.lastInsertNode(), draftLayout != null, backups)).isEqualTo(1);
             ForwardHooks hooks = cache.beginForward(backups);
             for (int l = 0; l < LAYERS; l++) {
                 gpu.simulateKernel(cache.computeStream(), 10_000);
                 hooks.targetLayerStored(l);
+                if (draftLayout != null && l < draftLayout.layerCount()) {
+                    hooks.draftLayerStored(l);
+                }
             }
             hooks.endForward();
             return backups;
+        }
+
+        /** Bytes of one page of the draft KV, all draft layers. */
+        long draftBytesPerPage() {
+            return (long) draftLayout.layerCount() * draftLayout.bufferCount() * draftLayout.pageBytes();
+        }
+
+        /** Writes {@code tag}'s draft bytes into every device draft page, as an earlier request's KV would be. */
+        void fillDraft(int tag) {
+            for (int p = 0; p < DEVICE_PAGES; p++) {
+                writeDraft(p, tag, p);
+            }
+        }
+
+        /** Writes the draft KV (every layer and buffer) a forward with {@code tag} computes at {@code position}. */
+        private void writeDraft(int page, int tag, int position) {
+            for (int l = 0; l < draftLayout.layerCount(); l++) {
+                for (int b = 0; b < draftLayout.bufferCount(); b++) {
+                    MemorySegment s = gpu.deviceMemory(draftLayout.pageAddress(l, b, page), draftLayout.pageBytes());
+                    for (int x = 0; x < s.byteSize(); x++) {
+                        s.set(ValueLayout.JAVA_BYTE, x, draftPattern(tag, position, l + 7 * b, x));
+                    }
+                }
+            }
+        }
+
+        /** True when device page {@code page}'s draft KV holds the bytes a forward with {@code tag} wrote there. */
+        boolean draftHolds(int page, int tag, int position) {
+            for (int l = 0; l < draftLayout.layerCount(); l++) {
+                for (int b = 0; b < draftLayout.bufferCount(); b++) {
+                    MemorySegment s = gpu.deviceMemory(draftLayout.pageAddress(l, b, page), draftLayout.pageBytes());
+                    for (int x = 0; x < s.byteSize(); x++) {
+                        if (s.get(ValueLayout.JAVA_BYTE, x) != draftPattern(tag, position, l + 7 * b, x)) {
+                            return false;
+                        }
+                    }
+                }
+            }
+            return true;
+        }
+
+        /**
+         * On an empty cache: prefetches {@code t}, expects {@code pages} leading pages published, loads them back to
+         * the device as an engine does and returns the finished load.
+         */
+        LoadHandle prefetchAndLoad(L3Tier l3, int[] t, long requestId, int pages) {
+            MatchResult m = cache.match(t, 0, t.length, new MatchResult());
+            assertThat(m.devicePageCount() + m.hostPageCount()).isZero();
+            L3Prefetch p = l3.prefetch(t, 0, t.length, m, requestId);
+            assertThat(p).isNotNull();
+            settle(p::isDone);
+            assertThat(p.publishedPages()).isEqualTo(pages);
+            m = cache.match(t, 0, t.length, new MatchResult());
+            assertThat(m.hostPageCount()).isEqualTo(pages);
+            LoadHandle load = cache.loadBack(m, requestId, Integer.MAX_VALUE, pool);
+            assertThat(load).isNotNull();
+            p.consume();
+            cache.startLoading();
+            settle(() -> load.state() == LoadHandle.State.LOADED || load.state() == LoadHandle.State.FAILED);
+            assertThat(load.state()).isEqualTo(LoadHandle.State.LOADED);
+            return load;
         }
 
         /** True when device page {@code page} holds the bytes a forward with {@code tag} wrote at {@code position}. */
@@ -463,6 +648,9 @@ class L3TierTest {
         public void close() {
             cache.close();
             gpu.deviceFree(kvBase);
+            if (draftBase != 0) {
+                gpu.deviceFree(draftBase);
+            }
             gpu.close();
         }
     }

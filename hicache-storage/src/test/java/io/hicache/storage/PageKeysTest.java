@@ -114,6 +114,37 @@ class PageKeysTest {
     }
 
     @Test
+    void draftKeysDigestTheDraftSeedAndTheTargetKeyAndLeaveTheTargetChainAsItIs() {
+        // pins the draft key encoding: SHA-256(draft seed ‖ target key), the draft seed being the namespace's seed
+        // with the role "draft", or a fixed digest for the none namespace
+        KeyNamespace n = ns().build();
+        int[] tokens = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+        PageKey[] target = n.chain(tokens);
+        assertThat(n.draftSeed()).isEqualTo(n.withRole(KeyNamespace.Role.DRAFT).seed());
+        assertThat(n.withRole(KeyNamespace.Role.DRAFT).draftSeed()).isEqualTo(n.draftSeed());
+        java.security.MessageDigest md = PageKeys.sha256();
+        md.update("hicache.l3.draft.none.v1\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        PageKey noneDraftSeed = PageKey.ofDigest(md.digest());
+        assertThat(KeyNamespace.NONE.draftSeed()).isEqualTo(noneDraftSeed);
+        Set<PageKey> all = new HashSet<>(List.of(target));
+        for (KeyNamespace ns : new KeyNamespace[] {n, KeyNamespace.NONE}) {
+            PageKey[] keys = ns.isNone() ? PageKeys.chain(null, tokens, 16) : target;
+            for (PageKey t : keys) {
+                md.reset();
+                md.update(ns.draftSeed().toBytes());
+                md.update(t.toBytes());
+                PageKey d = ns.draftKey(t);
+                assertThat(d).isEqualTo(PageKey.ofDigest(md.digest()));
+                assertThat(all.add(d)).as("a draft key is no other page's key").isTrue();
+                all.add(t);
+            }
+        }
+        assertThat(n.chain(tokens)).containsExactly(target); // the target chain does not depend on the draft
+        assertThatThrownBy(() -> n.draftKey(null)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("targetKey");
+    }
+
+    @Test
     void saltIsNeverPrinted() {
         KeyNamespace n = ns().salt("s3cr3t-salt").build();
         assertThat(n.toString()).doesNotContain("s3cr3t-salt").contains("salt=set");

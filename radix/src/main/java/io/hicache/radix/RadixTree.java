@@ -840,17 +840,29 @@ public final class RadixTree {
 
     /**
      * Write-through contiguity rule: a node may be backed up only if its parent is the root or
-     * already backed up (committed or pending). A node below a load still in flight is not backed
-     * up: its KV was computed over bytes that a failed load would invalidate.
+     * already backed up (committed or pending). A node below a load still in flight may be backed
+     * up too (its copies run in the forward that loads its prefix), but its backup must not be
+     * published before the load finished ({@link #dependsOnLoad}); if the load fails, the backup
+     * learns it through {@link PendingBackup#onInvalidated} and must never be published.
      *
      * @return true if {@code node} is a non-root node holding device pages, with no host value or
-     *     pending backup, whose parent is the root or {@link RadixNode#isBackedUp()}, and no
-     *     ancestor of which {@linkplain RadixNode#isLoading() is loading}
+     *     pending backup, whose parent is the root or {@link RadixNode#isBackedUp()}
      */
     public boolean canBackUp(RadixNode node) {
         checkNode(node, true);
         return node != root && node.devPages != null && node.hostValue == null && node.pending == null
-                && (node.parent == root || node.parent.isBackedUp()) && !belowLoad(node);
+                && (node.parent == root || node.parent.isBackedUp());
+    }
+
+    /**
+     * Whether the KV of {@code node} was computed over a prefix that is still loading: an ancestor
+     * {@linkplain RadixNode#isLoading() is loading}. A backup of such a node may copy, but it is
+     * published only once this turns false (the load finished); a failed load invalidates the node.
+     * Walks the node's path; allocation-free.
+     */
+    public boolean dependsOnLoad(RadixNode node) {
+        checkNode(node, true);
+        return node != root && belowLoad(node);
     }
 
     /** @return true if an ancestor of {@code node} is still being loaded (its KV is not final) */
@@ -961,8 +973,8 @@ public final class RadixTree {
      * and the state LOADING. It is then matched as a device prefix (the request that owns the load, and
      * any that join it, wait for the load's layers on the device), but {@link MatchResult#readyPageCount()}
      * stops before it; it is not evictable on either tier; inserts may pass through it and add nodes
-     * below it, which are not backed up ({@link #canBackUp}) until the load finishes. The pages stay the
-     * load's until {@link #finishLoad}. Load a path top-down.
+     * below it, whose backups may copy but are not published until the load finishes
+     * ({@link #dependsOnLoad}). The pages stay the load's until {@link #finishLoad}. Load a path top-down.
      *
      * @throws IllegalStateException unless the node is host-only, not loading, and its parent is the root
      *     or holds device pages (a loading parent included)
@@ -1007,7 +1019,10 @@ public final class RadixTree {
      * its pages going to {@code sink}, and marked {@linkplain RadixNode#isInvalidated() invalidated}
      * (later {@link #unlock} and {@link #releaseHost} on it are no-ops; its locks are taken off its
      * ancestors now). Descendants are dropped, not re-homed: their KV was computed over the bytes the
-     * load failed to deliver. None of them can carry a pending backup ({@link #canBackUp}).
+     * load failed to deliver. A removed node that carries a pending backup (always device-only) tells
+     * it first ({@link PendingBackup#onInvalidated}); its pages then go to {@code sink} while
+     * {@link RadixNode#pending()} still names the backup (a sink may hold them until the backup's
+     * copies have drained), and then the node drops the handle.
      *
      * @return pages handed to {@code sink}
      * @throws IllegalStateException if the node is not loading with {@code handle}
@@ -1121,7 +1136,13 @@ public final class RadixTree {
             x.hostRef = 0;
             x.invalidated = true;
             freed += x.pageCount;
+            PendingBackup pending = x.pending;
+            if (pending != null) {
+                hostPagesPending -= x.pageCount;
+                pending.onInvalidated(x);
+            }
             sink.onDeviceEvicted(x, arr, off, x.pageCount);
+            x.pending = null;
         }
         return freed;
     }
@@ -1363,9 +1384,6 @@ public final class RadixTree {
             if (n.loading != null && (n.devPages == null || n.hostValue == null || n.pending != null)) {
                 throw new IllegalStateException("loading " + n + " must hold device pages and a host value, and no"
                         + " pending backup");
-            }
-            if (n.pending != null && belowLoad(n)) {
-                throw new IllegalStateException("pending " + n + " below a node still loading");
             }
             if (n.invalidated) {
                 throw new IllegalStateException("invalidated " + n + " still in the tree");

@@ -60,14 +60,18 @@ class LoadingStateTest {
         assertThat(t.evictDevice(100, ev)).isZero();
         assertThat(t.evictHost(100, ev)).isZero();
         assertThat(t.devicePagesEvictable()).isEqualTo(4); // the ready prefix only
-        // an insert passes through it; what it adds below is not backed up until the load finished
+        // an insert passes through it; what it adds below may be backed up in the same forward, but depends on
+        // the load until it finished
         assertThat(t.insert(seq(1, 10), 0, 10, seq(100, 10), 0)).isEqualTo(8);
         RadixNode below = t.lastInsertNode();
         assertThat(below.parent()).isSameAs(chain);
-        assertThat(t.canBackUp(below)).isFalse();
+        assertThat(t.canBackUp(below)).isTrue();
+        assertThat(t.dependsOnLoad(below)).isTrue();
+        assertThat(t.dependsOnLoad(chain)).isFalse();
         t.checkInvariants();
         t.finishLoad(chain, load);
         assertThat(t.canBackUp(below)).isTrue();
+        assertThat(t.dependsOnLoad(below)).isFalse();
         assertThat(t.match(seq(1, 8), 0, 8, new MatchResult()).readyPageCount()).isEqualTo(8);
         assertThat(t.evictDevice(100, ev)).isEqualTo(10);
         t.checkInvariants();
@@ -87,6 +91,38 @@ class LoadingStateTest {
         assertThat(chain.devicePage(0)).isEqualTo(502);
         t.finishLoad(head, load);
         t.finishLoad(chain, load);
+        t.checkInvariants();
+    }
+
+    @Test
+    void aBackupBelowAFailedLoadIsToldAndItsPagesReachTheSinkWhileItIsStillNamed() {
+        RadixTree t = RadixTree.builder().build();
+        RadixNode chain = hostChain(t);
+        Load load = new Load();
+        t.beginLoad(chain, seq(500, 4), 0, load);
+        t.insert(seq(1, 12), 0, 12, new int[] {100, 101, 102, 103, 500, 501, 502, 503, 600, 601, 602, 603}, 0);
+        RadixNode suffix = t.lastInsertNode();
+        List<RadixNode> told = new ArrayList<>();
+        TestBackup backup = new TestBackup(suffix) {
+            @Override
+            public void onInvalidated(RadixNode node) {
+                told.add(node);
+            }
+        };
+        t.markPending(suffix, backup);
+        t.lock(suffix);
+        assertThat(t.hostPagesPending()).isEqualTo(4);
+        t.checkInvariants();
+        List<Object> pendingSeen = new ArrayList<>();
+        int n = t.failLoad(chain, load, (node, pages, off, count) -> pendingSeen.add(node.pending()));
+        assertThat(n).isEqualTo(4);
+        assertThat(told).containsExactly(suffix);
+        assertThat(pendingSeen).containsExactly(backup);
+        assertThat(suffix.isInvalidated()).isTrue();
+        assertThat(suffix.pending()).isNull();
+        assertThat(t.hostPagesPending()).isZero();
+        t.checkInvariants();
+        t.unlock(suffix); // the backup's own unlock after the failure is a no-op
         t.checkInvariants();
     }
 

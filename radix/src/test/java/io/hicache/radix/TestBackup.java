@@ -5,7 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** A pending backup that tracks its fragments across splits, in path order. Test helper. */
-final class TestBackup implements PendingBackup {
+class TestBackup implements PendingBackup {
     final List<RadixNode> fragments = new ArrayList<>();
     int splits;
 

@@ -49,6 +49,12 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     ForwardSlot slot;
     boolean cancelSent;
     long forwardEndNs;
+    /** Set when a failed load below which the node sat removed it from the tree (see {@link #onInvalidated}). */
+    boolean invalidated;
+    /** Device pages of invalidated fragments, held until the copies drained, then handed to {@link #heldSink}. */
+    int[] heldPages;
+    int heldCount;
+    io.hicache.core.DevicePageSink heldSink;
 
     Backup(Object owner, long seq, RadixNode node, int startPage, int[] devicePages, int[] ownedIndex, int ownedCount,
            int[] hostPages, int budgetPages, HostPages hostValue, boolean withDraft,
@@ -93,9 +99,56 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
         return seq;
     }
 
+    /**
+     * The failed load's pages drop the node's KV: the backup is failed on this rank (never published) and the
+     * controller releases it once its copies drained and the group agreed.
+     */
+    @Override
+    public void onInvalidated(RadixNode fragment) {
+        invalidated = true;
+        if (owner instanceof HiCacheController c) {
+            c.dependencyFailed(this);
+        }
+    }
+
+    /**
+     * Keeps device pages of an invalidated fragment until the backup is released: its copies may still read them.
+     * Scheduler thread; failure path only (allocates).
+     */
+    void holdDevicePages(io.hicache.core.DevicePageSink sink, int[] pages, int offset, int count) {
+        if (heldSink != null && heldSink != sink) {
+            throw new IllegalStateException("backup " + seq + " holds pages for two page sinks");
+        }
+        heldSink = sink;
+        if (heldPages == null) {
+            heldPages = new int[Math.max(count, pageCount)];
+        } else if (heldCount + count > heldPages.length) {
+            heldPages = Arrays.copyOf(heldPages, heldCount + count);
+        }
+        System.arraycopy(pages, offset, heldPages, heldCount, count);
+        heldCount += count;
+    }
+
+    /**
+     * Not resolved on this rank: its copies are not done, or they are but the node's KV was computed over a prefix
+     * still loading (the backup is published only after that load is agreed; see {@code RadixTree.dependsOnLoad}).
+     */
     @Override
     public boolean unresolved() {
-        return local == Local.UNRESOLVED;
+        return local == Local.UNRESOLVED || local == Local.OK && waitsForLoad();
+    }
+
+    /** Whether an ancestor of the backup's top fragment is still loading. Allocation-free. */
+    boolean waitsForLoad() {
+        if (invalidated) {
+            return false;
+        }
+        for (RadixNode p = fragments[0].parent(); p != null && !p.isRoot(); p = p.parent()) {
+            if (p.isLoading()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

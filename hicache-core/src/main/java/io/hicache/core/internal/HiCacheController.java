@@ -140,7 +140,9 @@ public final class HiCacheController implements AutoCloseable {
     private final AgreedFifo.Retirer<Backup> backupRetirer = new AgreedFifo.Retirer<>() {
         @Override
         public void retireComplete(Backup b) {
-            if (!b.state.terminal()) {
+            if (b.invalidated && !b.state.terminal()) {
+                release(b, AbortReason.LOAD_FAILED); // never reported complete once its load failed; defensive
+            } else if (!b.state.terminal()) {
                 // complete everywhere; an abort asked for after this rank reported it complete lost the race, and
                 // the bytes are whole, so it commits like on every other rank
                 commit(b);
@@ -579,7 +581,7 @@ public final class HiCacheController implements AutoCloseable {
         if (node == null || out == null) {
             throw new IllegalArgumentException("node and out must not be null");
         }
-        if (writePolicy == WritePolicy.WRITE_BACK || node.isRoot()) {
+        if (node.isRoot()) {
             return 0;
         }
         int depth = 0;
@@ -589,6 +591,10 @@ public final class HiCacheController implements AutoCloseable {
             }
             pathScratch[depth++] = p;
         }
+        if (writePolicy == WritePolicy.WRITE_BACK) {
+            skipPath(depth - 1, WritePolicy.SkipReason.WRITE_BACK);
+            return 0;
+        }
         int reserved = 0;
         for (int i = depth - 1; i >= 0; i--) {
             RadixNode n = pathScratch[i];
@@ -596,24 +602,42 @@ public final class HiCacheController implements AutoCloseable {
             if (n.isBackedUp()) {
                 continue;
             }
-            if (n.hitCount() < hitThreshold || !tree.canBackUp(n)) {
-                clearPath(i);
+            WritePolicy.SkipReason skip = null;
+            if (!n.hasDeviceValue()) {
+                skip = WritePolicy.SkipReason.NOT_ON_DEVICE;
+            } else if (n.hitCount() < hitThreshold) {
+                skip = WritePolicy.SkipReason.BELOW_HIT_THRESHOLD;
+            } else if (!tree.canBackUp(n)) {
+                skip = WritePolicy.SkipReason.ANCESTOR_SKIPPED; // its parent is neither the root nor backed up
+            } else {
+                Backup b = reserve(n, withDraft);
+                if (b == null) {
+                    skip = WritePolicy.SkipReason.NO_ROOM;
+                } else {
+                    out.add(b);
+                    reserved++;
+                }
+            }
+            if (skip != null) {
+                metrics.countSkipped(skip, 1);
+                skipPath(i - 1, WritePolicy.SkipReason.ANCESTOR_SKIPPED);
                 break;
             }
-            Backup b = reserve(n, withDraft);
-            if (b == null) {
-                clearPath(i);
-                break;
-            }
-            out.add(b);
-            reserved++;
         }
         return reserved;
     }
 
-    private void clearPath(int upTo) {
+    /** Counts the nodes {@code pathScratch[0..upTo]} not backed up under {@code reason} and clears the scratch. */
+    private void skipPath(int upTo, WritePolicy.SkipReason reason) {
+        int skipped = 0;
         for (int j = upTo; j >= 0; j--) {
+            if (!pathScratch[j].isBackedUp()) {
+                skipped++;
+            }
             pathScratch[j] = null;
+        }
+        if (skipped > 0) {
+            metrics.countSkipped(reason, skipped);
         }
     }
 
@@ -893,9 +917,16 @@ public final class HiCacheController implements AutoCloseable {
     /** Releases an aborted backup whose copies have drained: pending cleared, lock released, pages freed. */
     private void release(Backup b, AbortReason reason) {
         for (int i = 0; i < b.fragmentCount; i++) {
-            tree.abortPending(b.fragments[i], b);
+            if (!b.fragments[i].isInvalidated()) {
+                tree.abortPending(b.fragments[i], b);
+            }
         }
         tree.unlock(b.node);
+        if (b.heldCount > 0) {
+            // device pages of fragments a failed load removed: their copies have drained, the engine gets them now
+            b.heldSink.free(b.heldPages, 0, b.heldCount);
+            b.heldCount = 0;
+        }
         if (b.ownedCount > 0) {
             allocator.free(b.hostPages, 0, b.ownedCount);
             retireHostPages(b.hostPages, 0, b.ownedCount);
@@ -935,6 +966,19 @@ public final class HiCacheController implements AutoCloseable {
         if (!owns(backup)) {
             throw new IllegalArgumentException(backup + " does not belong to this controller");
         }
+        return markAborted(backup, reason);
+    }
+
+    /**
+     * A failed load invalidated the node of {@code b} (it was computed in the forward that loaded its prefix): the
+     * backup aborts with {@link AbortReason#LOAD_FAILED} like an engine's abort, and is released once its copies
+     * drained and the group agreed. Called by the tree from {@code failLoad} through {@link Backup#onInvalidated}.
+     */
+    void dependencyFailed(Backup b) {
+        markAborted(b, AbortReason.LOAD_FAILED);
+    }
+
+    private boolean markAborted(Backup backup, AbortReason reason) {
         switch (backup.state) {
             case COMMITTED, ABORTED, DRAINING -> {
                 return false;
@@ -1153,6 +1197,7 @@ public final class HiCacheController implements AutoCloseable {
         private boolean writeBack(RadixNode node) {
             Backup b = reserve(node, draftLayout != null);
             if (b == null) {
+                metrics.countSkipped(WritePolicy.SkipReason.NO_ROOM, 1);
                 return false;
             }
             writeBacksWaiting.add(b);
@@ -1331,8 +1376,23 @@ public final class HiCacheController implements AutoCloseable {
      * @throws IllegalStateException if the lease already ended or belongs to another controller
      */
     public RadixNode publishHost(HostLease lease, int[] tokens, int from, int pages, byte[] hashes, int hashOff) {
+        return publishHost(lease, tokens, from, pages, hashes, hashOff, false);
+    }
+
+    /**
+     * As {@link #publishHost(HostLease, int[], int, int, byte[], int)}; with {@code withDraft} the lease's pages also
+     * hold the draft/MTP KV in the draft host pool (same page ids), so the node's load-backs copy it to the device
+     * like a backup's that carried it.
+     *
+     * @throws IllegalArgumentException if {@code withDraft} without a draft layout
+     */
+    public RadixNode publishHost(HostLease lease, int[] tokens, int from, int pages, byte[] hashes, int hashOff,
+                                 boolean withDraft) {
         checkUsable();
         checkLease(lease);
+        if (withDraft && draftPool == null) {
+            throw new IllegalArgumentException("publishHost(withDraft=true) but no draft KV layout is configured");
+        }
         if (pages < 0 || pages > lease.pageCount()) {
             throw new IllegalArgumentException("publishHost of " + pages + " pages outside [0, " + lease.pageCount()
                 + "]");
@@ -1344,7 +1404,7 @@ public final class HiCacheController implements AutoCloseable {
         LaneDescription l = lease.lanes;
         LaneDescription head = pages == l.pageCount() ? l : l.slice(0, pages);
         int owned = l.ownedCountBefore(pages);
-        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, false,
+        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, withDraft,
             cpSize == 1 ? null : this);
         int startPage = l.startPage();
         RadixNode node = tree.insertHost(tokens, from, (startPage + pages) * pageSize, startPage, value, hashes,

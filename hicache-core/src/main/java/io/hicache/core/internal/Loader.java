@@ -68,13 +68,20 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     private int[] scratchOffsets = new int[64];
     private final ToSink invalidated = new ToSink();
 
-    /** Hands the tree pages a failed load invalidated to the engine's allocator. */
+    /**
+     * Hands the tree pages a failed load invalidated to the engine's allocator; the pages of a node whose backup was
+     * copying them (computed in the forward of the load) stay with that backup until its copies drained.
+     */
     private static final class ToSink implements io.hicache.radix.spi.DeviceEvictionListener {
         io.hicache.core.DevicePageSink sink;
 
         @Override
         public void onDeviceEvicted(RadixNode node, int[] pages, int offset, int count) {
-            sink.free(pages, offset, count);
+            if (node.pending() instanceof Backup b && !b.state().terminal()) {
+                b.holdDevicePages(sink, pages, offset, count);
+            } else {
+                sink.free(pages, offset, count);
+            }
         }
     }
 

@@ -5,13 +5,14 @@ import io.hicache.core.AbortReason;
 /**
  * An immutable copy of a controller's counters taken by {@link io.hicache.core.HiCache#metrics()}.
  *
+ * @param skippedByReason nodes the write policy passed over, by {@link io.hicache.core.WritePolicy.SkipReason} ordinal
  * @param commitCount   commits in the latency histogram
  * @param commitP50Ns   median commit latency
  * @param commitP99Ns   99th percentile commit latency
  * @param commitMaxNs   largest commit latency
  */
-public record MetricsSnapshot(long[] values, long[] abortedByReason, long[] fallbackByReason, long commitCount,
-                              long commitP50Ns, long commitP99Ns, long commitMaxNs) {
+public record MetricsSnapshot(long[] values, long[] abortedByReason, long[] fallbackByReason, long[] skippedByReason,
+                              long commitCount, long commitP50Ns, long commitP99Ns, long commitMaxNs) {
 
     /** A counter's value. */
     public long get(Metric metric) {
@@ -26,6 +27,20 @@ public record MetricsSnapshot(long[] values, long[] abortedByReason, long[] fall
     /** Fallback entries for one reason. */
     public long fallbacksBy(FallbackReason reason) {
         return fallbackByReason[reason.ordinal()];
+    }
+
+    /** Nodes the write policy passed over for one reason (see {@link io.hicache.core.WritePolicy.SkipReason}). */
+    public long skippedBy(io.hicache.core.WritePolicy.SkipReason reason) {
+        return skippedByReason[reason.ordinal()];
+    }
+
+    /** Nodes the write policy passed over, all reasons. */
+    public long skipped() {
+        long sum = 0;
+        for (long v : skippedByReason) {
+            sum += v;
+        }
+        return sum;
     }
 
     @Override

@@ -41,6 +41,24 @@ class HostLeaseTest {
     }
 
     @Test
+    void aLeaseCarriesDraftKvOnlyInACacheWithDraftLayers() {
+        int[] tokens = ControllerBasicTest.tokens(0, 16);
+        try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 16).build()) {
+            HiCacheController c = rig.ctl[0];
+            HostLease lease = c.reserveHost(0, 4, 4);
+            assertThatThrownBy(() -> c.publishHost(lease, tokens, 0, 4, null, 0, true))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no draft KV layout");
+            assertThat(lease.ended()).isFalse(); // refused before anything changed
+            assertThat(c.releaseHost(lease)).isTrue();
+        }
+        try (SimRig rig = SimRig.builder().layers(2, 1).pages(4, 64, 16).build()) {
+            HiCacheController c = rig.ctl[0];
+            RadixNode n = c.publishHost(c.reserveHost(0, 4, 4), tokens, 0, 4, null, 0, true);
+            assertThat(((HostPages) n.hostValue()).hasDraft()).isTrue(); // its load-backs copy the draft KV too
+        }
+    }
+
+    @Test
     void aPathThatChangedMeanwhileFreesEverything() {
         try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 16).build()) {
             HiCacheController c = rig.ctl[0];

@@ -1,5 +1,6 @@
 package io.hicache.sim.engine;
 
+import io.hicache.core.WritePolicy;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.SimulatedCudaRuntime;
 import io.hicache.sim.BackupMode;
@@ -160,6 +161,9 @@ final class Replay {
                 reportProgress();
                 int[] keys = expander.pageKeys(r, pageSize);
                 ServedRequest q = new ServedRequest(r, keys, expander.tokenCount(r), t);
+                if (r.coversAnswer()) {
+                    q.answerKeys = expander.conversationPageKeys(r, pageSize);
+                }
                 inputTokens += r.inputLength();
                 requestsRouted++;
                 instances[route(q)].enqueue(q);
@@ -280,6 +284,7 @@ final class Replay {
         long aborted = 0;
         long noRoom = 0;
         long fallback = 0;
+        long[] skipped = new long[WritePolicy.SkipReason.count()];
         long d2hSimBytes = 0;
         long exposed = 0;
         long simulatedNs = 0;
@@ -302,6 +307,9 @@ final class Replay {
                 aborted += m.get(Metric.BACKUPS_ABORTED);
                 noRoom += m.get(Metric.RESERVE_NO_ROOM);
                 fallback += m.get(Metric.FALLBACK_ENTRIES);
+                for (WritePolicy.SkipReason reason : WritePolicy.SkipReason.values()) {
+                    skipped[reason.ordinal()] += m.skippedBy(reason);
+                }
                 d2hSimBytes += m.get(Metric.D2H_TARGET_BYTES) + m.get(Metric.D2H_DRAFT_BYTES);
                 instExposed = Math.max(instExposed, m.get(Metric.EXPOSED_BACKUP_NS));
                 simulatedNs = Math.max(simulatedNs, in.rt[r].nowNs());
@@ -388,10 +396,19 @@ final class Replay {
         SimResult base = SimResult.ofHits(config, trace.name(), hits, wallSeconds);
         return new SimResult(config, trace.name(), base.requests(), base.inputTokens(), base.simulatedTokens(),
                 base.blocks(), base.blockHitRatio(), base.tokenHitRatio(), base.deviceHitTokens(), base.hostHitTokens(),
-                base.prefillTokensComputed(), new SimResult.Backups(reserved, committed, aborted, noRoom, fallback),
-                Math.round(d2hSimBytes * trueBytesPerSimByte * gpusPerRank), exposed, commit, hostPeak,
+                base.prefillTokensComputed(), new SimResult.Backups(reserved, committed, aborted, noRoom, fallback,
+                skippedByName(skipped)), Math.round(d2hSimBytes * trueBytesPerSimByte * gpusPerRank), exposed, commit, hostPeak,
                 simulatedNs / 1e9, wallSeconds, instances[0].timelineSegments()).withServing(stats)
                 .withStorage(storageResult());
+    }
+
+    /** Skipped-node counts keyed by the reason's snake_case name, every reason present. */
+    static java.util.Map<String, Long> skippedByName(long[] skipped) {
+        java.util.Map<String, Long> out = new java.util.LinkedHashMap<>();
+        for (WritePolicy.SkipReason reason : WritePolicy.SkipReason.values()) {
+            out.put(reason.name().toLowerCase(java.util.Locale.ROOT), skipped[reason.ordinal()]);
+        }
+        return out;
     }
 
     private io.hicache.sim.report.StorageResult storageResult() {

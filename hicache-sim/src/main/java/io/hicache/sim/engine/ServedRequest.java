@@ -20,6 +20,11 @@ final class ServedRequest {
     /** Prompt length in simulated tokens. */
     final int simTokens;
     final long arrivalNs;
+    /**
+     * Page keys of prompt and answer together when the trace names the answer's blocks (the next turn of the
+     * conversation repeats them); null when it does not, and the answer's pages get fresh keys.
+     */
+    int[] answerKeys;
 
     int instance = -1;
     // load-back of a host hit before admission

@@ -618,9 +618,10 @@ final class StepScheduler {
     }
 
     /**
-     * A finished request's KV joins the tree, prompt and decoded tokens, its whole pages under fresh keys for
-     * the output (SGLang's {@code cache_finished_req}); the write policy reserves their backups for the next
-     * forward that runs the hooks.
+     * A finished request's KV joins the tree, prompt and decoded tokens, its whole pages (SGLang's
+     * {@code cache_finished_req}): the output's pages under the keys the trace gives the answer (the next turn
+     * of a conversation repeats them), else under fresh keys; the write policy reserves their backups for the
+     * next forward that runs the hooks.
      */
     private void finish(ServedRequest q, long now) {
         q.finishNs = now;
@@ -632,8 +633,12 @@ final class StepScheduler {
             if (full > q.keys.length) {
                 keys = java.util.Arrays.copyOf(q.keys, full);
                 for (int i = q.keys.length; i < full; i++) {
-                    keys[i] = nextOutputKey;
-                    nextOutputKey -= outputKeyStride; // unique across the fleet
+                    if (q.answerKeys != null && i < q.answerKeys.length) {
+                        keys[i] = q.answerKeys[i];
+                    } else {
+                        keys[i] = nextOutputKey;
+                        nextOutputKey -= outputKeyStride; // unique across the fleet
+                    }
                 }
             }
             if (full > q.insertedPages) {

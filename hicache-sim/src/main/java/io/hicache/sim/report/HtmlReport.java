@@ -153,7 +153,8 @@ public final class HtmlReport {
         }
         h.append("</tbody></table></div></section>\n");
         h.append("<section><h2>Configurations: backups</h2>\n<div class=\"scroll\"><table>\n<thead><tr>")
-                .append("<th>configuration</th><th>backups committed / no room / aborted / fallback</th><th>D2H</th>")
+                .append("<th>configuration</th><th>backups committed / no room / aborted / fallback</th>")
+                .append("<th>nodes not backed up</th><th>D2H</th>")
                 .append("<th>exposed backup</th><th>hidden</th><th>commit p50 / p99 / max</th><th>host peak</th>")
                 .append("<th>simulated</th><th>wall</th></tr></thead>\n<tbody>\n");
         for (Row row : rows) {
@@ -163,6 +164,7 @@ public final class HtmlReport {
                     .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
                     .append("<td class=\"n\">").append(r.backups().committed()).append(" / ").append(r.backups().noRoom())
                     .append(" / ").append(r.backups().aborted()).append(" / ").append(r.backups().fallback()).append("</td>")
+                    .append("<td class=\"n\">").append(skippedCell(r.backups())).append("</td>")
                     .append("<td class=\"n\">").append(bytes(r.d2hBytes())).append("</td>")
                     .append("<td class=\"n\">").append(duration(r.exposedBackupNs())).append("</td>")
                     .append("<td class=\"n\">").append(sv == null || sv.backupCopyNs() == 0 ? "–"
@@ -241,6 +243,18 @@ public final class HtmlReport {
         h.append("</div>\n<p class=\"note\">Ratios compare each configuration with the run that has no host tier ")
                 .append("(backup mode none) on the same fleet; below 1&#215; is better for TTFT, above 1&#215; for ")
                 .append("throughput.</p></section>\n");
+    }
+
+    /** Skipped nodes: the total, with the non-zero reasons in a tooltip. */
+    private static String skippedCell(SimResult.Backups b) {
+        StringBuilder why = new StringBuilder();
+        for (var e : b.skipped().entrySet()) {
+            if (e.getValue() > 0) {
+                why.append(why.isEmpty() ? "" : ", ").append(e.getKey().replace('_', ' ')).append(' ').append(e.getValue());
+            }
+        }
+        return why.isEmpty() ? fmtInt(b.skippedTotal())
+                : "<span title=\"" + esc(why.toString()) + "\">" + fmtInt(b.skippedTotal()) + "</span>";
     }
 
     private static String metric(String name, String value, String sub) {

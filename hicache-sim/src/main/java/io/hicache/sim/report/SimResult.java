@@ -17,7 +17,8 @@ import java.util.List;
  *
  * <p>JSON fields: {@code requests, input_tokens, simulated_tokens, blocks, block_hit_ratio,
  * token_hit_ratio, device_hit_tokens, host_hit_tokens, prefill_tokens_computed, backups {reserved,
- * committed, aborted, no_room, fallback}, d2h_bytes, exposed_backup_ns, commit_latency_ns {p50, p99,
+ * committed, aborted, no_room, fallback}, backups_skipped {no_room, below_hit_threshold, ancestor_skipped,
+ * write_back, not_on_device} (nodes the write policy passed over, by reason), d2h_bytes, exposed_backup_ns, commit_latency_ns {p50, p99,
  * max}, host_pool_peak_utilization, simulated_seconds, wall_seconds} and the configuration {@code
  * trace, model, gpu, backup_mode, write_policy, eviction, page_size, block_tokens,
  * device_capacity_tokens, host_capacity_tokens} (a number, or the string {@code "inf"} when
@@ -49,7 +50,7 @@ import java.util.List;
 @JsonPropertyOrder({"trace", "model", "gpu", "backup_mode", "write_policy", "eviction", "page_size", "block_tokens",
         "device_capacity_tokens", "host_capacity_tokens", "cp", "lanes", "draft_layers", "cache_only", "seed",
         "time_scale", "requests", "input_tokens", "simulated_tokens", "blocks", "block_hit_ratio", "token_hit_ratio",
-        "device_hit_tokens", "host_hit_tokens", "prefill_tokens_computed", "backups", "d2h_bytes",
+        "device_hit_tokens", "host_hit_tokens", "prefill_tokens_computed", "backups", "backups_skipped", "d2h_bytes",
         "exposed_backup_ns", "commit_latency_ns", "host_pool_peak_utilization", "simulated_seconds",
         "wall_seconds"})
 public record SimResult(
@@ -128,9 +129,39 @@ public record SimResult(
     @JsonPropertyOrder({"reserved", "committed", "aborted", "no_room", "fallback"})
     public record Backups(@JsonProperty("reserved") long reserved, @JsonProperty("committed") long committed,
                           @JsonProperty("aborted") long aborted, @JsonProperty("no_room") long noRoom,
-                          @JsonProperty("fallback") long fallback) {
+                          @JsonProperty("fallback") long fallback,
+                          @JsonIgnore java.util.Map<String, Long> skipped) {
         /** No backups at all. */
         public static final Backups NONE = new Backups(0, 0, 0, 0, 0);
+
+        /** Outcomes without a count of skipped nodes (an engine that does not apply a write policy per node). */
+        public Backups(long reserved, long committed, long aborted, long noRoom, long fallback) {
+            this(reserved, committed, aborted, noRoom, fallback, java.util.Map.of());
+        }
+
+        /** Copies the skipped counts (insertion order kept). */
+        public Backups {
+            skipped = skipped == null ? java.util.Map.of()
+                    : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(skipped));
+        }
+
+        /** Nodes the write policy passed over, all reasons. */
+        public long skippedTotal() {
+            long sum = 0;
+            for (long v : skipped.values()) {
+                sum += v;
+            }
+            return sum;
+        }
+    }
+
+    /**
+     * Nodes the engine inserted that the write policy did not back up, by reason (snake_case names of
+     * {@code WritePolicy.SkipReason}, every reason present); nothing is skipped silently.
+     */
+    @JsonProperty("backups_skipped")
+    public java.util.Map<String, Long> backupsSkipped() {
+        return backups.skipped();
     }
 
     /**

@@ -248,9 +248,11 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
             throw fail(outputName + " must be >= 0, got " + outputLength);
         }
         long expected = ((long) inputLength + blockSize - 1) / blockSize;
-        if (f.idCount() != expected) {
+        long withAnswer = ((long) inputLength + outputLength + blockSize - 1) / blockSize;
+        if (f.idCount() != expected && f.idCount() != withAnswer) {
             throw fail(idsName + " has " + f.idCount() + " ids but " + inputName + " " + inputLength + " needs ceil("
-                    + inputLength + "/" + blockSize + ") = " + expected + " blocks of " + blockSize + " tokens");
+                    + inputLength + "/" + blockSize + ") = " + expected + " blocks of " + blockSize + " tokens"
+                    + (withAnswer != expected ? " (or " + withAnswer + " to cover the answer too)" : ""));
         }
         return new Request(index, id, arrivalNs, inputLength, outputLength, f.idsCopy(), blockSize);
     }

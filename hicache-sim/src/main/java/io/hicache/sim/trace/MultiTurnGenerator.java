@@ -19,10 +19,14 @@ import java.util.SplittableRandom;
  * {@code turnGapS} earlier (standing in for the previous answer's latency, which a trace cannot know in
  * advance: {@code bench_multiturn.py} waits for the answer instead, so this is an open-loop approximation).
  *
- * <p>Block ids follow Mooncake's prefix chaining: a turn repeats the ids of the previous prompt's full
- * 512-token blocks and gets fresh ids for every block after them (the previous prompt's partial last block,
- * the answer and the new question), since a block's content, and so its hash, changes once it is filled.
- * Same arguments, same file. Not thread-safe; cold path.
+ * <p>Block ids name a conversation's 512-token blocks by position: a conversation is one growing token
+ * stream (each turn appends its question, then its answer), so a block's first tokens never change and a turn
+ * repeats the ids of every block of the history, the previous answer included. Each record's {@code hash_ids}
+ * list the prompt's blocks and then go on over the answer ({@code ceil((input_length + output_length) / 512)}
+ * ids, see {@code Request.coversAnswer}), so a replay caches the answer under the keys the next turn matches,
+ * as SGLang's {@code cache_finished_req} does. (A partial last block keeps its id when it fills: exact at
+ * token-level pages, the simulator's default; the block-level view, {@code --block-tokens 1}, counts such a
+ * block as hit from its first tokens.) Same arguments, same file. Not thread-safe; cold path.
  *
  * @param clients       conversations (>= 1)
  * @param rounds        turns per conversation (>= 1)
@@ -87,20 +91,16 @@ public record MultiTurnGenerator(int clients, int rounds, int requestTokens, int
                     continue; // every open conversation is waiting for its previous answer
                 }
                 int c = ready[rng.nextInt(n)];
-                List<Integer> chain = ids.get(c);
+                List<Integer> chain = ids.get(c); // the conversation's blocks so far, by position
                 int previous = promptTokens[c];
                 int history = done[c] == 0 ? 0 : previous + outputTokens;
                 int prompt = history + requestTokens;
-                int keep = done[c] == 0 ? 0 : previous / BLOCK; // the previous prompt's full blocks
-                while (chain.size() > keep) {
-                    chain.removeLast();
-                }
-                int blocks = (prompt + BLOCK - 1) / BLOCK;
+                int blocks = (prompt + outputTokens + BLOCK - 1) / BLOCK; // the prompt, then its answer
                 while (chain.size() < blocks) {
                     chain.add(nextId++);
                 }
                 w.write("{\"timestamp\": " + tMs + ", \"input_length\": " + prompt + ", \"output_length\": "
-                        + outputTokens + ", \"hash_ids\": " + chain + "}\n");
+                        + outputTokens + ", \"hash_ids\": " + chain.subList(0, blocks) + "}\n");
                 promptTokens[c] = prompt;
                 lastSentMs[c] = tMs;
                 done[c]++;

@@ -14,15 +14,28 @@ import java.util.Arrays;
  * @param inputLength  prompt length in tokens
  * @param outputLength generated length in tokens
  * @param blockIds     one prefix-chained hash id per {@code blockSize}-token block of the prompt; the
- *                     last block may be partial; {@code blockIds.length == ceil(inputLength / blockSize)}
+ *                     last block may be partial; {@code blockIds.length == ceil(inputLength / blockSize)},
+ *                     or {@code ceil((inputLength + outputLength) / blockSize)} when the ids go on to cover
+ *                     the answer ({@link #coversAnswer()})
  * @param blockSize    tokens per block in the trace format (512 for Mooncake, 16 for Qwen-Bailian)
  */
 public record Request(int index, long id, long arrivalNs, int inputLength, int outputLength, int[] blockIds,
                       int blockSize) {
 
-    /** Number of blocks of the prompt. */
+    /** Number of blocks of the prompt: {@code ceil(inputLength / blockSize)}. */
     public int blockCount() {
-        return blockIds.length;
+        return (int) Math.min(blockIds.length, ((long) inputLength + blockSize - 1) / blockSize);
+    }
+
+    /**
+     * Whether {@link #blockIds} goes on past the prompt to cover the answer too (the prompt's blocks, then the
+     * blocks of prompt and answer together, as {@code gen-multiturn} writes them): the next turn of the
+     * conversation repeats those ids, so a replay can hit the answer's KV as SGLang does after
+     * {@code cache_finished_req}. Traces that give only the prompt's blocks (Mooncake's own) cannot say which
+     * later prompt repeats an answer; their answers get fresh keys.
+     */
+    public boolean coversAnswer() {
+        return blockIds.length > blockCount();
     }
 
     @Override

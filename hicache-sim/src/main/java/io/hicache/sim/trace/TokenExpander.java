@@ -44,9 +44,21 @@ public final class TokenExpander {
 
     /** Number of tokens {@code r} expands to: {@code ceil(inputLength * blockTokens / blockSize)}. */
     public int tokenCount(Request r) {
-        long n = ((long) r.inputLength() * blockTokens + r.blockSize() - 1) / r.blockSize();
-        long max = (long) r.blockCount() * blockTokens;
-        return (int) Math.min(n, max);
+        return count(r.inputLength(), r.blockCount(), r.blockSize());
+    }
+
+    /**
+     * Tokens of the prompt and the answer together when {@link Request#coversAnswer()}:
+     * {@code ceil((inputLength + outputLength) * blockTokens / blockSize)}; else {@link #tokenCount}.
+     */
+    public int conversationTokenCount(Request r) {
+        return r.coversAnswer() ? count(r.inputLength() + r.outputLength(), r.blockIds().length, r.blockSize())
+                : tokenCount(r);
+    }
+
+    private int count(long length, int blocks, int blockSize) {
+        long n = (length * blockTokens + blockSize - 1) / blockSize;
+        return (int) Math.min(n, (long) blocks * blockTokens);
     }
 
     /** Expands {@code r} into a fresh array of {@link #tokenCount(Request)} tokens. */
@@ -63,7 +75,20 @@ public final class TokenExpander {
      * @throws IllegalArgumentException {@code dst} is shorter than {@link #tokenCount(Request)}
      */
     public int expandInto(Request r, int[] dst) {
-        int count = tokenCount(r);
+        return expandInto(r, dst, tokenCount(r));
+    }
+
+    /**
+     * Expands the prompt and the answer together ({@link #conversationTokenCount}) into {@code dst}: what the
+     * next turn of the conversation repeats. Without answer ids, the prompt only.
+     *
+     * @return the number of tokens written
+     */
+    public int expandConversationInto(Request r, int[] dst) {
+        return expandInto(r, dst, conversationTokenCount(r));
+    }
+
+    private int expandInto(Request r, int[] dst, int count) {
         if (dst.length < count) {
             throw new IllegalArgumentException("token buffer holds " + dst.length + " tokens, request " + r.index()
                     + " needs " + count);
@@ -88,10 +113,22 @@ public final class TokenExpander {
      * @param pageSize tokens per page, a divisor of {@link #blockTokens()}
      */
     public int[] pageKeys(Request r, int pageSize) {
+        return pageKeys(r, pageSize, tokenCount(r));
+    }
+
+    /**
+     * The page keys of the whole pages of prompt and answer together ({@link #conversationTokenCount}), as
+     * {@link #pageKeys} gives them for the prompt: the keys a finished request's KV is cached under, which the
+     * next turn of its conversation matches. Without answer ids, the prompt's keys.
+     */
+    public int[] conversationPageKeys(Request r, int pageSize) {
+        return pageKeys(r, pageSize, conversationTokenCount(r));
+    }
+
+    private int[] pageKeys(Request r, int pageSize, int count) {
         if (pageSize < 1 || blockTokens % pageSize != 0) {
             throw new IllegalArgumentException("page size " + pageSize + " must divide block tokens " + blockTokens);
         }
-        int count = tokenCount(r);
         int[] keys = new int[count / pageSize];
         int[] ids = r.blockIds();
         int pagesPerBlock = blockTokens / pageSize;

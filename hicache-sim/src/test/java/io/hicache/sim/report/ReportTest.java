@@ -19,8 +19,8 @@ class ReportTest {
 
     static final List<String> ISSUE_FIELDS = List.of("requests", "input_tokens", "blocks", "block_hit_ratio",
             "token_hit_ratio", "device_hit_tokens", "host_hit_tokens", "prefill_tokens_computed", "backups",
-            "d2h_bytes", "exposed_backup_ns", "commit_latency_ns", "host_pool_peak_utilization", "simulated_seconds",
-            "wall_seconds", "trace", "model", "gpu", "backup_mode", "write_policy", "eviction", "page_size",
+            "backups_skipped", "d2h_bytes", "exposed_backup_ns", "commit_latency_ns", "host_pool_peak_utilization",
+            "simulated_seconds", "wall_seconds", "trace", "model", "gpu", "backup_mode", "write_policy", "eviction", "page_size",
             "block_tokens", "device_capacity_tokens", "host_capacity_tokens", "cp", "draft_layers", "seed");
 
     static SimResult sample(SimConfig c, List<TimelineSegment> timeline) {

@@ -30,6 +30,29 @@ class TokenExpanderTest {
     }
 
     @Test
+    void anAnswerCoveredByTheIdsIsWhatTheNextTurnRepeats() {
+        TokenExpander e = new TokenExpander(512);
+        // turn 1: 600 prompt tokens and a 500-token answer span blocks 7, 9, 11
+        Request turn1 = new Request(0, 0, 0, 600, 500, new int[] {7, 9, 11}, 512);
+        // turn 2: the history (1,100 tokens) and a 200-token question: the same three blocks
+        Request turn2 = new Request(1, 1, 0, 1300, 10, new int[] {7, 9, 11}, 512);
+        Request mooncake = new Request(2, 2, 0, 600, 500, new int[] {7, 9}, 512);
+        assertThat(turn1.coversAnswer()).isTrue();
+        assertThat(turn1.blockCount()).isEqualTo(2);
+        assertThat(mooncake.coversAnswer()).isFalse();
+        assertThat(e.tokenCount(turn1)).isEqualTo(600);
+        assertThat(e.conversationTokenCount(turn1)).isEqualTo(1100);
+        assertThat(e.conversationTokenCount(mooncake)).isEqualTo(600);
+        int[] conversation = new int[1100];
+        assertThat(e.expandConversationInto(turn1, conversation)).isEqualTo(1100);
+        assertThat(Arrays.copyOf(e.expand(turn2), 1100)).isEqualTo(conversation);
+        int[] keys = e.conversationPageKeys(turn1, 64);
+        assertThat(keys).hasSize(1100 / 64);
+        assertThat(Arrays.copyOf(e.pageKeys(turn2, 64), keys.length)).isEqualTo(keys);
+        assertThat(e.pageKeys(turn1, 64)).isEqualTo(Arrays.copyOf(keys, 600 / 64));
+    }
+
+    @Test
     void pageKeysAreTheFirstTokenOfEachWholePageOverThePageSize() {
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(11);
         for (int pageSize : new int[] {1, 16, 64, 512}) {

@@ -113,7 +113,7 @@ class TraceReaderTest {
             negative input        | {"timestamp": 0, "input_length": -1, "output_length": 1, "hash_ids": []}               | input_length must be >= 0, got -1
             negative output       | {"timestamp": 0, "input_length": 1, "output_length": -2, "hash_ids": [0]}              | output_length must be >= 0, got -2
             negative timestamp    | {"timestamp": -3, "input_length": 1, "output_length": 1, "hash_ids": [0]}              | timestamp must be >= 0 ms, got -3
-            too many ids          | {"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [0, 1]}          | hash_ids has 2 ids but input_length 512 needs ceil(512/512) = 1 blocks
+            too many ids          | {"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [0, 1, 2]}       | hash_ids has 3 ids but input_length 512 needs ceil(512/512) = 1 blocks of 512 tokens (or 2 to cover the answer too)
             too few ids           | {"timestamp": 0, "input_length": 513, "output_length": 1, "hash_ids": [0]}             | hash_ids has 1 ids but input_length 513 needs ceil(513/512) = 2 blocks
             huge length           | {"timestamp": 0, "input_length": 99999999999, "output_length": 1, "hash_ids": [0]}     | field 'input_length' value 99999999999 is out of range
             huge id               | {"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [4294967296]}      | hash_ids[0] value 4294967296 is out of range

@@ -16,11 +16,11 @@ import java.util.concurrent.TimeUnit;
 class RedisPageStoreContractTest extends PageStoreContract {
     @TempDir
     static Path dir;
-    private static RedisServer server;
+    private static RedisServerProcess server;
 
     @BeforeAll
     static void startServer() {
-        server = RedisServer.start(dir);
+        server = RedisServerProcess.start(dir);
     }
 
     @AfterAll

@@ -16,9 +16,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Seeded simulation of the storage tier under L3 faults: failed puts, torn writes (never committed), lost commit
  * markers (put answered OK, object invisible), slow operations completing in any order, failed reads that leave
  * garbage in the page, an unavailable backend. Per seed: a CP group of 1 or 2 ranks, page size 1, 2 or 4, a small
- * host pool, a random write policy; random computes of prefixes of a few token families, evictions, prefetches,
+ * host pool, a random write policy, with or without draft/MTP layers (whose KV is stored and restored with the
+ * target KV, each part its own object, so the faults hit them independently); random computes of prefixes of a few token families, evictions, prefetches,
  * cancellations, consumptions and store ticks. Invariants after every step: every host page a prefetch published
- * holds exactly the bytes that were backed up for its key; no lease or host protection outlives its prefetch; the
+ * holds exactly the bytes that were backed up for its key, draft KV included; no lease or host protection outlives its prefetch; the
  * trees pass their invariant check; at the end every host page is accounted for. Replay one seed with
  * {@code -Dhicache.dst.storageFirstSeed=S -Dhicache.dst.storageSeeds=1}.
  */
@@ -46,6 +47,9 @@ class StorageTierDstTest {
         Random rnd = new Random(seed);
         int cp = rnd.nextInt(4) == 0 ? 2 : 1;
         int pageSize = new int[] {1, 2, 4}[rnd.nextInt(3)];
+        // drawn apart from the seed's main sequence, so the other draws of a seed stay what they were
+        Random drafts = new Random(~seed);
+        int draftLayers = drafts.nextInt(3) == 0 ? 0 : 1 + drafts.nextInt(2);
         FaultyPageStore store = new FaultyPageStore(seed);
         store.failPut = rnd.nextDouble() * 0.2;
         store.tornPut = rnd.nextDouble() * 0.2;
@@ -64,7 +68,8 @@ class StorageTierDstTest {
         List<Started> started = new ArrayList<>();
         // two lives of a cache on one store: the second starts empty and reads what the first wrote
         for (int life = 0; life < 2; life++) {
-            try (TierRig rig = new TierRig(cp, pageSize, 128, 24 + rnd.nextInt(40), store, cfg, "")) {
+            try (TierRig rig = new TierRig(cp, pageSize, 128, 24 + rnd.nextInt(40), store, cfg, "",
+                    draftLayers)) {
                 started.clear();
                 for (int step = 0; step < 40; step++) {
                     int op = rnd.nextInt(10);

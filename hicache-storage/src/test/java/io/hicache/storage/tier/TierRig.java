@@ -28,7 +28,8 @@ import java.util.List;
 /**
  * A CP group of real controllers on simulated devices, each with a {@link StorageTier} on one shared store; the
  * test's thread is every rank's scheduler thread. Device bytes of a page are a pattern of (tag, position, layer),
- * identical on every rank, so a page's bytes are known wherever it went.
+ * identical on every rank, so a page's bytes are known wherever it went; with draft/MTP layers the draft KV is a
+ * pattern of its own (see {@link #draftPattern}), backed up with the target KV.
  */
 final class TierRig implements AutoCloseable {
     static final int LAYERS = 3;
@@ -39,12 +40,24 @@ final class TierRig implements AutoCloseable {
     final StorageTier[] tier;
     final DeviceKvLayout[] layout;
     final long[] base;
+    final int draftLayers;
+    final DeviceKvLayout[] draftLayout;
+    final long[] draftBase;
     final PageStore store;
     long clockNs;
     private final java.util.ArrayDeque<Integer> freeDevice = new java.util.ArrayDeque<>();
 
     TierRig(int cp, int pageSize, int devicePages, int hostPages, PageStore store, StorageTierConfig cfg, String salt) {
+        this(cp, pageSize, devicePages, hostPages, store, cfg, salt, 0);
+    }
+
+    /** A rig whose caches have {@code draftLayers} draft/MTP layers (0: none), backed up with every forward. */
+    TierRig(int cp, int pageSize, int devicePages, int hostPages, PageStore store, StorageTierConfig cfg, String salt,
+            int draftLayers) {
         this.cp = cp;
+        this.draftLayers = draftLayers;
+        draftLayout = new DeviceKvLayout[cp];
+        draftBase = new long[cp];
         this.pageSize = pageSize;
         this.store = store;
         rt = new SimulatedCudaRuntime[cp];
@@ -63,7 +76,14 @@ final class TierRig implements AutoCloseable {
             layout[r] = b.packedFrom(base[r]).build();
             ForwardingBackupListener fwd = new ForwardingBackupListener();
             SimulatedCudaRuntime runtime = rt[r];
+            if (draftLayers > 0) {
+                DeviceKvLayout.Builder db = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(draftLayers)
+                        .pageSizeTokens(pageSize).bytesPerTokenPerBuffer(4).pageCount(devicePages);
+                draftBase[r] = rt[r].deviceMalloc(db.packedBytes());
+                draftLayout[r] = db.packedFrom(draftBase[r]).build();
+            }
             ControllerBuilder hb = HiCacheController.builder().runtime(runtime).targetLayout(layout[r])
+                    .draftLayout(draftLayout[r])
                     .hostPages(hostPages).threadingMode(ThreadingMode.INVOKER).clock(runtime::nowNs).leaseNs(0)
                     .checkThread(false).listener(fwd)
                     .writePolicy(io.hicache.core.WritePolicy.WRITE_THROUGH);
@@ -98,6 +118,11 @@ final class TierRig implements AutoCloseable {
         return (byte) (tag * 31 + position * 7 + layer * 13 + i);
     }
 
+    /** The byte of (tag, position, draft layer, buffer, byte index) every rank writes into its draft KV. */
+    static byte draftPattern(int tag, int position, int layer, int buffer, int i) {
+        return (byte) (pattern(tag, position, layer + 5 * buffer, i) ^ 0x3c);
+    }
+
     /** Computes {@code tokens} on every rank (device pages written with {@code tag}), backs them up and commits. */
     RadixNode[] compute(int[] tokens, int tag) {
         int pages = tokens.length / pageSize;
@@ -116,11 +141,20 @@ final class TierRig implements AutoCloseable {
                         s.set(java.lang.foreign.ValueLayout.JAVA_BYTE, b, pattern(tag, i, l, b));
                     }
                 }
+                for (int l = 0; l < draftLayers; l++) {
+                    for (int buf = 0; buf < draftLayout[r].bufferCount(); buf++) {
+                        MemorySegment s = rt[r].deviceMemory(draftLayout[r].pageAddress(l, buf, dev[i]),
+                                draftLayout[r].pageBytes());
+                        for (int b = 0; b < s.byteSize(); b++) {
+                            s.set(java.lang.foreign.ValueLayout.JAVA_BYTE, b, draftPattern(tag, i, l, buf, b));
+                        }
+                    }
+                }
             }
             dup = ctl[r].tree().insert(tokens, 0, tokens.length, dev, 0);
             last[r] = ctl[r].tree().lastInsertNode();
             List<Backup> l = new ArrayList<>();
-            ctl[r].reserveByPolicy(last[r], false, l);
+            ctl[r].reserveByPolicy(last[r], draftLayers > 0, l);
             backups.add(l);
         }
         for (int i = 0; i < dup / pageSize; i++) {
@@ -130,9 +164,14 @@ final class TierRig implements AutoCloseable {
         for (int r = 0; r < cp; r++) {
             h[r] = ctl[r].beginForward(backups.get(r));
         }
-        for (int l = 0; l < LAYERS; l++) {
+        for (int l = 0; l < Math.max(LAYERS, draftLayers); l++) {
             for (int r = 0; r < cp; r++) {
-                h[r].targetLayerStored(l);
+                if (l < LAYERS) {
+                    h[r].targetLayerStored(l);
+                }
+                if (l < draftLayers) {
+                    h[r].draftLayerStored(l);
+                }
             }
         }
         for (int r = 0; r < cp; r++) {
@@ -212,12 +251,19 @@ final class TierRig implements AutoCloseable {
         return p;
     }
 
-    /** True when every host page of the host-only node at the end of {@code tokens}'s match holds tag's pattern. */
+    /**
+     * True when every host page of {@code node} (whose first page is at {@code startPosition}) holds tag's pattern;
+     * in a rig with draft layers the node must carry draft KV and its draft pages must hold tag's draft pattern.
+     */
     boolean hostHoldsPattern(int rank, RadixNode node, int startPosition, int tag) {
         HostPages hp = (HostPages) node.hostValue();
+        if (draftLayers > 0 && !hp.hasDraft()) {
+            return false; // a load-back would leave the device's draft pages as they were
+        }
         int[] offsets = new int[hp.pageCount()];
         int owned = hp.lanes().ownedOffsets(offsets);
         var pool = ctl[rank].hostPool();
+        var draftPool = ctl[rank].draftHostPool();
         for (int i = 0; i < owned; i++) {
             int position = startPosition + offsets[i];
             for (int l = 0; l < LAYERS; l++) {
@@ -225,6 +271,18 @@ final class TierRig implements AutoCloseable {
                 for (int b = 0; b < s.byteSize(); b++) {
                     if (s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, b) != pattern(tag, position, l, b)) {
                         return false;
+                    }
+                }
+            }
+            for (int l = 0; l < draftLayers; l++) {
+                for (int buf = 0; buf < draftLayout[rank].bufferCount(); buf++) {
+                    MemorySegment s = rt[rank].hostMemory(draftPool.pageAddress(l, buf, hp.hostPage(i)),
+                            draftLayout[rank].pageBytes());
+                    for (int b = 0; b < s.byteSize(); b++) {
+                        if (s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, b) != draftPattern(tag, position, l, buf,
+                                b)) {
+                            return false;
+                        }
                     }
                 }
             }
@@ -254,6 +312,9 @@ final class TierRig implements AutoCloseable {
         for (int r = 0; r < cp; r++) {
             ctl[r].close();
             rt[r].deviceFree(base[r]);
+            if (draftBase[r] != 0) {
+                rt[r].deviceFree(draftBase[r]);
+            }
             rt[r].close();
         }
     }

@@ -41,12 +41,13 @@ import java.util.concurrent.TimeUnit;
  * chunk, when a layer's KV for the whole prompt is on the device); {@code endForward}; greedy decoding.
  * Backups commit asynchronously; {@link #awaitBackups()} polls until they have.
  *
- * <p><b>Loads.</b> An insert under nodes that are being loaded would make them adopt the inserted pages, so a
- * request with a load in flight inserts only after the load. Without overlap the engine waits for the load,
- * then inserts and runs the forward with its hooks. With overlap the prefill starts at once: before block
- * {@code l} it calls {@code waitLayer(token, l)} (the compute stream waits for layer {@code l}'s load) and then,
- * being a CPU engine, waits on the compute stream itself; after the forward it waits for the load, inserts,
- * reserves and reports every layer stored at once (the new pages' KV is already on the device).
+ * <p><b>Loads.</b> Without overlap the engine waits for the load, then inserts and runs the forward with its
+ * hooks. With overlap the prefill starts at once, in the forward that loads the prefix: the request inserts its
+ * new pages below the chain being loaded, reserves their backups and runs its hooks per layer as any forward
+ * does; before block {@code l} it calls {@code waitLayer(token, l)} (the compute stream waits for layer
+ * {@code l}'s load) and then, being a CPU engine, waits on the compute stream itself. The cache publishes those
+ * backups only once the load is agreed; if the load fails they abort ({@code LOAD_FAILED}), the inserted nodes
+ * are dropped with their pages, and the request is served again without the host hit.
  *
  * <p>Not thread-safe: one thread calls everything (the cache's scheduler thread).
  */
@@ -163,40 +164,26 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         KvBufferCache.KvBuffer kv = null;
         try {
             allocate(pages, prefixPages);
-            ForwardHooks hooks = null;
-            if (load == null) {
-                node = insertAndLock(prompt, cacheable, pages, prefixTokens);
-                hooks = beginForward(node);
-            }
+            // with a load in flight the new pages go below the chain being loaded and are backed up in this forward
+            node = insertAndLock(prompt, cacheable, pages, prefixTokens);
+            ForwardHooks hooks = beginForward(node);
             kv = model.newKvBuffer();
             mirror.start(hooks, pages, restored, prefixTokens, cacheable, prompt.length, loadToken);
             AbstractTensor last;
             try {
                 last = model.prefill(prompt, restored, kv, mirror);
             } finally {
-                if (hooks != null) {
-                    hooks.endForward(); // a layer never reported stored aborts its backups rather than publishing
-                }
+                hooks.endForward(); // a layer never reported stored aborts its backups rather than publishing
                 mirror.clear();
             }
             if (load != null) {
-                // the nodes being loaded would adopt pages inserted under them, so the insert waits for the load;
-                // the new pages' KV is already on the device, so their hooks all fire at once
                 awaitLoad(load);
                 if (load.state() != LoadHandle.State.LOADED) {
+                    // the cache dropped what was inserted below the chain (its pages went back to the pool) and
+                    // aborts the backups computed over it; compute the request again without the host hit
                     last.close();
                     return null;
                 }
-                cache.match(prompt, 0, cacheable, match);
-                for (int i = 0; i < prefixPages; i++) {
-                    pages[i] = match.devicePage(i);
-                }
-                node = insertAndLock(prompt, cacheable, pages, prefixTokens);
-                ForwardHooks late = beginForward(node);
-                for (int l = 0; l < cache.targetLayers(); l++) {
-                    late.targetLayerStored(l);
-                }
-                late.endForward();
             }
             return Generation.decodeFrom(model, last, prompt.length, kv, newTokens, t0, restored,
                 prompt.length - restored);

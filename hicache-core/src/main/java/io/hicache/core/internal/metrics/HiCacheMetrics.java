@@ -21,6 +21,7 @@ public final class HiCacheMetrics {
     private final long[] values = new long[Metric.values().length];
     private final long[] abortedByReason = new long[AbortReason.count()];
     private final long[] fallbackByReason = new long[FallbackReason.values().length];
+    private final long[] skippedByReason = new long[io.hicache.core.WritePolicy.SkipReason.count()];
     private final LatencyHistogram commitLatencyNs = new LatencyHistogram();
     private final LatencyHistogram loadLatencyNs = new LatencyHistogram();
 
@@ -69,6 +70,17 @@ public final class HiCacheMetrics {
         increment(Metric.FALLBACK_ENTRIES);
     }
 
+    /** Counts nodes the write policy passed over (scheduler thread). */
+    public void countSkipped(io.hicache.core.WritePolicy.SkipReason reason, int nodes) {
+        int i = reason.ordinal();
+        ARRAY.setRelease(skippedByReason, i, (long) ARRAY.getOpaque(skippedByReason, i) + nodes);
+    }
+
+    /** Nodes skipped for one reason. Any thread. */
+    public long skippedBy(io.hicache.core.WritePolicy.SkipReason reason) {
+        return (long) ARRAY.getAcquire(skippedByReason, reason.ordinal());
+    }
+
     /** Fallback entries counted for one reason. Any thread. */
     public long fallbacksBy(FallbackReason reason) {
         return (long) ARRAY.getAcquire(fallbackByReason, reason.ordinal());
@@ -98,7 +110,11 @@ public final class HiCacheMetrics {
         for (int i = 0; i < fallbacks.length; i++) {
             fallbacks[i] = (long) ARRAY.getAcquire(fallbackByReason, i);
         }
-        return new MetricsSnapshot(copy, aborts, fallbacks, commitLatencyNs.count(), commitLatencyNs.quantile(0.5),
+        long[] skips = new long[skippedByReason.length];
+        for (int i = 0; i < skips.length; i++) {
+            skips[i] = (long) ARRAY.getAcquire(skippedByReason, i);
+        }
+        return new MetricsSnapshot(copy, aborts, fallbacks, skips, commitLatencyNs.count(), commitLatencyNs.quantile(0.5),
             commitLatencyNs.quantile(0.99), commitLatencyNs.max());
     }
 }

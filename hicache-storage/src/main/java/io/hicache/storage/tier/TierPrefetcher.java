@@ -1,0 +1,388 @@
+package io.hicache.storage.tier;
+
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.HostLease;
+import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.radix.MatchResult;
+import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTree;
+import io.hicache.storage.HostPage;
+import io.hicache.storage.PageStore;
+import io.hicache.storage.StorageMetric;
+import io.hicache.storage.StorageTierConfig;
+import io.hicache.storage.StoreOp;
+import io.hicache.storage.StoreResult;
+import io.hicache.storage.StoreStatus;
+import io.hicache.storage.tier.StorageTier.Prefetch;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.function.LongSupplier;
+
+/**
+ * The L3 → L2 half of a {@link StorageTier}: leases host pages for the pages a match is missing
+ * ({@link HiCacheController#reserveHost}) within a share of the host pool, checks existence and reads on the store's
+ * threads, agrees on the landed prefix with the group in FIFO order ({@link PrefetchAgreement}) and publishes only
+ * that prefix ({@link HiCacheController#publishHost}); the rest of the lease is freed. A published node is held
+ * against host eviction until its request consumes it. A lease always ends: published, released on failure or
+ * cancellation, or released by {@link #close}.
+ *
+ * <p><b>Draft KV.</b> In a cache with draft/MTP layers every prefetched page must bring its draft part too (its draft
+ * key, {@link PageHasher#draftKey}, read into the draft host pool's page of the same id): a page lands whole only
+ * when both parts exist and read back whole, and is published as carrying draft KV, so its load-back restores both.
+ * A target part whose draft part is missing is not a hit (loading it would leave an earlier page's draft bytes on the
+ * device).
+ *
+ * <p>Owned by the scheduler thread.
+ */
+final class TierPrefetcher {
+    /** Store batches one prefetch may span on a rank (its existence checks run one after another). */
+    static final int MAX_PREFETCH_BATCHES = 16;
+
+    private final HiCacheController ctl;
+    private final RadixTree tree;
+    private final PageStore store;
+    private final StorageTierConfig cfg;
+    private final StorageTierCounters metrics;
+    private final PageHasher hasher;
+    private final HostViews views;
+    private final KnownKeys known;
+    private final PrefetchAgreement agreement;
+    private final int cpSize;
+    private final int pageSize;
+    private final LongSupplier clockNs;
+    private final int maxBatch;
+    private final long prefetchCapUnits;
+    private final ArrayDeque<Prefetch> prefetches = new ArrayDeque<>();
+    private final LinkedHashSet<Prefetch> protectedPrefetches = new LinkedHashSet<>();
+    private long prefetchUnitsHeld;
+
+    TierPrefetcher(HiCacheController ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
+                   PageHasher hasher, HostViews views, KnownKeys known, PrefetchAgreement agreement, int cpSize,
+                   LongSupplier clockNs) {
+        this.ctl = ctl;
+        this.tree = ctl.tree();
+        this.store = store;
+        this.cfg = cfg;
+        this.metrics = metrics;
+        this.hasher = hasher;
+        this.views = views;
+        this.known = known;
+        this.agreement = agreement;
+        this.cpSize = cpSize;
+        this.pageSize = tree.pageSize();
+        this.clockNs = clockNs;
+        this.maxBatch = Math.max(1, store.maxBatchPages());
+        this.prefetchCapUnits = Math.max(1, (long) Math.floor(cfg.prefetchHostShare()
+                * ctl.hostBudgetCapacityPages()));
+    }
+
+    /** Prefetches not yet ended. */
+    int size() {
+        return prefetches.size();
+    }
+
+    /** See {@link StorageTier#prefetch}. */
+    Prefetch prefetch(int[] tokens, int from, int len, MatchResult match, long requestId) {
+        int total = len / pageSize;
+        int matched = match.devicePageCount() + match.hostPageCount();
+        int missing = total - matched;
+        if (missing <= 0 || (long) missing * pageSize <= cfg.prefetchThresholdTokens()) {
+            return null;
+        }
+        RadixNode last = match.lastHostNode();
+        if (!last.isRoot() && last.hostValue() == null) {
+            metrics.increment(StorageMetric.PREFETCH_NOT_CONTIGUOUS);
+            return null;
+        }
+        int pages = Math.min(missing, MAX_PREFETCH_BATCHES * maxBatch); // owned pages per rank <= positions
+        long units = (pages + cpSize - 1) / cpSize;
+        if (prefetchUnitsHeld + units > prefetchCapUnits) {
+            long room = prefetchCapUnits - prefetchUnitsHeld;
+            pages = (int) Math.min(pages, room * cpSize);
+            units = (pages + cpSize - 1) / cpSize;
+        }
+        if (pages <= 0 || (long) pages * pageSize <= cfg.prefetchThresholdTokens()) {
+            metrics.increment(StorageMetric.PREFETCH_NO_ROOM);
+            return null;
+        }
+        HostLease lease = ctl.reserveHost(matched, pages, total);
+        if (lease == null) {
+            metrics.increment(StorageMetric.PREFETCH_NO_ROOM);
+            return null;
+        }
+        int[] own = Arrays.copyOfRange(tokens, from, from + (matched + pages) * pageSize);
+        byte[] hashes = hasher.chainAfter(last, own, matched, pages);
+        Prefetch p = new Prefetch(requestId, own, matched, pages, lease, hashes, units,
+                clockNs.getAsLong() + cfg.timeoutNs((long) pages * pageSize));
+        LaneDescription lanes = lease.lanes();
+        int[] offsets = new int[lanes.pageCount()];
+        int owned = lanes.ownedOffsets(offsets);
+        p.ownedOffsets = Arrays.copyOf(offsets, owned);
+        p.keys = new ArrayList<>(owned);
+        p.draftKeys = views.hasDraft() ? new ArrayList<>(owned) : null;
+        for (int i = 0; i < owned; i++) {
+            p.keys.add(PageHasher.key(hashes, p.ownedOffsets[i]));
+            if (p.draftKeys != null) {
+                p.draftKeys.add(hasher.draftKey(p.keys.get(i)));
+            }
+        }
+        prefetchUnitsHeld += units;
+        metrics.increment(StorageMetric.PREFETCH_STARTED);
+        metrics.add(StorageMetric.PREFETCH_PAGES_REQUESTED, pages);
+        p.ioStartNs = System.nanoTime();
+        checkExistence(p);
+        prefetches.add(p);
+        return p;
+    }
+
+    /** See {@link StorageTier#mayRun}. */
+    boolean mayRun(Prefetch p) {
+        if (p.state == Prefetch.State.ENDED) {
+            return true;
+        }
+        boolean run = switch (cfg.prefetchPolicy()) {
+            case BEST_EFFORT -> true;
+            case WAIT_COMPLETE -> false;
+            case TIMEOUT -> clockNs.getAsLong() >= p.deadlineNs;
+        };
+        if (run && !p.terminatedEarly) {
+            p.terminatedEarly = true;
+            metrics.increment(StorageMetric.PREFETCH_TERMINATED_EARLY);
+        }
+        return run;
+    }
+
+    /** See {@link StorageTier#cancel}. */
+    void cancel(Prefetch p, boolean live) {
+        if (!p.cancelled && p.state != Prefetch.State.ENDED) {
+            p.cancelled = true;
+            metrics.increment(StorageMetric.PREFETCH_CANCELLED);
+        }
+        consume(p, live);
+    }
+
+    /** See {@link StorageTier#consume}; {@code live}: the tier and its controller are open. */
+    void consume(Prefetch p, boolean live) {
+        if (p.node != null) {
+            if (live) {
+                tree.releaseHost(p.node);
+            }
+            p.node = null;
+            protectedPrefetches.remove(p);
+        }
+    }
+
+    /** Advances every prefetch's I/O, agrees on landed ones and ends them; returns work done. */
+    int poll() {
+        int work = 0;
+        for (Prefetch p : prefetches) {
+            work += advance(p);
+        }
+        return work + agree();
+    }
+
+    /**
+     * Shutdown, first step: nothing is published any more; advances every prefetch's I/O as far as the store has
+     * answered.
+     *
+     * @return a store operation still running, or null when no prefetch has one
+     */
+    StoreOp<?> drain() {
+        StoreOp<?> pending = null;
+        for (Prefetch p : prefetches) {
+            p.cancelled = true; // shutdown publishes nothing
+            while (advance(p) > 0) {
+                // CHECKING -> READING -> LANDED as far as the store has answered
+            }
+            StoreOp<?> op = runningOp(p);
+            if (op != null) {
+                pending = op;
+            }
+        }
+        return pending;
+    }
+
+    /** Shutdown, last step (no store I/O left): releases every lease and host protection. */
+    void close(boolean live) {
+        for (Prefetch p : prefetches) {
+            if (live) {
+                ctl.releaseHost(p.lease);
+            }
+            p.state = Prefetch.State.ENDED;
+        }
+        prefetches.clear();
+        prefetchUnitsHeld = 0;
+        for (Prefetch p : protectedPrefetches) {
+            if (live) {
+                tree.releaseHost(p.node);
+            }
+            p.node = null;
+        }
+        protectedPrefetches.clear();
+    }
+
+    /** Asks the store whether the next batch of {@code p}'s keys (from {@code p.present}) exists, both parts. */
+    private void checkExistence(Prefetch p) {
+        int end = Math.min(p.keys.size(), p.present + maxBatch);
+        if (end == p.present) {
+            p.exists = StoreOp.completed(0);
+            p.draftExists = p.draftKeys == null ? null : StoreOp.completed(0);
+            return;
+        }
+        p.exists = store.existsPrefix(p.keys.subList(p.present, end));
+        p.draftExists = p.draftKeys == null ? null : store.existsPrefix(p.draftKeys.subList(p.present, end));
+    }
+
+    /** Advances a prefetch's I/O; returns work done. */
+    private int advance(Prefetch p) {
+        switch (p.state) {
+            case CHECKING -> {
+                if (!p.exists.isDone() || (p.draftExists != null && !p.draftExists.isDone())) {
+                    return 0;
+                }
+                int from = p.present;
+                int chunk = Math.min(maxBatch, p.keys.size() - from);
+                int k = Math.min(chunk, Math.max(0, p.exists.result()));
+                if (p.draftExists != null) {
+                    k = Math.min(k, Math.max(0, p.draftExists.result())); // stored only when both parts are
+                }
+                p.present += k;
+                if (k == chunk && p.present < p.keys.size() && !p.cancelled) {
+                    checkExistence(p);
+                    return 1;
+                }
+                if (p.present == 0 || p.cancelled) {
+                    land(p, 0);
+                    return 1;
+                }
+                p.gets = new ArrayList<>();
+                p.draftGets = p.draftKeys == null ? null : new ArrayList<>();
+                for (int c = 0; c < p.present; c += maxBatch) {
+                    int end = Math.min(p.present, c + maxBatch);
+                    List<HostPage> pages = new ArrayList<>(end - c);
+                    List<HostPage> drafts = p.draftKeys == null ? null : new ArrayList<>(end - c);
+                    for (int i = c; i < end; i++) {
+                        pages.add(views.of(p.lease.hostPage(i)));
+                        if (drafts != null) {
+                            drafts.add(views.draft(p.lease.hostPage(i)));
+                        }
+                    }
+                    p.gets.add(store.get(p.keys.subList(c, end), pages));
+                    if (drafts != null) {
+                        p.draftGets.add(store.get(p.draftKeys.subList(c, end), drafts));
+                    }
+                }
+                p.state = Prefetch.State.READING;
+                return 1;
+            }
+            case READING -> {
+                if (runningOp(p) != null) {
+                    return 0;
+                }
+                int good = 0;
+                boolean whole = true;
+                long failed = 0;
+                for (int c = 0; c < p.gets.size(); c++) {
+                    StoreResult r = p.gets.get(c).result();
+                    StoreResult d = p.draftGets == null ? null : p.draftGets.get(c).result();
+                    for (int i = 0; whole && i < r.size(); i++) {
+                        whole = r.ok(i) && (d == null || d.ok(i)); // a page lands whole when both parts do
+                        good += whole ? 1 : 0;
+                    }
+                    failed += r.count(StoreStatus.FAILED) + r.count(StoreStatus.REJECTED);
+                    if (d != null) {
+                        failed += d.count(StoreStatus.FAILED) + d.count(StoreStatus.REJECTED);
+                    }
+                }
+                metrics.add(StorageMetric.PREFETCH_BYTES, good * (views.pageBytes() + views.draftPageBytes()));
+                metrics.add(StorageMetric.PREFETCH_IO_NS, System.nanoTime() - p.ioStartNs);
+                metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
+                land(p, good);
+                return 1;
+            }
+            default -> {
+                return 0;
+            }
+        }
+    }
+
+    /** The first store operation of {@code p} still running, or null. */
+    private static StoreOp<?> runningOp(Prefetch p) {
+        if (p.state == Prefetch.State.CHECKING) {
+            return !p.exists.isDone() ? p.exists
+                    : p.draftExists != null && !p.draftExists.isDone() ? p.draftExists : null;
+        }
+        if (p.state == Prefetch.State.READING) {
+            StoreOp<?> op = running(p.gets);
+            return op != null ? op : running(p.draftGets);
+        }
+        return null;
+    }
+
+    private static StoreOp<?> running(List<StoreOp<StoreResult>> ops) {
+        if (ops != null) {
+            for (StoreOp<StoreResult> g : ops) {
+                if (!g.isDone()) {
+                    return g;
+                }
+            }
+        }
+        return null;
+    }
+
+    /** The I/O of {@code p} is done with {@code goodOwned} leading owned pages whole. */
+    private static void land(Prefetch p, int goodOwned) {
+        int positions = goodOwned < p.ownedOffsets.length ? p.ownedOffsets[goodOwned] : p.pages;
+        p.localPositions = p.cancelled ? 0 : positions;
+        p.state = Prefetch.State.LANDED;
+    }
+
+    /** Agrees on landed prefetches in FIFO order and ends them. */
+    private int agree() {
+        int work = 0;
+        while (!prefetches.isEmpty()) {
+            Prefetch head = prefetches.peekFirst();
+            if (head.state != Prefetch.State.LANDED) {
+                return work;
+            }
+            long positions = agreement.tryAgree(head.localPositions);
+            if (positions == PrefetchAgreement.PENDING) {
+                return work;
+            }
+            prefetches.pollFirst();
+            end(head, (int) Math.min(positions, head.pages));
+            work++;
+        }
+        return work;
+    }
+
+    private void end(Prefetch p, int positions) {
+        prefetchUnitsHeld -= p.units;
+        p.state = Prefetch.State.ENDED;
+        if (positions <= 0 || p.cancelled) {
+            ctl.releaseHost(p.lease);
+            return;
+        }
+        RadixNode node = ctl.publishHost(p.lease, p.tokens, 0, positions, p.hashes, 0, p.draftKeys != null);
+        if (node == null) {
+            metrics.increment(StorageMetric.PREFETCH_PUBLISH_REFUSED);
+            return;
+        }
+        p.published = positions;
+        // held for its request: not host-evicted before the request has loaded it (see consume)
+        tree.protectHost(node);
+        p.node = node;
+        protectedPrefetches.add(p);
+        metrics.add(StorageMetric.PREFETCH_PAGES_PUBLISHED, positions);
+        for (int i = 0; i < p.keys.size() && p.ownedOffsets[i] < positions; i++) {
+            known.add(p.keys.get(i));
+            if (p.draftKeys != null) {
+                known.add(p.draftKeys.get(i));
+            }
+        }
+    }
+}

@@ -1,0 +1,378 @@
+package io.hicache.storage.tier;
+
+import io.hicache.core.BackupHandle;
+import io.hicache.core.internal.Backup;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.internal.HostPages;
+import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.radix.MatchResult;
+import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTree;
+import io.hicache.storage.HostPage;
+import io.hicache.storage.PageKey;
+import io.hicache.storage.PageStore;
+import io.hicache.storage.StorageMetric;
+import io.hicache.storage.StorageTierConfig;
+import io.hicache.storage.StorageWritePolicy;
+import io.hicache.storage.StoreOp;
+import io.hicache.storage.StoreResult;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The L2 → L3 half of a {@link StorageTier}: writes committed host pages to the store under the
+ * {@link StorageWritePolicy}. Commits are queued by the tier's listener and handled in {@link #poll()} (never inside
+ * the controller's callbacks). A write asks the store which of its keys exist and puts only the rest; keys known to
+ * be stored are not asked again. While a write reads a node's host pages the node is host-protected; write-back
+ * copies evicted pages into a bounded staging area first, since their host pages are freed at once.
+ *
+ * <p><b>Draft KV.</b> In a cache with draft/MTP layers a page whose host copy carries its draft KV is written as two
+ * objects: its draft part under its draft key ({@link PageHasher#draftKey}), then its target part under its key, and
+ * the target only for pages whose draft put succeeded, so the target object commits the pair. A page counts as
+ * stored when both parts are (readers check both, since either may be lost later).
+ *
+ * <p>Owned by the scheduler thread.
+ */
+final class TierWriter {
+    private final HiCacheController ctl;
+    private final RadixTree tree;
+    private final PageStore store;
+    private final StorageTierConfig cfg;
+    private final StorageTierCounters metrics;
+    private final PageHasher hasher;
+    private final HostViews views;
+    private final KnownKeys known;
+    private final int maxBatch;
+    private final ArrayList<Write> writes = new ArrayList<>();
+    private final ArrayList<RadixNode> committed = new ArrayList<>();
+    private int stagedPages;
+    private boolean closing;
+
+    TierWriter(HiCacheController ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
+               PageHasher hasher, HostViews views, KnownKeys known) {
+        this.ctl = ctl;
+        this.tree = ctl.tree();
+        this.store = store;
+        this.cfg = cfg;
+        this.metrics = metrics;
+        this.hasher = hasher;
+        this.views = views;
+        this.known = known;
+        this.maxBatch = Math.max(1, store.maxBatchPages());
+    }
+
+    /** Write batches not yet done. */
+    int size() {
+        return writes.size();
+    }
+
+    /** A backup committed: its nodes are considered at the next {@link #poll()}. */
+    void onCommitted(BackupHandle handle) {
+        Backup backup = (Backup) handle;
+        for (int i = 0; i < backup.fragmentCount(); i++) {
+            committed.add(backup.fragment(i));
+        }
+    }
+
+    /** Write-back: {@code node}'s host pages are about to be freed; copies and writes the owned ones. */
+    void onHostEvicting(RadixNode node, HostPages pages) {
+        if (cfg.writePolicy() != StorageWritePolicy.WRITE_BACK || !node.hasPageHashes()) {
+            return;
+        }
+        List<PageKey> keys = ownedKeys(node, pages.lanes(), null, null);
+        int n = keys.size();
+        if (n == 0) {
+            return;
+        }
+        if (stagedPages + n > cfg.writeBackStagingPages()) {
+            metrics.add(StorageMetric.WRITE_BACK_DROPPED_PAGES, n);
+            return;
+        }
+        boolean draft = views.hasDraft() && pages.hasDraft();
+        long pageBytes = views.pageBytes();
+        long draftBytes = draft ? views.draftPageBytes() : 0;
+        long stride = pageBytes + draftBytes;
+        // the host pages are freed when this returns: copy them out now
+        Arena arena = Arena.ofShared();
+        MemorySegment staging = arena.allocate(stride * n, 64);
+        List<HostPage> staged = new ArrayList<>(n);
+        List<HostPage> stagedDraft = draft ? new ArrayList<>(n) : null;
+        for (int i = 0; i < n; i++) {
+            MemorySegment slice = staging.asSlice(stride * i, pageBytes);
+            views.of(pages.hostPage(i)).copyTo(slice, 0);
+            staged.add(HostPage.of(slice));
+            if (draft) {
+                MemorySegment d = staging.asSlice(stride * i + pageBytes, draftBytes);
+                views.draft(pages.hostPage(i)).copyTo(d, 0);
+                stagedDraft.add(HostPage.of(d));
+            }
+        }
+        stagedPages += n;
+        start(new Write(null, keys, staged, draft ? draftKeys(keys) : null, stagedDraft, arena));
+    }
+
+    /** Write-through-selective: writes the nodes of {@code match}'s path whose hit count reached the threshold. */
+    void onMatch(MatchResult match) {
+        if (cfg.writePolicy() != StorageWritePolicy.WRITE_THROUGH_SELECTIVE) {
+            return;
+        }
+        for (RadixNode n = match.lastHostNode(); n != null && !n.isRoot(); n = n.parent()) {
+            if (n.hostValue() != null && n.hitCount() >= cfg.hitThreshold() && n.hostRef() == 0) {
+                writeNode(n);
+            }
+        }
+    }
+
+    /** Handles queued commits and advances writes whose store operations finished; returns work done. */
+    int poll() {
+        int work = 0;
+        for (int i = 0; i < committed.size(); i++) {
+            RadixNode n = committed.get(i);
+            if (!n.isAttached() || n.hostValue() == null) {
+                continue;
+            }
+            hasher.ensureHashes(n);
+            if (cfg.writePolicy() == StorageWritePolicy.WRITE_THROUGH
+                    || (cfg.writePolicy() == StorageWritePolicy.WRITE_THROUGH_SELECTIVE
+                    && n.hitCount() >= cfg.hitThreshold())) {
+                writeNode(n);
+            }
+            work++;
+        }
+        committed.clear();
+        for (int i = writes.size() - 1; i >= 0; i--) {
+            if (advance(writes.get(i))) {
+                writes.remove(i);
+                work++;
+            }
+        }
+        return work;
+    }
+
+    /**
+     * Shutdown: no new puts; advances every write as far as the store has answered.
+     *
+     * @return a store operation still running, or null when every write is done
+     */
+    StoreOp<?> drain() {
+        closing = true;
+        committed.clear();
+        StoreOp<?> pending = null;
+        for (int i = writes.size() - 1; i >= 0; i--) {
+            Write w = writes.get(i);
+            if (advance(w)) {
+                writes.remove(i);
+            } else {
+                pending = w.put != null ? w.put : w.draftPut != null ? w.draftPut
+                        : !w.exists.isDone() ? w.exists : w.draftExists;
+            }
+        }
+        return pending;
+    }
+
+    private void writeNode(RadixNode n) {
+        HostPages hp = (HostPages) n.hostValue();
+        hasher.ensureHashes(n);
+        boolean draft = views.hasDraft() && hp.hasDraft();
+        List<HostPage> pages = new ArrayList<>();
+        List<HostPage> draftPages = draft ? new ArrayList<>() : null;
+        List<PageKey> keys = ownedKeys(n, hp.lanes(), pages, draftPages);
+        if (keys.isEmpty()) {
+            return;
+        }
+        List<PageKey> draftKeys = draft ? draftKeys(keys) : null;
+        for (int from = 0; from < keys.size(); from += maxBatch) {
+            int to = Math.min(keys.size(), from + maxBatch);
+            tree.protectHost(n);
+            start(new Write(n, new ArrayList<>(keys.subList(from, to)), new ArrayList<>(pages.subList(from, to)),
+                    draft ? new ArrayList<>(draftKeys.subList(from, to)) : null,
+                    draft ? new ArrayList<>(draftPages.subList(from, to)) : null, null));
+        }
+    }
+
+    /**
+     * Keys of the owned positions: all of them when {@code pagesOut} is null (write-back, aligned with the evicted
+     * value's pages: the existence check skips stored ones), else those not known to be stored, with their host page
+     * views (and draft views, if {@code draftOut} is given: a page is known only when its draft part is too).
+     */
+    private List<PageKey> ownedKeys(RadixNode n, LaneDescription lanes, List<HostPage> pagesOut,
+                                    List<HostPage> draftOut) {
+        HostPages hp = (HostPages) n.hostValue();
+        int[] offsets = new int[lanes.pageCount()];
+        // a node and its host value cover the same positions; its lanes say which this rank owns
+        int owned = lanes.ownedOffsets(offsets);
+        List<PageKey> keys = new ArrayList<>(owned);
+        for (int i = 0; i < owned; i++) {
+            PageKey k = hasher.nodeKey(n, offsets[i]);
+            if (pagesOut == null) {
+                keys.add(k);
+                continue;
+            }
+            if (known.contains(k) && (draftOut == null || known.contains(hasher.draftKey(k)))) {
+                metrics.increment(StorageMetric.WRITE_PAGES_PRESENT);
+                continue;
+            }
+            keys.add(k);
+            pagesOut.add(views.of(hp.hostPage(i)));
+            if (draftOut != null) {
+                draftOut.add(views.draft(hp.hostPage(i)));
+            }
+        }
+        return keys;
+    }
+
+    private List<PageKey> draftKeys(List<PageKey> keys) {
+        List<PageKey> out = new ArrayList<>(keys.size());
+        for (PageKey k : keys) {
+            out.add(hasher.draftKey(k));
+        }
+        return out;
+    }
+
+    private void start(Write w) {
+        w.ioStartNs = System.nanoTime();
+        w.exists = store.existsPrefix(w.keys);
+        w.draftExists = w.draftKeys == null ? null : store.existsPrefix(w.draftKeys);
+        writes.add(w);
+    }
+
+    /** Advances a write (existence checks, draft put, target put); returns true when it is done and ended. */
+    private boolean advance(Write w) {
+        if (w.put == null && w.draftPut == null) {
+            return existsDone(w);
+        }
+        if (w.put == null) {
+            return draftPutDone(w);
+        }
+        if (!w.put.isDone()) {
+            return false;
+        }
+        StoreResult r = w.put.result();
+        int ok = 0;
+        for (int i = 0; i < r.size(); i++) {
+            if (r.ok(i)) {
+                ok++;
+                known.add(w.putKeys.get(i));
+            }
+        }
+        metrics.add(StorageMetric.WRITE_PAGES_STORED, ok);
+        metrics.add(StorageMetric.WRITE_BYTES, ok * (views.pageBytes()
+                + (w.draftKeys == null ? 0 : views.draftPageBytes())));
+        metrics.add(StorageMetric.WRITE_FAILED_PAGES, w.failedDrafts + r.size() - ok);
+        metrics.add(StorageMetric.WRITE_IO_NS, System.nanoTime() - w.ioStartNs);
+        finish(w);
+        return true;
+    }
+
+    /**
+     * The existence checks of {@code w}: once answered, puts what is missing (a page is present only when both its
+     * parts are), the draft parts first. Returns true when the write ended (nothing to put, or closing).
+     */
+    private boolean existsDone(Write w) {
+        if (!w.exists.isDone() || (w.draftExists != null && !w.draftExists.isDone())) {
+            return false;
+        }
+        int present = Math.min(w.keys.size(), Math.max(0, w.exists.result()));
+        if (w.draftExists != null) {
+            present = Math.min(present, Math.max(0, w.draftExists.result()));
+        }
+        metrics.add(StorageMetric.WRITE_PAGES_PRESENT, present);
+        for (int i = 0; i < present; i++) {
+            known.add(w.keys.get(i));
+            if (w.draftKeys != null) {
+                known.add(w.draftKeys.get(i));
+            }
+        }
+        if (present == w.keys.size() || closing) {
+            finish(w);
+            return true;
+        }
+        w.offset = present;
+        metrics.add(StorageMetric.WRITE_PAGES_SUBMITTED, w.keys.size() - present);
+        if (w.draftKeys != null) {
+            w.draftPut = store.put(w.draftKeys.subList(present, w.keys.size()),
+                    w.draftPages.subList(present, w.keys.size()));
+        } else {
+            w.putKeys = w.keys.subList(present, w.keys.size());
+            w.put = store.put(w.putKeys, w.pages.subList(present, w.keys.size()));
+        }
+        return false;
+    }
+
+    /**
+     * The draft put of {@code w}: once done, puts the target part of the pages whose draft part is stored, so the
+     * target object commits the pair. Returns true when the write ended (no draft part stored, or closing).
+     */
+    private boolean draftPutDone(Write w) {
+        if (!w.draftPut.isDone()) {
+            return false;
+        }
+        StoreResult d = w.draftPut.result();
+        List<PageKey> keys = new ArrayList<>(d.size());
+        List<HostPage> pages = new ArrayList<>(d.size());
+        for (int i = 0; i < d.size(); i++) {
+            if (d.ok(i)) {
+                known.add(w.draftKeys.get(w.offset + i));
+                keys.add(w.keys.get(w.offset + i));
+                pages.add(w.pages.get(w.offset + i));
+            }
+        }
+        w.failedDrafts = d.size() - keys.size();
+        if (keys.isEmpty() || closing) {
+            metrics.add(StorageMetric.WRITE_FAILED_PAGES, d.size());
+            metrics.add(StorageMetric.WRITE_IO_NS, System.nanoTime() - w.ioStartNs);
+            finish(w);
+            return true;
+        }
+        w.putKeys = keys;
+        w.put = store.put(keys, pages);
+        return false;
+    }
+
+    private void finish(Write w) {
+        if (w.node != null && !ctl.isClosed() && !w.released) {
+            tree.releaseHost(w.node);
+        }
+        w.released = true;
+        if (w.staging != null) {
+            stagedPages -= w.keys.size();
+            w.staging.close();
+        }
+    }
+
+    /**
+     * One write batch: existence checks, then a put of the pages not stored yet (with draft parts: their draft put,
+     * then the target put of those whose draft part is stored). Scheduler thread.
+     */
+    private static final class Write {
+        final RadixNode node;
+        final List<PageKey> keys;
+        final List<HostPage> pages;
+        final List<PageKey> draftKeys;
+        final List<HostPage> draftPages;
+        final Arena staging;
+        StoreOp<Integer> exists;
+        StoreOp<Integer> draftExists;
+        StoreOp<StoreResult> draftPut;
+        StoreOp<StoreResult> put;
+        List<PageKey> putKeys;
+        int offset;
+        int failedDrafts;
+        long ioStartNs;
+        boolean released;
+
+        /** @param draftKeys the draft keys aligned with {@code keys}, or null to write the target KV only */
+        Write(RadixNode node, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
+              List<HostPage> draftPages, Arena staging) {
+            this.node = node;
+            this.keys = keys;
+            this.pages = pages;
+            this.draftKeys = draftKeys;
+            this.draftPages = draftPages;
+            this.staging = staging;
+        }
+    }
+}
