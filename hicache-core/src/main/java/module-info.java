@@ -6,8 +6,9 @@
  * (context-parallel groups) and {@code io.hicache.core.metrics} (counters and their snapshot).
  *
  * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
- * the mutable metrics, the JDK Flight Recorder events) is exported only to the project's own modules that build on
- * it. The Flight Recorder events are named {@code io.hicache.*}; a recording enables them by name.
+ * the mutable metrics, the JDK Flight Recorder events) is internal; the few packages the storage tier and the
+ * Micrometer binder build on are exported to them alone. The Flight Recorder events are named {@code io.hicache.*};
+ * a recording enables them by name ({@link io.hicache.core.HiCache#flightRecorderEventNames()}).
  */
 // Qualified exports may name modules that are not part of every build; Agrona is an automatic module with
 // a stable name, re-exported because HiCache.Builder takes an IdleStrategy.
@@ -27,16 +28,10 @@ module io.hicache.core {
     exports io.hicache.core.memory;
     exports io.hicache.core.metrics;
 
-    exports io.hicache.core.internal
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
-    exports io.hicache.core.internal.copy
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
-    exports io.hicache.core.internal.cp
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
-    exports io.hicache.core.internal.memory
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
-    exports io.hicache.core.internal.metrics
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
-    exports io.hicache.core.internal.jfr
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+    // Each internal package goes only to the project's modules that use it: the storage tier and the Micrometer
+    // binder. The simulator drives the cache through the exported API, as an engine does.
+    exports io.hicache.core.internal to io.hicache.storage, io.hicache.micrometer;
+    exports io.hicache.core.internal.cp to io.hicache.storage;
+    exports io.hicache.core.internal.memory to io.hicache.storage;
+    exports io.hicache.core.internal.metrics to io.hicache.micrometer;
 }

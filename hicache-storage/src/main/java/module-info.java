@@ -12,8 +12,8 @@
  * {@link io.hicache.storage.PrefetchPolicy}) and counters ({@link io.hicache.storage.StorageTierMetrics}) are here too.
  *
  * <p>Exported: {@code io.hicache.storage}; {@code io.hicache.storage.tier} (the {@code StorageTier} behind
- * {@code L3Tier}, constructed on the core-internal controller, which the simulator drives itself) only to the
- * simulator. Not exported: the backends ({@code io.hicache.storage.file}, {@code io.hicache.storage.redis}) and the
+ * {@code L3Tier}, constructed on the core-internal controller, and the in-memory {@code MemoryPageStore}) only to
+ * the simulator, which attaches {@code L3Tier} like an engine and uses the tier package for its modelled store. Not exported: the backends ({@code io.hicache.storage.file}, {@code io.hicache.storage.redis}) and the
  * shared machinery ({@code io.hicache.storage.internal}).
  */
 module io.hicache.storage {
@@ -25,6 +25,6 @@ module io.hicache.storage {
     requires jdk.unsupported;
 
     exports io.hicache.storage;
-    // the tier sits on the core-internal controller: exported, like core's internals, to the project's modules
+    // the simulator's modelled store (MemoryPageStore) lives here; engines get the tier only through L3Tier
     exports io.hicache.storage.tier to io.hicache.sim;
 }

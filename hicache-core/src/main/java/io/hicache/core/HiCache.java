@@ -6,6 +6,7 @@ import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.core.memory.HostMemoryKind;
+import io.hicache.core.metrics.Metric;
 import io.hicache.core.metrics.MetricsSnapshot;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
@@ -42,8 +43,9 @@ import java.util.function.Supplier;
  * <p><b>Failures.</b> Misuse (a bad argument, a handle from another cache, a call in the wrong state) throws
  * {@link IllegalArgumentException} or {@link IllegalStateException} naming what was wrong, and changes
  * nothing. After {@link #close()} every call that acts or hands out native state (the tree and its view, the
- * host pool view, backups, loads, hooks and {@code waitLayer}, eviction, agent work, {@link #computeStream()})
- * throws {@link IllegalStateException} naming "closed" without touching CUDA; {@link #metrics()},
+ * host pool view, backups, loads, hooks and {@code waitLayer}, eviction, agent work, {@link #computeStream()},
+ * {@link #backupStream()}, {@link #loadStream()})
+ * throws {@link IllegalStateException} naming "closed" without touching CUDA; {@link #metrics()}, {@link #metric},
  * {@link #isClosed()}, {@link #stickyError()} and the configuration accessors ({@link #rank()},
  * {@link #targetLayers()}, {@link #draftLayers()}) keep answering, and {@code close} is idempotent. A CUDA error while copying aborts only the backups
  * or loads it touched (their pages are released, nothing is published); a sticky CUDA error (the device is
@@ -340,6 +342,19 @@ public final class HiCache implements AutoCloseable {
         return controller.metrics().snapshot();
     }
 
+    /**
+     * One counter's current value, read from the live counters without copying them (a {@link #metrics()} snapshot
+     * copies every counter and percentile). Any thread; allocation-free; also after {@link #close()}.
+     *
+     * @throws IllegalArgumentException if {@code metric} is null
+     */
+    public long metric(Metric metric) {
+        if (metric == null) {
+            throw new IllegalArgumentException("metric must not be null");
+        }
+        return controller.metrics().get(metric);
+    }
+
     /** A read-only view of the host pool. Scheduler thread, as every call on it; each throws once closed. */
     public HostPoolView hostPool() {
         return hostPoolView;
@@ -353,6 +368,39 @@ public final class HiCache implements AutoCloseable {
     public CudaStream computeStream() {
         checkOpen();
         return controller.computeStream();
+    }
+
+    /**
+     * The stream the backups' device-to-host copies run on, for observing them: a profiler or a simulator may record
+     * an event or launch a host function on it to learn when the copies enqueued so far have finished (anything
+     * else it enqueues there delays the backups). The cache owns it: never destroy or synchronise-and-reuse it.
+     * Any thread.
+     *
+     * @throws IllegalStateException if the cache is closed (the stream is destroyed then)
+     */
+    public CudaStream backupStream() {
+        checkOpen();
+        return controller.backupStream();
+    }
+
+    /**
+     * The stream loads are copied on (host to device), for observing them as {@link #backupStream()}. Any thread.
+     *
+     * @throws IllegalStateException if the cache is closed (the stream is destroyed then)
+     */
+    public CudaStream loadStream() {
+        checkOpen();
+        return controller.loadStream();
+    }
+
+    /**
+     * The names of the JDK Flight Recorder events the cache emits (all start with {@code io.hicache.}): a recording
+     * enables them with {@code recording.enable(name)}. No event is built or allocated while none is enabled. Any
+     * thread.
+     */
+    public static List<String> flightRecorderEventNames() {
+        return io.hicache.core.internal.jfr.HiCacheEvents.ALL.stream()
+            .map(c -> c.getAnnotation(jdk.jfr.Name.class).value()).toList();
     }
 
     /** This rank in its CP group (0 without one). Any thread. */
@@ -484,6 +532,14 @@ public final class HiCache implements AutoCloseable {
 
         /** Eviction policy of the host tier. */
         EvictionPolicy hostPolicy();
+
+        /**
+         * Walks the whole tree and checks its structure, eviction queues and page counters: O(nodes), for tests,
+         * simulators and debugging. Changes nothing.
+         *
+         * @throws IllegalStateException describing the first violation found, or if the cache is closed
+         */
+        void checkInvariants();
     }
 
     /** Read-only view of the host pool. Owned by the scheduler thread like the cache; not thread-safe. */
@@ -493,6 +549,9 @@ public final class HiCache implements AutoCloseable {
 
         /** Host pages not holding a backup. */
         int freePages();
+
+        /** Host pages holding a backup (reserved, committed, or leased to a storage tier): capacity minus free. */
+        int allocatedPages();
 
         /** Host pages reserved or committed, in group budget units (the same on every rank). */
         long budgetUsedPages();
@@ -568,6 +627,11 @@ public final class HiCache implements AutoCloseable {
         }
 
         @Override
+        public void checkInvariants() {
+            openTree().checkInvariants();
+        }
+
+        @Override
         public String toString() {
             return "TreeView{" + (controller.isClosed() ? "closed" : "nodes=" + nodeCount() + ", devicePages=" + devicePagesCached()) + '}';
         }
@@ -582,6 +646,11 @@ public final class HiCache implements AutoCloseable {
         @Override
         public int freePages() {
             return open().allocator().freePages();
+        }
+
+        @Override
+        public int allocatedPages() {
+            return open().allocator().allocatedPages();
         }
 
         @Override

@@ -137,8 +137,8 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
 
     private void reset(SimConfig c) {
         this.config = c;
-        this.tree = RadixTree.builder().pageSize(c.pageSize()).devicePolicy(c.eviction().policy())
-                .hostPolicy(c.eviction().policy()).build();
+        this.tree = RadixTree.builder().pageSize(c.pageSize()).devicePolicy(c.eviction())
+                .hostPolicy(c.eviction()).build();
         this.devicePagesCapacity = c.deviceCapacityTokens() / c.pageSize();
         this.hostPagesCapacity = c.hostUnlimited() ? Long.MAX_VALUE : c.hostCapacityTokens() / c.pageSize();
         this.hostWrites = c.hasHostTier() && c.backupMode() != BackupMode.NONE && hostPagesCapacity > 0;

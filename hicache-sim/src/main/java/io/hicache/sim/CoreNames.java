@@ -3,6 +3,7 @@ package io.hicache.sim;
 import io.hicache.core.LoadOverlap;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
+import io.hicache.radix.EvictionPolicy;
 
 import java.util.Locale;
 import java.util.function.Function;
@@ -10,8 +11,9 @@ import java.util.function.Function;
 /**
  * Command-line and report spellings of the core options the simulator passes to the controller unchanged:
  * {@link WritePolicy} ({@code write_through}, {@code write_through_selective}, {@code write_back}, as SGLang's
- * {@code hicache_write_policy}) and {@link OwnerLanes} ({@code round-robin}, {@code contiguous},
- * {@code zigzag}). Stateless; thread-safe.
+ * {@code hicache_write_policy}), {@link OwnerLanes} ({@code round-robin}, {@code contiguous},
+ * {@code zigzag}) and {@link EvictionPolicy} ({@code lru}, {@code lfu}, ..., SGLang's strategy names). Stateless;
+ * thread-safe.
  */
 public final class CoreNames {
     private CoreNames() {
@@ -25,6 +27,11 @@ public final class CoreNames {
     /** The spelling of {@code lanes}, e.g. {@code round-robin}. */
     public static String of(OwnerLanes lanes) {
         return lanes.name().toLowerCase(Locale.ROOT).replace('_', '-');
+    }
+
+    /** The spelling of {@code policy}, e.g. {@code lru}. */
+    public static String of(EvictionPolicy policy) {
+        return policy.name().toLowerCase(Locale.ROOT);
     }
 
     /** The spelling of {@code overlap}, e.g. {@code same-forward}. */
@@ -58,6 +65,19 @@ public final class CoreNames {
     public static OwnerLanes lanes(String name) {
         return byName(OwnerLanes.values(), CoreNames::of, "lanes", name);
     }
+
+    /**
+     * The eviction policy spelled {@code name} (case-insensitive): {@code lru}, {@code lfu}, {@code fifo}, {@code mru},
+     * {@code filo} or {@code slru} ({@code priority} is not offered: trace requests carry no priority).
+     *
+     * @throws IllegalArgumentException unknown name; the message lists the valid spellings
+     */
+    public static EvictionPolicy eviction(String name) {
+        return byName(EVICTIONS, CoreNames::of, "eviction", name);
+    }
+
+    private static final EvictionPolicy[] EVICTIONS = java.util.Arrays.stream(EvictionPolicy.values())
+            .filter(p -> p != EvictionPolicy.PRIORITY).toArray(EvictionPolicy[]::new);
 
     private static <E> E byName(E[] values, Function<E, String> spelling, String what, String name) {
         StringBuilder valid = new StringBuilder();

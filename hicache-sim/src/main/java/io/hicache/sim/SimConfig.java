@@ -3,6 +3,7 @@ package io.hicache.sim;
 import io.hicache.core.LoadOverlap;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
+import io.hicache.radix.EvictionPolicy;
 import io.hicache.sim.model.ComputeModel;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
@@ -32,7 +33,7 @@ import io.hicache.sim.model.ModelPreset;
  * @param timeScale            arrival times are divided by this (> 0; 2 = twice as fast)
  */
 public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int pageSize, long deviceCapacityTokens,
-                        long hostCapacityTokens, WritePolicy writePolicy, BackupMode backupMode, Eviction eviction,
+                        long hostCapacityTokens, WritePolicy writePolicy, BackupMode backupMode, EvictionPolicy eviction,
                         int cp, OwnerLanes lanes, int draftLayers, boolean cacheOnly, long seed, double timeScale,
                         LoadOverlap loadOverlap) {
 
@@ -58,6 +59,9 @@ public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int p
         requireNonNull(eviction, "eviction");
         requireNonNull(lanes, "lanes");
         requireNonNull(loadOverlap, "loadOverlap");
+        if (eviction == EvictionPolicy.PRIORITY) {
+            throw new IllegalArgumentException("eviction PRIORITY needs request priorities, which traces do not carry");
+        }
         if (blockTokens < 1) {
             throw new IllegalArgumentException("block tokens must be >= 1, got " + blockTokens);
         }
@@ -90,7 +94,7 @@ public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int p
         long device = defaultDeviceCapacityTokens(formatBlockSize, formatBlockSize);
         ModelPreset model = ModelPreset.DEFAULT;
         return new SimConfig(model, GpuPreset.DEFAULT, formatBlockSize, pageSize, device,
-                device * DEFAULT_HOST_RATIO, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1,
+                device * DEFAULT_HOST_RATIO, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1,
                 OwnerLanes.ROUND_ROBIN, model.defaultDraftLayers(), false, 0, 1.0);
     }
 
@@ -123,7 +127,7 @@ public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int p
 
     /** A configuration whose loads overlap with the forward that uses them ({@link LoadOverlap#SAME_FORWARD}). */
     public SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int pageSize, long deviceCapacityTokens,
-                     long hostCapacityTokens, WritePolicy writePolicy, BackupMode backupMode, Eviction eviction,
+                     long hostCapacityTokens, WritePolicy writePolicy, BackupMode backupMode, EvictionPolicy eviction,
                      int cp, OwnerLanes lanes, int draftLayers, boolean cacheOnly, long seed, double timeScale) {
         this(model, gpu, blockTokens, pageSize, deviceCapacityTokens, hostCapacityTokens, writePolicy, backupMode,
                 eviction, cp, lanes, draftLayers, cacheOnly, seed, timeScale, LoadOverlap.SAME_FORWARD);

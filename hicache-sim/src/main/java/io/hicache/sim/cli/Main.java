@@ -3,7 +3,7 @@ package io.hicache.sim.cli;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.DefaultEngineFactory;
 import io.hicache.sim.EngineFactory;
-import io.hicache.sim.Eviction;
+import io.hicache.radix.EvictionPolicy;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.ProgressListener;
 import io.hicache.core.WritePolicy;
@@ -114,7 +114,7 @@ public final class Main implements Callable<Integer> {
         register(cl, WritePolicy.class, CoreNames::writePolicy);
         register(cl, io.hicache.core.LoadOverlap.class, CoreNames::loadOverlap);
         register(cl, BackupMode.class, BackupMode::byName);
-        register(cl, Eviction.class, Eviction::byName);
+        register(cl, EvictionPolicy.class, CoreNames::eviction);
         register(cl, OwnerLanes.class, CoreNames::lanes);
         register(cl, Router.class, Router::byName);
         cl.setOut(new PrintWriter(env.out(), true, StandardCharsets.UTF_8));
@@ -216,7 +216,7 @@ public final class Main implements Callable<Integer> {
         io.hicache.core.LoadOverlap loadOverlap;
 
         @Option(names = "--eviction", paramLabel = "POLICY", description = "lru (default), lfu, fifo, mru, filo, slru.")
-        Eviction eviction;
+        EvictionPolicy eviction;
 
         @Option(names = "--cp", paramLabel = "RANKS", description = "Context-parallel group size (default 1).")
         Integer cp;

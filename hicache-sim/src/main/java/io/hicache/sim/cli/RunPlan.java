@@ -1,6 +1,6 @@
 package io.hicache.sim.cli;
 
-import io.hicache.core.internal.jfr.HiCacheEvents;
+import io.hicache.core.HiCache;
 import io.hicache.sim.CoreNames;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.WritePolicy;
@@ -133,7 +133,7 @@ final class RunPlan {
         }
         var writePolicy = o.writePolicy == null ? WritePolicy.WRITE_THROUGH : o.writePolicy;
         var backupMode = o.backupMode == null ? BackupMode.LAYERED : o.backupMode;
-        var eviction = o.eviction == null ? io.hicache.sim.Eviction.LRU : o.eviction;
+        var eviction = o.eviction == null ? io.hicache.radix.EvictionPolicy.LRU : o.eviction;
         var lanes = o.lanes == null ? OwnerLanes.ROUND_ROBIN : o.lanes;
         int draftLayers = o.draftLayers == null ? model.defaultDraftLayers() : o.draftLayers;
         long seed = o.seed == null ? 0 : o.seed;
@@ -270,7 +270,10 @@ final class RunPlan {
         if (jfrFile == null) {
             return replayAndReport(commandLine);
         }
-        try (Recording recording = HiCacheEvents.enableAll(new Recording())) {
+        try (Recording recording = new Recording()) {
+            for (String event : HiCache.flightRecorderEventNames()) {
+                recording.enable(event).withoutThreshold();
+            }
             recording.setName("hicache-sim");
             recording.start();
             int status = replayAndReport(commandLine);

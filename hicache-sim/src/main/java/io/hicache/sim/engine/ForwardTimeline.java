@@ -1,6 +1,6 @@
 package io.hicache.sim.engine;
 
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.HiCache;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.sim.report.TimelineSegment;
 
@@ -14,7 +14,7 @@ import java.util.List;
  */
 final class ForwardTimeline implements SimulatedCudaRuntime.OpListener {
     private final SimulatedCudaRuntime runtime;
-    private final HiCacheController controller;
+    private final HiCache cache;
     private final int layers;
     private final int draftLayers;
     private final Runnable markerFn = this::onMarker;
@@ -32,9 +32,9 @@ final class ForwardTimeline implements SimulatedCudaRuntime.OpListener {
     private long loadHandle;
     private final ArrayList<long[]> ops = new ArrayList<>();
 
-    ForwardTimeline(SimulatedCudaRuntime runtime, HiCacheController controller, int layers, int draftLayers) {
+    ForwardTimeline(SimulatedCudaRuntime runtime, HiCache cache, int layers, int draftLayers) {
         this.runtime = runtime;
-        this.controller = controller;
+        this.cache = cache;
         this.layers = layers;
         this.draftLayers = draftLayers;
     }
@@ -52,14 +52,14 @@ final class ForwardTimeline implements SimulatedCudaRuntime.OpListener {
         markerDone = false;
         computeDone = false;
         ops.clear();
-        computeHandle = controller.computeStream().handle();
-        backupHandle = controller.backupStream().handle();
-        loadHandle = controller.loadStream().handle();
+        computeHandle = cache.computeStream().handle();
+        backupHandle = cache.backupStream().handle();
+        loadHandle = cache.loadStream().handle();
         runtime.setOpListener(this);
     }
 
     void endWindow() {
-        runtime.launchHostFunc(controller.backupStream(), markerFn);
+        runtime.launchHostFunc(cache.backupStream(), markerFn);
         windowEnd = runtime.opsIssued();
     }
 

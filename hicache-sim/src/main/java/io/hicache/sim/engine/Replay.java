@@ -172,7 +172,7 @@ final class Replay {
             reportProgress();
             hits = new HitStats(config.blockTokens());
             for (Instance in : instances) {
-                hits.add(in.hits);
+                hits.add(in.scheduler.hits);
             }
             checkConservation();
         } catch (IOException e) {
@@ -231,7 +231,7 @@ final class Replay {
     private void reportProgress() {
         long done = 0;
         for (Instance in : instances) {
-            done += in.outcomes.count;
+            done += in.scheduler.outcomes.count;
         }
         if (done != reportedDone) {
             reportedDone = done;
@@ -252,7 +252,7 @@ final class Replay {
     private void checkConservation() {
         long finished = 0;
         for (Instance in : instances) {
-            finished += in.outcomes.count;
+            finished += in.scheduler.outcomes.count;
         }
         if (finished != hits.requests() || finished != requestsRouted) {
             throw new IllegalStateException(finished + " requests finished, " + hits.requests() + " admitted, "
@@ -262,9 +262,9 @@ final class Replay {
         long recomputed = 0;
         long lastToken = 0;
         for (Instance in : instances) {
-            prefilled += in.prefilledSimTotal;
-            recomputed += in.recomputedSimTotal;
-            lastToken += in.lastTokenRecomputeSim;
+            prefilled += in.scheduler.prefilledSimTotal;
+            recomputed += in.scheduler.recomputedSimTotal;
+            lastToken += in.scheduler.lastTokenRecomputeSim;
             if (in.busyNs > in.nowNs()) {
                 throw new IllegalStateException("instance " + in.index + ": GPU busy " + in.busyNs
                         + " ns exceeds the simulated clock " + in.nowNs() + " ns");
@@ -301,7 +301,7 @@ final class Replay {
         for (Instance in : instances) {
             long instExposed = 0;
             for (int r = 0; r < config.cp(); r++) {
-                var m = in.ctl[r].metrics();
+                var m = in.caches[r].metrics();
                 reserved += m.get(Metric.BACKUPS_RESERVED);
                 committed += m.get(Metric.BACKUPS_COMMITTED);
                 aborted += m.get(Metric.BACKUPS_ABORTED);
@@ -314,29 +314,28 @@ final class Replay {
                 instExposed = Math.max(instExposed, m.get(Metric.EXPOSED_BACKUP_NS));
                 simulatedNs = Math.max(simulatedNs, in.rt[r].nowNs());
             }
-            var m0 = in.ctl[0].metrics();
+            var m0 = in.caches[0].metrics();
             copySimBytesRank0 += m0.get(Metric.D2H_TARGET_BYTES) + m0.get(Metric.D2H_DRAFT_BYTES);
             exposed += instExposed;
-            var latency = m0.commitLatencyNs();
-            if (latency.count() > 0) {
-                commitP50 = Math.max(commitP50, latency.quantile(0.50));
-                commitP99 = Math.max(commitP99, latency.quantile(0.99));
-                commitMax = Math.max(commitMax, latency.max());
+            if (m0.commitCount() > 0) {
+                commitP50 = Math.max(commitP50, m0.commitP50Ns());
+                commitP99 = Math.max(commitP99, m0.commitP99Ns());
+                commitMax = Math.max(commitMax, m0.commitMaxNs());
             }
             hostPeak = Math.max(hostPeak, in.hostPeak);
             busy += in.busyNs;
-            preemptions += in.preemptions;
+            preemptions += in.scheduler.preemptions;
             steps += in.steps;
             forwards += in.deviceForwards;
-            outputTokens += in.outputTokens;
+            outputTokens += in.scheduler.outputTokens;
         }
         SimResult.CommitLatency commit = committed == 0 ? SimResult.CommitLatency.NONE
                 : new SimResult.CommitLatency(commitP50, commitP99, commitMax);
         int finished = 0;
         long lastFinishNs = 0;
         for (Instance in : instances) {
-            finished += in.outcomes.count;
-            lastFinishNs = Math.max(lastFinishNs, in.outcomes.lastFinishNs);
+            finished += in.scheduler.outcomes.count;
+            lastFinishNs = Math.max(lastFinishNs, in.scheduler.outcomes.lastFinishNs);
         }
         long[] ttftNs = new long[finished];
         long[] tpotNs = new long[finished];
@@ -345,7 +344,7 @@ final class Replay {
         boolean[] tpotValid = new boolean[finished];
         int k = 0;
         for (Instance in : instances) {
-            Outcomes o = in.outcomes;
+            Outcomes o = in.scheduler.outcomes;
             System.arraycopy(o.ttftNs, 0, ttftNs, k, o.count);
             System.arraycopy(o.tpotNs, 0, tpotNs, k, o.count);
             System.arraycopy(o.e2eNs, 0, e2eNs, k, o.count);
@@ -372,13 +371,13 @@ final class Replay {
         }
         int hostHits = 0;
         for (Instance in : instances) {
-            hostHits += in.outcomes.hostHitCount;
+            hostHits += in.scheduler.outcomes.hostHitCount;
         }
         long[] hostHitPrefillNs = new long[hostHits];
         int h = 0;
         for (Instance in : instances) {
-            System.arraycopy(in.outcomes.hostHitPrefillNs, 0, hostHitPrefillNs, h, in.outcomes.hostHitCount);
-            h += in.outcomes.hostHitCount;
+            System.arraycopy(in.scheduler.outcomes.hostHitPrefillNs, 0, hostHitPrefillNs, h, in.scheduler.outcomes.hostHitCount);
+            h += in.scheduler.outcomes.hostHitCount;
         }
         long[] ttftSorted = ttftNs.clone();
         Arrays.sort(ttftSorted);

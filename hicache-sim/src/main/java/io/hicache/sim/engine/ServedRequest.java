@@ -1,6 +1,6 @@
 package io.hicache.sim.engine;
 
-import io.hicache.core.internal.LoadOp;
+import io.hicache.core.LoadHandle;
 import io.hicache.radix.RadixNode;
 import io.hicache.sim.trace.Request;
 
@@ -28,16 +28,16 @@ final class ServedRequest {
 
     int instance = -1;
     // load-back of a host hit before admission
-    LoadOp load;
+    LoadHandle load;
     boolean loadDone;
     boolean storageTried;
     int storagePages;
     long storageReadyNs;
-    io.hicache.storage.tier.StorageTier.Prefetch[] prefetches;
+    io.hicache.storage.L3Prefetch[] prefetches;
     int loadedPages;
     int loadWaits;
     /** Same-forward loads: per rank, the load in flight whose layers this request's forwards wait for, or null. */
-    LoadOp[] waitFor;
+    LoadHandle[] waitFor;
     /** Pages of the prompt counted as a host hit at the first admission. */
     int hostHitPages;
     /** When the scheduler first acted on the request's host hit (issued its load), -1 before. */

@@ -11,8 +11,8 @@ import io.hicache.sim.trace.TraceSource;
 import java.util.List;
 
 /**
- * The timed engine: a discrete-event model of a fleet of serving engines that drives the <b>real</b>
- * {@link io.hicache.core.internal.HiCacheController} (one per CP rank per instance, agents stepped by hand) on
+ * The timed engine: a discrete-event model of a fleet of serving engines that drives the <b>real</b> cache through
+ * its engine API, {@link io.hicache.core.HiCache} (one per CP rank per instance, agents stepped by hand), on
  * {@link SimulatedCudaRuntime} devices with virtual clocks.
  *
  * <h2>The serving model</h2>

@@ -1,27 +1,28 @@
 package io.hicache.sim.engine;
 
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.HiCache;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.radix.MatchResult;
 import io.hicache.sim.StorageOptions;
 import io.hicache.sim.report.StorageResult;
 import io.hicache.storage.KeyNamespace;
+import io.hicache.storage.L3Prefetch;
+import io.hicache.storage.L3Tier;
 import io.hicache.storage.PageStore;
 import io.hicache.storage.PageStores;
 import io.hicache.storage.StorageMetric;
 import io.hicache.storage.StorageTierConfig;
 import io.hicache.storage.StoreConfig;
 import io.hicache.storage.StoreStats;
-import io.hicache.storage.tier.ForwardingBackupListener;
 import io.hicache.storage.tier.MemoryPageStore;
-import io.hicache.storage.tier.StorageTier;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The storage tier of one {@link Replay}: one store shared by the CP group and one {@link StorageTier} per rank on
- * its controller. Prefetch I/O is real (the replay's thread waits for it in wall-clock time, polling with a
+ * The storage tier of one {@link Instance}: the fleet's store, shared by the CP group, and one {@link L3Tier} per rank
+ * attached to its cache as an engine attaches it (the cache's own {@code match}, {@code poll} and commits drive it).
+ * Prefetch I/O is real (the replay's thread waits for it in wall-clock time, polling with a
  * deadline); the simulated time a request waits for it is modelled: latency + true bytes / bandwidth, bounded by the
  * prefetch policy (none under best effort, the deadline under timeout). Owned by the replay's thread.
  */
@@ -30,14 +31,13 @@ final class StorageSim implements AutoCloseable {
 
     private final StorageOptions options;
     private final PageStore store;
-    private final StorageTier[] tiers;
-    private final ForwardingBackupListener[] listeners;
+    private final L3Tier[] tiers;
+    private HiCache[] caches;
     private final StorageTierConfig tierConfig;
     private final double trueBytesPerSimByte;
     private final long simPageBytes;
     private final int pageSizeTokens;
-    private final StorageTier.Prefetch[] scratch;
-    private final MatchResult[] rematch;
+    private final L3Prefetch[] scratch;
     private long storageHitPages;
     private long waitNs;
     private int prefetchQueuePeak;
@@ -60,17 +60,12 @@ final class StorageSim implements AutoCloseable {
         this.simPageBytes = simPageBytes;
         this.pageSizeTokens = pageSizeTokens;
         this.store = store;
-        this.tiers = new StorageTier[cp];
-        this.listeners = new ForwardingBackupListener[cp];
-        for (int r = 0; r < cp; r++) {
-            listeners[r] = new ForwardingBackupListener();
-        }
+        this.tiers = new L3Tier[cp];
         this.tierConfig = StorageTierConfig.DEFAULT.withWritePolicy(options.writePolicy())
                 .withPrefetchPolicy(options.prefetchPolicy())
                 // the controllers' trees hold one key per simulated page: thresholds count tree tokens
                 .withPrefetchThresholdTokens(options.prefetchThresholdTokens() / pageSizeTokens);
-        this.scratch = new StorageTier.Prefetch[cp];
-        this.rematch = new MatchResult[cp];
+        this.scratch = new L3Prefetch[cp];
     }
 
     /**
@@ -86,41 +81,35 @@ final class StorageSim implements AutoCloseable {
         };
     }
 
-    /** The listener to give rank {@code r}'s controller builder. */
-    ForwardingBackupListener listener(int r) {
-        return listeners[r];
-    }
-
-    /** Puts the tiers on the built controllers. */
-    void attach(HiCacheController[] ctl, String modelId) {
-        int cp = ctl.length;
+    /** Attaches a tier to each rank's built cache (the ranks of a group share a prefetch agreement). */
+    void attach(HiCache[] caches, String modelId) {
+        this.caches = caches;
+        int cp = caches.length;
         InProcessRankAgreement agreement = cp > 1 ? new InProcessRankAgreement(cp) : null;
         for (int r = 0; r < cp; r++) {
             KeyNamespace ns = KeyNamespace.builder().modelId(modelId).kvDtype("sim-1-byte-per-layer")
-                    .pageSizeTokens(ctl[r].tree().pageSize()).hostLayout(ctl[r].hostPool().layout()).cp(cp, r)
+                    .pageSizeTokens(caches[r].tree().pageSize()).hostLayout(caches[r].hostPool().layout()).cp(cp, r)
                     .build();
-            HiCacheController c = ctl[r];
-            tiers[r] = new StorageTier(c, store, ns, tierConfig, agreement, cp, () -> 0L);
-            listeners[r].target(tiers[r]);
+            tiers[r] = L3Tier.attach(caches[r], store, ns, tierConfig, agreement);
         }
     }
 
-    /** One duty cycle of every tier; returns work done. */
-    int poll() {
-        int work = 0;
-        for (StorageTier t : tiers) {
-            work += t.poll();
+    /** Notes the tiers' queue depths (after the caches' polls, which drive the tiers). */
+    void sample() {
+        for (L3Tier t : tiers) {
             prefetchQueuePeak = Math.max(prefetchQueuePeak, t.metrics().prefetchesInFlight());
             writeQueuePeak = Math.max(writeQueuePeak, t.metrics().writesInFlight());
         }
-        return work;
     }
 
-    /** Under write_through_selective: tells every tier of the ranks' fresh matches. */
-    void onMatch(MatchResult[] match) {
-        for (int r = 0; r < tiers.length; r++) {
-            tiers[r].onMatch(match[r]);
+    /** Polls every rank's cache, which advances its tier's writes and prefetches; returns the tiers' work left. */
+    private int poll() {
+        int before = inFlight();
+        for (HiCache c : caches) {
+            c.poll();
         }
+        sample();
+        return before - inFlight();
     }
 
     /**
@@ -166,8 +155,8 @@ final class StorageSim implements AutoCloseable {
     }
 
     private boolean allEnded() {
-        for (StorageTier.Prefetch p : scratch) {
-            if (p != null && p.state() != StorageTier.Prefetch.State.ENDED) {
+        for (L3Prefetch p : scratch) {
+            if (p != null && !p.isDone()) {
                 return false;
             }
         }
@@ -175,15 +164,15 @@ final class StorageSim implements AutoCloseable {
     }
 
     /** The per-rank prefetches of the last {@link #prefetch} (a copy), for {@link #consume}. */
-    StorageTier.Prefetch[] lastPrefetches() {
+    L3Prefetch[] lastPrefetches() {
         return scratch.clone();
     }
 
     /** The request of {@code prefetches} took its pages (or runs without them): they may be host-evicted again. */
-    void consume(StorageTier.Prefetch[] prefetches) {
-        for (int r = 0; r < tiers.length; r++) {
-            if (prefetches[r] != null) {
-                tiers[r].consume(prefetches[r]);
+    void consume(L3Prefetch[] prefetches) {
+        for (L3Prefetch p : prefetches) {
+            if (p != null) {
+                p.consume();
             }
         }
     }
@@ -214,7 +203,7 @@ final class StorageSim implements AutoCloseable {
 
     private int inFlight() {
         int n = 0;
-        for (StorageTier t : tiers) {
+        for (L3Tier t : tiers) {
             n += t.inFlight();
         }
         return n;
@@ -233,7 +222,7 @@ final class StorageSim implements AutoCloseable {
         long noRoom = 0;
         double writeBw = 0;
         double readBw = 0;
-        for (StorageTier t : tiers) {
+        for (L3Tier t : tiers) {
             var m = t.metrics();
             writePages += m.get(StorageMetric.WRITE_PAGES_STORED);
             writeBytes += m.get(StorageMetric.WRITE_BYTES);
@@ -255,7 +244,7 @@ final class StorageSim implements AutoCloseable {
                 waitNs / 1e9, prefetchQueuePeak, writeQueuePeak);
     }
 
-    /** Closes the tiers (their leases and protections end); before the controllers close. The store stays open. */
+    /** Closes the tiers (their leases and protections end); before the caches close. The store stays open. */
     @Override
     public void close() {
         if (closed) {
@@ -263,12 +252,12 @@ final class StorageSim implements AutoCloseable {
         }
         closed = true;
         RuntimeException failure = null;
-        for (StorageTier t : tiers) {
+        for (L3Tier t : tiers) {
             if (t == null) {
                 continue;
             }
             try {
-                t.close(10_000);
+                t.close();
             } catch (RuntimeException e) {
                 failure = failure == null ? e : failure;
             }

@@ -139,7 +139,7 @@ public final class HtmlReport {
                     .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
                     .append("<td>").append(esc(c.backupMode().cliName())).append("</td>")
                     .append("<td>").append(esc(CoreNames.of(c.writePolicy()))).append("</td>")
-                    .append("<td>").append(esc(c.eviction().cliName())).append("</td>")
+                    .append("<td>").append(esc(io.hicache.sim.CoreNames.of(c.eviction()))).append("</td>")
                     .append("<td class=\"n\">").append(capacity(c.deviceCapacityTokens(), false)).append("</td>")
                     .append("<td class=\"n\">").append(capacity(c.hostCapacityTokens(), true)).append("</td>")
                     .append("<td class=\"n\">").append(ratioCell(r.blockHitRatio())).append("</td>")

@@ -240,7 +240,7 @@ public record SimResult(
 
     @JsonProperty("eviction")
     String evictionName() {
-        return config.eviction().cliName();
+        return io.hicache.sim.CoreNames.of(config.eviction());
     }
 
     @JsonProperty("page_size")

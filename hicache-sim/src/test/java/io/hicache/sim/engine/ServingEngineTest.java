@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.CacheOnlyEngine;
-import io.hicache.sim.Eviction;
+import io.hicache.radix.EvictionPolicy;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.ProgressListener;
 import io.hicache.sim.SimConfig;
@@ -42,7 +42,7 @@ class ServingEngineTest {
 
     /** Small capacities so that device eviction, host eviction and load-back all happen on a short prefix. */
     static SimConfig pressured(ModelPreset model, BackupMode mode, WritePolicy policy, int cp, int draftLayers) {
-        return new SimConfig(model, GpuPreset.H200_PCIE5, 512, 64, 200_000, 3_000_000, policy, mode, Eviction.LRU, cp,
+        return new SimConfig(model, GpuPreset.H200_PCIE5, 512, 64, 200_000, 3_000_000, policy, mode, EvictionPolicy.LRU, cp,
                 OwnerLanes.ROUND_ROBIN, draftLayers, false, 7, 1.0);
     }
 
@@ -125,7 +125,7 @@ class ServingEngineTest {
         // cache-only engine, except for the requests that share a timestamp (the first ones all arrive at 0):
         // prefilling side by side, they cannot hit each other's pages, so the timed engine may only hit less
         SimConfig timed = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, Long.MAX_VALUE,
-                SimConfig.HOST_UNLIMITED, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1,
+                SimConfig.HOST_UNLIMITED, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1,
                 OwnerLanes.ROUND_ROBIN, 0, false, 0, 1e-4);
         SimResult t = run(timed, 1_000);
         SimResult c = new CacheOnlyEngine().run(timed.withCacheOnly(true), bundled(1_000), ProgressListener.NONE);

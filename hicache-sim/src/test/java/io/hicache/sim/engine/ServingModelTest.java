@@ -3,7 +3,7 @@ package io.hicache.sim.engine;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.BackupMode;
-import io.hicache.sim.Eviction;
+import io.hicache.radix.EvictionPolicy;
 import io.hicache.sim.ProgressListener;
 import io.hicache.sim.Router;
 import io.hicache.sim.ServingConfig;
@@ -62,7 +62,7 @@ class ServingModelTest {
 
     private static SimConfig llama70b(BackupMode mode, long deviceTokens) {
         return new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 512, 64, deviceTokens, 2 * deviceTokens,
-                WritePolicy.WRITE_THROUGH, mode, Eviction.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 3, 1.0);
+                WritePolicy.WRITE_THROUGH, mode, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 3, 1.0);
     }
 
     private static SimResult run(SimConfig c, ServingConfig s, TraceSource trace) {
@@ -129,7 +129,7 @@ class ServingModelTest {
         Instance.checkPagesEachStep = true;
         try {
             SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, 60_000, 200_000,
-                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, Eviction.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5,
+                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5,
                     20.0);
             SimResult r = run(c, serving(2, Router.CACHE_AWARE, 1), ServingEngineTest.bundled(150));
             assertThat(r.requests()).isEqualTo(150);
@@ -178,5 +178,26 @@ class ServingModelTest {
         serving(1, Router.ROUND_ROBIN, 3).checkModel(ModelPreset.DEEPSEEK_V3); // MLA: replicated, any TP
         assertThat(ServingConfig.kvRoomPromptTokens(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 4, 1))
                 .isBetween(1_000_000L, 1_250_000L);
+    }
+
+    @Test
+    void everyEvictionPolicyButPriorityIsSpelledAndAccepted() {
+        for (EvictionPolicy p : EvictionPolicy.values()) {
+            if (p == EvictionPolicy.PRIORITY) {
+                assertThatThrownBy(() -> config(p)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("PRIORITY needs request priorities");
+                assertThatThrownBy(() -> io.hicache.sim.CoreNames.eviction("priority"))
+                        .hasMessageContaining("valid values: lru, lfu, fifo, mru, filo, slru");
+                continue;
+            }
+            String name = io.hicache.sim.CoreNames.of(p);
+            assertThat(io.hicache.sim.CoreNames.eviction(name.toUpperCase(java.util.Locale.ROOT))).isSameAs(p);
+            assertThat(config(p).eviction()).isSameAs(p);
+        }
+    }
+
+    private static SimConfig config(EvictionPolicy eviction) {
+        return new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, 60_000, 200_000,
+                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, eviction, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5, 1.0);
     }
 }
