@@ -124,7 +124,8 @@ class TraceFuzzTest {
             case TOO_MANY_HASH_IDS -> {
                 int input = rnd.nextInt(3 * block);
                 int needed = (input + block - 1) / block;
-                yield line(format, index, input, 1, ids(needed + 1 + rnd.nextInt(5), rnd), "0");
+                // one more id may legally cover the 1-token answer (Request.coversAnswer); two more never can
+                yield line(format, index, input, 1, ids(needed + 2 + rnd.nextInt(5), rnd), "0");
             }
             case HUGE_NUMBER -> {
                 // more digits than a long holds (19): a huge value overflows every field, timestamps included
