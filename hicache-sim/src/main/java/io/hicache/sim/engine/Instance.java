@@ -141,6 +141,7 @@ final class Instance {
                         .backupMode(config.backupMode() == BackupMode.NONE ? io.hicache.core.BackupMode.LAYERED
                                 : config.backupMode().core())
                         .eviction(config.eviction(), config.eviction())
+                        .loadBatchesInFlight(StepScheduler.LOAD_RING)
                         .loadOverlap(config.loadOverlap(), "simulated engine with --load-overlap previous-batch");
                 if (draft != null) {
                     b.draftLayout(draft);

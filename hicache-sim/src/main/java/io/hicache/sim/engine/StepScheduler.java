@@ -24,8 +24,8 @@ import java.util.function.LongSupplier;
 final class StepScheduler {
     /** Deferrals of a request whose host chain another request is loading before it recomputes instead. */
     private static final int MAX_LOAD_WAITS = 8;
-    /** Load batches in flight at once: the caches' ring of load event sets. */
-    private static final int LOAD_RING = 3;
+    /** Load batches in flight per rank (SGLang keeps 3 event sets); the caches are built with the same limit. */
+    static final int LOAD_RING = 3;
 
     private final int cp;
     /** Simulated tokens per page (the caches' trees hold one key per page). */
