@@ -17,9 +17,21 @@ import io.hicache.sim.model.ModelPreset;
  *                       {@code --chunked-prefill-size}), 1 .. maxBatchTokens
  * @param sloTtftMs      time-to-first-token objective in ms (> 0)
  * @param sloTpotMs      time-per-output-token objective in ms (> 0)
+ * @param hostBandwidthGbps host DRAM and PCIe-switch bandwidth, GB/s, that the instance's {@code cp x tp} GPUs
+ *                       share when they copy at the same instant (TP ranks copy the same layer together): each
+ *                       GPU's host link runs at {@code min(link, this / GPUs)}; 0 = not shared (every GPU at its
+ *                       link's rate)
+ * @param sharedCopyEngine loads (host to device) and backups (device to host) share one copy engine and
+ *                       serialize against each other, instead of one engine per direction
  */
 public record ServingConfig(int instances, Router router, int tp, int maxBatchTokens, int chunkTokens,
-                            double sloTtftMs, double sloTpotMs) {
+                            double sloTtftMs, double sloTpotMs, double hostBandwidthGbps, boolean sharedCopyEngine) {
+
+    /** A deployment whose GPUs each copy at their link's rate, one copy engine per direction. */
+    public ServingConfig(int instances, Router router, int tp, int maxBatchTokens, int chunkTokens, double sloTtftMs,
+                         double sloTpotMs) {
+        this(instances, router, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs, 0, false);
+    }
 
     /** Default step budget (SGLang's default {@code --max-prefill-tokens}). */
     public static final int DEFAULT_MAX_BATCH_TOKENS = 8192;
@@ -52,6 +64,21 @@ public record ServingConfig(int instances, Router router, int tp, int maxBatchTo
         if (!(sloTpotMs > 0) || Double.isInfinite(sloTpotMs)) {
             throw new IllegalArgumentException("--slo-tpot-ms must be a finite number > 0, got " + sloTpotMs);
         }
+        if (!(hostBandwidthGbps >= 0) || Double.isInfinite(hostBandwidthGbps)) {
+            throw new IllegalArgumentException("--host-bandwidth-gbps must be a finite number >= 0 (0: not shared), got "
+                    + hostBandwidthGbps);
+        }
+    }
+
+    /**
+     * One GPU's host-link rate in bytes/s when all {@code gpus} GPUs of the instance copy at once: the link's
+     * {@code linkBytesPerSecond}, or its share of {@link #hostBandwidthGbps} when that is smaller.
+     */
+    public double hostLinkBytesPerSecond(double linkBytesPerSecond, int gpus) {
+        if (hostBandwidthGbps == 0) {
+            return linkBytesPerSecond;
+        }
+        return Math.min(linkBytesPerSecond, hostBandwidthGbps * 1e9 / Math.max(1, gpus));
     }
 
     /** Share of each GPU's memory the engine's static pools may take (SGLang's {@code --mem-fraction-static}). */
@@ -99,6 +126,7 @@ public record ServingConfig(int instances, Router router, int tp, int maxBatchTo
 
     /** This configuration with another fleet. */
     public ServingConfig withFleet(int n, Router r) {
-        return new ServingConfig(n, r, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs);
+        return new ServingConfig(n, r, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs, hostBandwidthGbps,
+                sharedCopyEngine);
     }
 }

@@ -192,11 +192,12 @@ public final class Main implements Callable<Integer> {
         @Option(names = "--gpu", paramLabel = "NAME", description = "GPU preset: h100-pcie5, h200-pcie5 (default), gh200.")
         GpuPreset gpu;
 
-        @Option(names = "--device-capacity-tokens", paramLabel = "TOKENS",
+        @Option(names = "--device-capacity-tokens", paramLabel = "TOKENS", split = ",",
                 description = "Device KV capacity per instance in simulated tokens (k/M/G suffixes; default: the KV "
                         + "room of the instance's GPUs after the weights, about 1.1M tokens for llama3-70b at TP 4 on "
-                        + "H200; --cache-only: about 3M).")
-        String deviceCapacity;
+                        + "H200; --cache-only: about 3M). sweep: a comma-separated list sweeps device pressure, each "
+                        + "with layered and all-layers unless --backup-mode picks one.")
+        List<String> deviceCapacity;
 
         @Option(names = "--host-capacity-tokens", paramLabel = "TOKENS", split = ",",
                 description = "Host KV capacity in simulated tokens: 0 = no host tier, inf = unlimited "

@@ -102,16 +102,29 @@ final class RunPlan {
         int cp = o.cp == null ? 1 : o.cp;
         ServingConfig serving = serving(cl, so, model, gpu, kind, o.cacheOnly);
         long device;
+        List<Long> devices = new ArrayList<>();
         if (o.deviceCapacity != null) {
-            device = tokens(cl, "--device-capacity-tokens", o.deviceCapacity);
+            for (String d : o.deviceCapacity) {
+                devices.add(tokens(cl, "--device-capacity-tokens", d));
+            }
+            if (kind != Main.Kind.SWEEP && devices.size() > 1) {
+                throw usage(cl, "--device-capacity-tokens takes one value here; use 'sweep' for a list, got "
+                        + o.deviceCapacity);
+            }
+            device = devices.getFirst();
         } else if (o.cacheOnly) {
             device = SimConfig.defaultDeviceCapacityTokens(blockTokens, formatBlock);
         } else {
             device = Math.max(1, ServingConfig.kvRoomPromptTokens(model, gpu, serving.tp(), Math.max(1, cp))
                     * blockTokens / formatBlock);
         }
-        if (device == 0) {
+        if (devices.contains(0L) || device == 0) {
             throw usage(cl, "--device-capacity-tokens must be > 0 (there is always a device tier)");
+        }
+        boolean deviceSweep = devices.size() > 1;
+        if (deviceSweep && o.hostCapacity != null && o.hostCapacity.size() > 1) {
+            throw usage(cl, "sweep varies one axis: a list of --device-capacity-tokens or of --host-capacity-tokens, "
+                    + "not both");
         }
         List<Long> hosts = new ArrayList<>();
         if (o.hostCapacity != null) {
@@ -123,7 +136,7 @@ final class RunPlan {
             throw usage(cl, "--host-capacity-tokens takes one value here; use 'sweep' for a list, got " + o.hostCapacity);
         }
         if (hosts.isEmpty()) {
-            if (kind == Main.Kind.SWEEP) {
+            if (kind == Main.Kind.SWEEP && !deviceSweep) {
                 for (double r : DEFAULT_SWEEP_RATIOS) {
                     hosts.add(r < 0 ? SimConfig.HOST_UNLIMITED : scale(device, r));
                 }
@@ -207,10 +220,23 @@ final class RunPlan {
                     }
                 }
                 case SWEEP -> {
-                    for (long h : hosts) {
-                        configs.add(base.withHostCapacityTokens(h));
-                        servings.add(serving);
-                        labels.add("host " + (h == SimConfig.HOST_UNLIMITED ? "inf" : Long.toString(h)));
+                    if (deviceSweep) {
+                        // device pressure x backup mode: where copying per layer reaches clients, and where not
+                        List<BackupMode> modes = o.backupMode != null ? List.of(backupMode)
+                                : List.of(BackupMode.LAYERED, BackupMode.ALL_LAYERS);
+                        for (long d : devices) {
+                            for (BackupMode m : modes) {
+                                configs.add(base.withCapacities(d, hosts.getFirst()).withBackupMode(m));
+                                servings.add(serving);
+                                labels.add("device " + d + ", " + m.cliName());
+                            }
+                        }
+                    } else {
+                        for (long h : hosts) {
+                            configs.add(base.withHostCapacityTokens(h));
+                            servings.add(serving);
+                            labels.add("host " + (h == SimConfig.HOST_UNLIMITED ? "inf" : Long.toString(h)));
+                        }
                     }
                 }
             }
@@ -228,8 +254,9 @@ final class RunPlan {
     private static ServingConfig serving(CommandLine cl, ServingOptions so, io.hicache.sim.model.ModelPreset model,
                                          io.hicache.sim.model.GpuPreset gpu, Main.Kind kind, boolean cacheOnly) {
         if (cacheOnly && so.any()) {
-            throw usage(cl, "--instances, --router, --tp, --max-batch-tokens, --chunk-tokens and the SLOs have no "
-                    + "effect with --cache-only (it models no serving); drop them");
+            throw usage(cl, "--instances, --router, --tp, --max-batch-tokens, --chunk-tokens, the SLOs, "
+                    + "--host-bandwidth-gbps and --copy-engines have no effect with --cache-only (it models no serving); "
+                    + "drop them");
         }
         if (kind != Main.Kind.COMPARE && so.instances != null && so.instances.size() > 1) {
             throw usage(cl, "--instances takes one value here; compare takes a list, got " + so.instances);
@@ -250,11 +277,20 @@ final class RunPlan {
             throw usage(cl, "--max-batch-tokens must be >= 1, got " + budget);
         }
         int chunk = so.chunkTokens == null ? Math.min(budget, d.chunkTokens()) : so.chunkTokens;
+        boolean sharedEngine = false;
+        if (so.copyEngines != null) {
+            switch (so.copyEngines.trim().toLowerCase(Locale.ROOT)) {
+                case "shared" -> sharedEngine = true;
+                case "separate" -> sharedEngine = false;
+                default -> throw usage(cl, "--copy-engines must be separate or shared, got '" + so.copyEngines + "'");
+            }
+        }
         try {
             ServingConfig s = new ServingConfig(so.instances == null ? d.instances() : so.instances.getFirst(),
                     so.routers == null ? d.router() : so.routers.getFirst(), so.tp == null ? d.tp() : so.tp, budget,
                     chunk, so.sloTtftMs == null ? d.sloTtftMs() : so.sloTtftMs,
-                    so.sloTpotMs == null ? d.sloTpotMs() : so.sloTpotMs);
+                    so.sloTpotMs == null ? d.sloTpotMs() : so.sloTpotMs,
+                    so.hostBandwidthGbps == null ? 0 : so.hostBandwidthGbps, sharedEngine);
             s.checkModel(model);
             return s;
         } catch (IllegalArgumentException e) {

@@ -38,9 +38,18 @@ final class ServingOptions {
     @Option(names = "--slo-tpot-ms", paramLabel = "MS", description = "Time-per-output-token objective (default 100).")
     Double sloTpotMs;
 
+    @Option(names = "--host-bandwidth-gbps", paramLabel = "GB/S",
+            description = "Host DRAM / PCIe-switch bandwidth the instance's GPUs share when they copy at once: each GPU "
+                    + "copies at min(its link, this / GPUs). Default 0: not shared.")
+    Double hostBandwidthGbps;
+
+    @Option(names = "--copy-engines", paramLabel = "KIND",
+            description = "separate (default: one copy engine per direction) or shared (loads and backups serialize).")
+    String copyEngines;
+
     /** Whether any serving option was given (they mean nothing with --cache-only). */
     boolean any() {
         return instances != null || routers != null || tp != null || maxBatchTokens != null || chunkTokens != null
-                || sloTtftMs != null || sloTpotMs != null;
+                || sloTtftMs != null || sloTpotMs != null || hostBandwidthGbps != null || copyEngines != null;
     }
 }

@@ -119,7 +119,7 @@ final class Instance {
                 rt[r] = new SimulatedCudaRuntime(SimulatedCudaConfig.builder()
                         .seed(config.seed() * 31 + r + 1_000_003L * index)
                         .copyLaunchLatencyNs(config.gpu().copyLaunchLatencyNs()).pcieBytesPerSecond(linkBytesPerSecond)
-                        .sharedPcieLink(false).batchedCopySupported(true).deviceMemoryFill((byte) 0)
+                        .sharedPcieLink(fleet.serving.sharedCopyEngine()).batchedCopySupported(true).deviceMemoryFill((byte) 0)
                         .moveBytes(false) // one-byte stand-ins for pages nobody reads: only copy time matters
                         .build());
                 DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MLA).layerCount(layers)

@@ -104,8 +104,9 @@ final class Replay {
         int devicePagesCount = (int) Math.max(1, devicePagesWanted);
         int cp = config.cp();
         int hostPagesPerRank = (int) Math.max(1, (hostPagesWanted + cp - 1) / cp);
-        this.linkBytesPerSecond = Math.max(1, Math.round(config.gpu().hostLinkBytesPerSecond()
-                * compute.linkEfficiency() / trueBytesPerSimByte));
+        this.linkBytesPerSecond = Math.max(1, Math.round(serving.hostLinkBytesPerSecond(
+                config.gpu().hostLinkBytesPerSecond() * compute.linkEfficiency(), serving.tp() * config.cp())
+                / trueBytesPerSimByte));
         this.instances = new Instance[serving.instances()];
         if (storageOptions != null && !backupsEnabled) {
             throw new IllegalArgumentException("a storage tier needs a host tier (host capacity > 0, backups on)");

@@ -140,6 +140,58 @@ class MainTest {
     }
 
     @Test
+    void sweepOverDeviceCapacitiesCrossesDevicePressureWithBothBackupModes() {
+        int rc = run(recording, "sweep", "--cache-only", "--limit", "50", "--device-capacity-tokens", "300k,60k",
+                "--host-capacity-tokens", "4M");
+        assertThat(rc).as(err()).isZero();
+        assertThat(ran).extracting(SimConfig::deviceCapacityTokens).containsExactly(300_000L, 300_000L, 60_000L, 60_000L);
+        assertThat(ran).extracting(SimConfig::backupMode).containsExactly(io.hicache.sim.BackupMode.LAYERED,
+                io.hicache.sim.BackupMode.ALL_LAYERS, io.hicache.sim.BackupMode.LAYERED,
+                io.hicache.sim.BackupMode.ALL_LAYERS);
+        assertThat(ran).extracting(SimConfig::hostCapacityTokens).containsOnly(4_000_000L);
+    }
+
+    @Test
+    void sweepVariesOneAxisAndReplayTakesOneDeviceCapacity() {
+        assertThat(run(recording, "sweep", "--limit", "5", "--device-capacity-tokens", "300k,60k",
+                "--host-capacity-tokens", "1M,2M")).isEqualTo(2);
+        assertThat(err()).contains("sweep varies one axis");
+        assertThat(run(recording, "replay", "--limit", "5", "--device-capacity-tokens", "300k,60k")).isEqualTo(2);
+        assertThat(err()).contains("--device-capacity-tokens takes one value here");
+        assertThat(ran).isEmpty();
+    }
+
+    @Test
+    void hostLinkOptionsReachTheServingConfigAndBadValuesAreUsageErrors() {
+        List<io.hicache.sim.ServingConfig> servings = new ArrayList<>();
+        EngineFactory capture = new EngineFactory() {
+            @Override
+            public SimulationEngine create(SimConfig c) {
+                return recording.create(c);
+            }
+
+            @Override
+            public SimulationEngine create(SimConfig c, io.hicache.sim.ServingConfig s) {
+                servings.add(s);
+                return recording.create(c);
+            }
+        };
+        assertThat(run(capture, "replay", "--limit", "5", "--host-bandwidth-gbps", "20", "--copy-engines", "shared"))
+                .as(err()).isZero();
+        assertThat(servings).singleElement().satisfies(s -> {
+            assertThat(s.hostBandwidthGbps()).isEqualTo(20.0);
+            assertThat(s.sharedCopyEngine()).isTrue();
+            // 4 GPUs share 20 GB/s: 5 GB/s each, below a 50 GB/s link; a 2 GB/s link stays the limit
+            assertThat(s.hostLinkBytesPerSecond(50e9, 4)).isEqualTo(5e9);
+            assertThat(s.hostLinkBytesPerSecond(2e9, 4)).isEqualTo(2e9);
+        });
+        assertThat(run(recording, "replay", "--limit", "5", "--copy-engines", "one")).isEqualTo(2);
+        assertThat(err()).contains("--copy-engines must be separate or shared");
+        assertThat(run(recording, "replay", "--limit", "5", "--host-bandwidth-gbps", "-1")).isEqualTo(2);
+        assertThat(err()).contains("--host-bandwidth-gbps must be a finite number >= 0");
+    }
+
+    @Test
     void noArgumentsComparesOnTheBundledTraceAndWritesReportHtml() {
         List<io.hicache.sim.ServingConfig> servings = new ArrayList<>();
         EngineFactory both = new EngineFactory() {
