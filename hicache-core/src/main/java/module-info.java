@@ -29,15 +29,15 @@ module io.hicache.core {
     exports io.hicache.core.metrics;
 
     exports io.hicache.core.internal
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron, io.hicache.events;
     exports io.hicache.core.internal.copy
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron, io.hicache.events;
     exports io.hicache.core.internal.cp
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron, io.hicache.events;
     exports io.hicache.core.internal.memory
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron, io.hicache.events;
     exports io.hicache.core.internal.metrics
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron, io.hicache.events;
     exports io.hicache.core.internal.jfr
-        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron;
+        to io.hicache.sim, io.hicache.storage, io.hicache.micrometer, io.hicache.aeron, io.hicache.events;
 }
