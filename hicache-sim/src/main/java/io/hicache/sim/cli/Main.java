@@ -109,6 +109,7 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("sweep", new Sweep(main));
         cl.addSubcommand("keys", new KeysCommand(env));
         cl.addSubcommand("gen-multiturn", new GenerateMultiTurn(env));
+        cl.addSubcommand("kv-events", new KvEventsCommand(env));
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
         register(cl, WritePolicy.class, CoreNames::writePolicy);
@@ -303,8 +304,22 @@ public final class Main implements Callable<Integer> {
 
     @Command(name = "replay", mixinStandardHelpOptions = true, description = "Replay the trace under one configuration.")
     static final class Replay extends SimCommand {
+        @Mixin
+        KvEventsOptions kvEvents;
+
         Replay(Main main) {
             super(main, Kind.REPLAY);
+        }
+
+        @Override
+        public Integer call() {
+            try {
+                return kvEvents.around(super.main.env, spec.commandLine(), super::call);
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
         }
     }
 
