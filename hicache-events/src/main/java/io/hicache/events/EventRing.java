@@ -135,8 +135,7 @@ final class EventRing {
         while (n < max) {
             long h = next;
             int i = (int) (h & mask);
-            long s = (long) STAMP.getAcquire(stamp, i);
-            long pt = published.getAcquire();
+            long pt = published.getAcquire(); // first: a record published before this read has its stamp set
             if (pt <= h) {
                 break; // nothing new
             }
@@ -146,6 +145,7 @@ final class EventRing {
                 next = h + skip;
                 continue;
             }
+            long s = (long) STAMP.getAcquire(stamp, i);
             if (s != h) {
                 lost++; // being overwritten by a later lap
                 next = h + 1;

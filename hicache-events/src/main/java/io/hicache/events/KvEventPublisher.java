@@ -166,11 +166,19 @@ public final class KvEventPublisher implements AutoCloseable {
         if (controller.tierObserver() != null) {
             throw new IllegalStateException("this cache already publishes its tier transitions to an observer");
         }
-        EventRing ring = new EventRing(config.queueCapacity(), controller.pageSize(),
+        controller.tierObserver(collector(controller.pageSize(), dataParallelRank));
+    }
+
+    /** A new source: the observer one cache's tree reports to (tests set it on a bare tree). */
+    TierEventCollector collector(int pageSize, int dataParallelRank) {
+        if (stopping) {
+            throw new IllegalStateException("KV event publisher is closed");
+        }
+        EventRing ring = new EventRing(config.queueCapacity(), pageSize,
                 config.overflow() == KvEventsConfig.Overflow.WAIT);
         TierEventCollector c = new TierEventCollector(ring, dataParallelRank, config.extraKey());
         sources.add(new Source(c, config.maxBlocksPerBatch(), config.storageMedium()));
-        controller.tierObserver(c);
+        return c;
     }
 
     /** The PUB endpoint as bound (a wildcard port resolved). */

@@ -56,7 +56,7 @@ final class TierEventCollector implements TierObserver {
             h = BlockHasher.finish(x, pageSize);
             if (p >= firstNew) {
                 int i = ring.claim();
-                ring.set(i, EventRing.STORED, DEVICE, h, parent == seed && p == 0 ? seed : parent);
+                ring.set(i, EventRing.STORED, DEVICE, h, parent);
                 System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
                 ring.publish(i);
             }
