@@ -521,6 +521,9 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
                 known.put(w.keys.get(i), Boolean.TRUE);
             }
             if (present == w.keys.size() || closing) {
+                if (present == w.keys.size()) {
+                    l3Committed(w);
+                }
                 finishWrite(w, !ctl.isClosed());
                 return true;
             }
@@ -544,8 +547,19 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         metrics.add(StorageMetric.WRITE_BYTES, ok * pageBytes);
         metrics.add(StorageMetric.WRITE_FAILED_PAGES, r.size() - ok);
         metrics.add(StorageMetric.WRITE_IO_NS, System.nanoTime() - w.ioStartNs);
+        if (ok == r.size() && w.offset + ok == w.keys.size()) {
+            l3Committed(w);
+        }
         finishWrite(w, !ctl.isClosed());
         return true;
+    }
+
+    /** Every page of the write's node is in the store: a KV event (medium L3) if the cache publishes them. */
+    private void l3Committed(Write w) {
+        io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
+        if (o != null && w.node != null && w.node.isAttached() && w.node.pageCount() == w.keys.size()) {
+            o.onStored(io.hicache.radix.spi.TierObserver.STORAGE, w.node);
+        }
     }
 
     private void finishWrite(Write w, boolean controllerLive) {
