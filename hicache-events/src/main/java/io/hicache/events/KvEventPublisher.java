@@ -181,6 +181,21 @@ public final class KvEventPublisher implements AutoCloseable {
         return c;
     }
 
+    /**
+     * A tier observer that hashes blocks exactly as a publisher does and hands each to {@code sink} in process
+     * (no queue, no encoding, no sockets); set it on a cache with {@code HiCacheController.tierObserver}. The
+     * sink runs on the cache's scheduler thread.
+     *
+     * @param pageSize tokens per page of the cache
+     * @param extraKey hashed into every block hash (see {@link BlockHasher})
+     */
+    public static io.hicache.radix.spi.TierObserver observer(int pageSize, long extraKey, BlockEventSink sink) {
+        if (pageSize < 1 || sink == null) {
+            throw new IllegalArgumentException("observer needs pageSize >= 1 and a sink, got " + pageSize + ", " + sink);
+        }
+        return new TierEventCollector(sink, pageSize, extraKey);
+    }
+
     /** The PUB endpoint as bound (a wildcard port resolved). */
     public String endpoint() {
         return boundEndpoint;

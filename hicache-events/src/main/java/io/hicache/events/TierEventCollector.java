@@ -17,6 +17,8 @@ final class TierEventCollector implements TierObserver {
     private static final int CACHE_SLOTS = 1 << 14;
 
     final EventRing ring;
+    /** Where blocks go instead of the ring (an in-process consumer), or null. */
+    private final BlockEventSink sink;
     final int dataParallelRank;
     private final int pageSize;
     private final long seed;
@@ -27,8 +29,18 @@ final class TierEventCollector implements TierObserver {
 
     TierEventCollector(EventRing ring, int dataParallelRank, long extraKey) {
         this.ring = ring;
+        this.sink = null;
         this.dataParallelRank = dataParallelRank;
         this.pageSize = ring.pageSize;
+        this.seed = BlockHasher.root(extraKey);
+    }
+
+    /** A collector that hands each block to {@code sink} instead of a ring. */
+    TierEventCollector(BlockEventSink sink, int pageSize, long extraKey) {
+        this.ring = null;
+        this.sink = sink;
+        this.dataParallelRank = 0;
+        this.pageSize = pageSize;
         this.seed = BlockHasher.root(extraKey);
     }
 
@@ -54,7 +66,9 @@ final class TierEventCollector implements TierObserver {
             }
             parent = h;
             h = BlockHasher.finish(x, pageSize);
-            if (p >= firstNew) {
+            if (p >= firstNew && sink != null) {
+                sink.stored(DEVICE, h, parent == seed ? -1 : parent);
+            } else if (p >= firstNew) {
                 int i = ring.claim();
                 ring.set(i, EventRing.STORED, DEVICE, h, parent);
                 System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
@@ -87,9 +101,13 @@ final class TierEventCollector implements TierObserver {
         if (!enabled) {
             return;
         }
-        int i = ring.claim();
-        ring.set(i, EventRing.CLEARED, 0, 0, 0);
-        ring.publish(i);
+        if (sink != null) {
+            sink.cleared();
+        } else {
+            int i = ring.claim();
+            ring.set(i, EventRing.CLEARED, 0, 0, 0);
+            ring.publish(i);
+        }
         java.util.Arrays.fill(cacheNode, null);
     }
 
@@ -99,6 +117,23 @@ final class TierEventCollector implements TierObserver {
         }
         long h = startHash(node);
         int pages = node.pageCount();
+        if (sink != null) {
+            for (int p = 0; p < pages; p++) {
+                long x = h;
+                for (int k = 0; k < pageSize; k++) {
+                    x = BlockHasher.step(x, node.token(p * pageSize + k));
+                }
+                long parent = h;
+                h = BlockHasher.finish(x, pageSize);
+                if (kind == EventRing.STORED) {
+                    sink.stored(tier, h, parent == seed ? -1 : parent);
+                } else {
+                    sink.removed(tier, h);
+                }
+            }
+            remember(node, h);
+            return;
+        }
         int[] dst = ring.tokens();
         for (int p = 0; p < pages; p++) {
             int i = ring.claim();
@@ -114,9 +149,13 @@ final class TierEventCollector implements TierObserver {
             ring.set(i, kind, tier, h, parent);
             ring.publish(i);
         }
+        remember(node, h);
+    }
+
+    private void remember(RadixNode node, long endHash) {
         int slot = slot(node);
         cacheNode[slot] = node;
-        cacheEnd[slot] = h;
+        cacheEnd[slot] = endHash;
     }
 
     /** The hash of the page before {@code node}'s first (the seed below the root). */

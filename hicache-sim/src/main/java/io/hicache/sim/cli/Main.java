@@ -290,6 +290,9 @@ public final class Main implements Callable<Integer> {
         SimOptions options;
         @Mixin
         ServingOptions serving;
+        @Option(names = "--kv-events-lag-ms", paramLabel = "MS", defaultValue = "0",
+                description = "--router kv-events: simulated delay before the router sees an instance's KV event (default 0).")
+        double kvEventsLagMs;
 
         SimCommand(Main main, Kind kind) {
             this.main = main;
@@ -298,6 +301,11 @@ public final class Main implements Callable<Integer> {
 
         @Override
         public Integer call() {
+            try {
+                io.hicache.sim.engine.SimKvEvents.routerLagMs(kvEventsLagMs);
+            } catch (IllegalArgumentException e) {
+                throw RunPlan.usage(spec.commandLine(), e.getMessage());
+            }
             return main.execute(spec, options, serving, kind);
         }
     }

@@ -252,7 +252,7 @@ final class Instance {
     void runUntil(long limitNs) {
         if (routerTree == null) {
             routerTree = ctl[0].tree(); // binds this thread as the controllers' scheduler thread
-            SimKvEvents.attach(index, ctl[0]); // KV events (replay --kv-events): rank 0 speaks for the group
+            SimKvEvents.attach(index, ctl[0], fleet.eventIndex(index)); // KV events: rank 0 speaks for the group
         }
         while (true) {
             settle();
