@@ -155,18 +155,20 @@ public final class KvEventPublisher implements AutoCloseable {
 
     /**
      * Publishes {@code controller}'s tier transitions as rank {@code dataParallelRank} (the simulator's way in).
-     * Call on the controller's scheduler thread (or before its first scheduler call).
+     * Call on the controller's scheduler thread (or before its first scheduler call). A closed publisher's inert
+     * observer is replaced.
      *
-     * @throws IllegalStateException if the publisher is closed or the controller already has an observer
+     * @throws IllegalStateException if the publisher is closed or the controller already has a live observer
      */
     public void attach(HiCacheController controller, int dataParallelRank) {
         if (stopping) {
             throw new IllegalStateException("KV event publisher is closed");
         }
-        if (controller.tierObserver() != null) {
+        io.hicache.radix.spi.TierObserver present = controller.tierObserver();
+        if (present != null && !(present instanceof TierEventCollector c && c.disabled())) {
             throw new IllegalStateException("this cache already publishes its tier transitions to an observer");
         }
-        controller.tierObserver(collector(controller.pageSize(), dataParallelRank));
+        controller.tierObserver(collector(controller.pageSize(), dataParallelRank)); // replaces a closed one's
     }
 
     /** A new source: the observer one cache's tree reports to (tests set it on a bare tree). */

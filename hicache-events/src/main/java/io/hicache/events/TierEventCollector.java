@@ -49,6 +49,11 @@ final class TierEventCollector implements TierObserver {
         enabled = false;
     }
 
+    /** True once {@link #disable()} was called. */
+    boolean disabled() {
+        return !enabled;
+    }
+
     @Override
     public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
         if (!enabled) {

@@ -116,6 +116,57 @@ class KvEventPublisherTest {
     }
 
     @Test
+    void aReplayClientThatDisappearsCostsNothing() {
+        try (KvEventPublisher p = KvEventPublisher.open(config().build()); ZContext ctx = new ZContext()) {
+            TierEventCollector c = p.collector(1, 0);
+            c.onDeviceInserted(new int[] {1, 2, 3}, 0, 3, 0, null);
+            assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
+            ZMQ.Socket gone = ctx.createSocket(SocketType.DEALER);
+            gone.setLinger(1000);
+            gone.connect(p.replayEndpoint());
+            gone.sendMore(new byte[0]);
+            gone.send(seq(0), 0);
+            gone.close(); // never reads its answer
+            await(() -> p.stats().replayRequests() == 1);
+
+            c.onDeviceInserted(new int[] {4}, 0, 1, 0, null);
+            assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
+            ZMQ.Socket next = ctx.createSocket(SocketType.DEALER);
+            next.setReceiveTimeOut(10_000);
+            next.connect(p.replayEndpoint());
+            next.sendMore(new byte[0]);
+            next.send(seq(0), 0);
+            assertThat(readReplay(next, new ArrayList<>())).containsExactly(0L, 1L);
+        }
+    }
+
+    @Test
+    void aCacheMovesToANewPublisherOnceTheOldOneClosed() {
+        io.hicache.cuda.SimulatedCudaRuntime gpu = new io.hicache.cuda.SimulatedCudaRuntime();
+        io.hicache.core.memory.DeviceKvLayout.Builder lb = io.hicache.core.memory.DeviceKvLayout
+                .builder(io.hicache.core.memory.AttentionKind.MHA).layerCount(1).pageSizeTokens(4)
+                .bytesPerTokenPerBuffer(4).pageCount(8);
+        long base = gpu.deviceMalloc(lb.packedBytes());
+        try (io.hicache.core.HiCache cache = io.hicache.core.HiCache.builder().runtime(gpu)
+                .targetLayout(lb.packedFrom(base).build()).hostPages(8)
+                .threadingMode(io.hicache.core.ThreadingMode.INVOKER).clock(gpu::nowNs).leaseNs(0).build()) {
+            KvEventPublisher first = KvEventPublisher.attach(cache, config().build());
+            assertThatThrownBy(() -> first.attach(cache, 1)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("already publishes");
+            first.close();
+            try (KvEventPublisher second = KvEventPublisher.attach(cache, config().dataParallelRank(3).build())) {
+                cache.insert(new int[] {1, 2, 3, 4}, 0, 4, new int[] {0}, 0);
+                assertThat(second.flush(10, TimeUnit.SECONDS)).isTrue();
+                assertThat(second.stats().blocksSent()).isEqualTo(1);
+                assertThat(first.stats().blocksSent()).isZero();
+            }
+        } finally {
+            gpu.deviceFree(base);
+            gpu.close();
+        }
+    }
+
+    @Test
     void anEndpointThatCannotBeBoundFailsWithOneLineNamingIt() {
         try (KvEventPublisher first = KvEventPublisher.open(config().build())) {
             String taken = first.endpoint();
