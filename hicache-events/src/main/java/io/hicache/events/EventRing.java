@@ -67,7 +67,8 @@ final class EventRing {
      */
     int claim() {
         long t = tail;
-        if (wait) {
+        if (wait && t - head.get() >= capacity) {
+            flush(); // the consumer can only free slots it can see
             while (t - head.get() >= capacity && !closed) {
                 LockSupport.parkNanos(20_000);
             }
@@ -90,11 +91,19 @@ final class EventRing {
         return tokens;
     }
 
+    /** Marks slot {@code i} written; the consumer sees it after the next {@link #flush()}. */
     void publish(int i) {
         long t = tail;
         STAMP.setRelease(stamp, i, t);
         tail = t + 1;
-        published.setRelease(t + 1);
+    }
+
+    /**
+     * Makes every record published so far visible to the consumer: one shared write per hook call rather than per
+     * record, so the two threads do not trade the cache line on every page.
+     */
+    void flush() {
+        published.setRelease(tail);
     }
 
     // ---------------------------------------------------------------- consumer (one thread)

@@ -80,6 +80,9 @@ final class TierEventCollector implements TierObserver {
                 ring.publish(i);
             }
         }
+        if (sink == null) {
+            ring.flush();
+        }
         if (last != null && !last.isRoot()) {
             int slot = slot(last);
             cacheNode[slot] = last;
@@ -112,6 +115,7 @@ final class TierEventCollector implements TierObserver {
             int i = ring.claim();
             ring.set(i, EventRing.CLEARED, 0, 0, 0);
             ring.publish(i);
+            ring.flush();
         }
         java.util.Arrays.fill(cacheNode, null);
     }
@@ -154,6 +158,7 @@ final class TierEventCollector implements TierObserver {
             ring.set(i, kind, tier, h, parent);
             ring.publish(i);
         }
+        ring.flush();
         remember(node, h);
     }
 

@@ -13,6 +13,7 @@ class EventRingTest {
         r.set(i, EventRing.STORED, 0, hash, hash - 1);
         r.tokens()[i * r.pageSize] = (int) hash;
         r.publish(i);
+        r.flush();
     }
 
     @Test
@@ -75,6 +76,9 @@ class EventRingTest {
                     r.tokens()[i * 4 + k] = (int) h;
                 }
                 r.publish(i);
+                if (h % 3 == 0) {
+                    r.flush(); // records become visible in groups, as a hook call makes them
+                }
             }
         });
         producer.start();
@@ -96,6 +100,11 @@ class EventRingTest {
             seen += n;
         }
         producer.join();
+        r.flush(); // (the producer's last group)
+        while (!r.empty()) {
+            seen += r.drain(d);
+            lost += d.lost;
+        }
         assertThat(seen + lost).isEqualTo(total);
     }
 }
