@@ -11,7 +11,7 @@ JAR="$ROOT/hicache-sim/target/hicache-sim-all.jar"
 needs_build() {
   [ -f "$JAR" ] || return 0
   local m
-  for m in cuda-bindings radix hicache-core hicache-storage hicache-sim; do
+  for m in cuda-bindings radix hicache-core hicache-storage hicache-events hicache-sim; do
     if [ -n "$(find "$ROOT/$m/src/main" "$ROOT/$m/pom.xml" -newer "$JAR" -print -quit 2>/dev/null)" ]; then
       return 0
     fi

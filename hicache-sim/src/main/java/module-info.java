@@ -6,6 +6,7 @@
 module io.hicache.sim {
     requires transitive io.hicache.core;
     requires io.hicache.storage;
+    requires io.hicache.events;
     requires jdk.jfr;
     requires org.agrona;
     requires info.picocli;

@@ -184,6 +184,29 @@ public final class HiCacheMetricsBinder implements MeterBinder {
         Gauge.builder("hicache.host.capacity", m, x -> x.get(Metric.HOST_PAGES_CAPACITY))
             .description("Host pages the host budget allows")
             .baseUnit("pages").tags(tags).register(registry);
+        bindSglangAligned(registry, m, FacadeAccess.controller(cache).pageSize());
+    }
+
+    /**
+     * The same quantities in tokens under SGLang's HiCache names (Prometheus {@code hicache_host_used_tokens} for
+     * SGLang's {@code sglang:hicache_host_used_tokens}, and so on; see docs/DASHBOARD.md), so dashboards and alerts
+     * written for SGLang carry over by changing the prefix.
+     */
+    private void bindSglangAligned(MeterRegistry registry, HiCacheMetrics m, int pageSize) {
+        Gauge.builder("hicache.host.used.tokens", m, x -> (double) x.get(Metric.HOST_PAGES_USED) * pageSize)
+            .description("Host KV tokens held by reserved and committed backups (SGLang: hicache_host_used_tokens)")
+            .tags(tags).register(registry);
+        Gauge.builder("hicache.host.total.tokens", m, x -> (double) x.get(Metric.HOST_PAGES_CAPACITY) * pageSize)
+            .description("Host KV tokens the host budget allows (SGLang: hicache_host_total_tokens)")
+            .tags(tags).register(registry);
+        FunctionCounter.builder("hicache.load.back.tokens", m, x -> x.get(Metric.LOAD_TOKENS))
+            .description("Tokens loaded host to device (SGLang: load_back_tokens_total)").tags(tags).register(registry);
+        FunctionCounter.builder("hicache.cached.tokens", m, x -> x.get(Metric.DEVICE_HIT_TOKENS))
+            .description("Prompt tokens served from the cache, by tier (SGLang: cached_tokens_total)")
+            .tags(tags).tag("cache_source", "device").register(registry);
+        FunctionCounter.builder("hicache.cached.tokens", m, x -> x.get(Metric.LOAD_TOKENS))
+            .description("Prompt tokens served from the cache, by tier (SGLang: cached_tokens_total)")
+            .tags(tags).tag("cache_source", "host").register(registry);
     }
 
     private void counter(MeterRegistry registry, HiCacheMetrics m, String name, String description, Metric metric) {

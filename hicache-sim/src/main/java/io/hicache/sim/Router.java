@@ -14,6 +14,10 @@ package io.hicache.sim;
  *   way Dynamo learns block placement from the workers' KV events; SGLang's router instead keeps an
  *   approximate tree of what it routed and switches between best prefix match and shortest queue on a
  *   load-imbalance threshold.</li>
+ *   <li>{@code kv-events}: {@code cache-aware}'s cost, but "cached" is what an index built only from the
+ *   instance's KV events says (blocks on any tier, the prefix walked by block hash), each event applied
+ *   {@code --kv-events-lag-ms} of simulated time after it happened: what a real router such as Dynamo's knows,
+ *   late by its stream's delivery delay.</li>
  * </ul>
  */
 public enum Router implements CliNamed {
@@ -22,7 +26,9 @@ public enum Router implements CliNamed {
     /** Fewest outstanding requests. */
     LEAST_LOADED("least-loaded"),
     /** Longest cached prefix balanced against load. */
-    CACHE_AWARE("cache-aware");
+    CACHE_AWARE("cache-aware"),
+    /** {@code cache-aware}'s cost over an index built from each instance's KV events, delivered with a lag. */
+    KV_EVENTS("kv-events");
 
     private final String cliName;
 

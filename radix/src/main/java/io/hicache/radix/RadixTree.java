@@ -103,6 +103,8 @@ public final class RadixTree {
     private int nodeCount;
     private RadixNode lastInsertNode;
     private int lastInsertAdoptedPages;
+    /** Told of tier transitions (KV events), or null. */
+    private io.hicache.radix.spi.TierObserver observer;
 
     private RadixTree(Builder b) {
         if (b.pageSize < 1 || Integer.bitCount(b.pageSize) != 1) {
@@ -123,6 +125,19 @@ public final class RadixTree {
         lastInsertNode = root;
         deviceQueue = TierQueue.create(devicePolicy, true, this);
         hostQueue = TierQueue.create(hostPolicy, false, this);
+    }
+
+    /**
+     * Sets the observer of tier transitions (null for none); see {@link io.hicache.radix.spi.TierObserver}.
+     * Scheduler thread.
+     */
+    public void tierObserver(io.hicache.radix.spi.TierObserver tierObserver) {
+        this.observer = tierObserver;
+    }
+
+    /** @return the observer of tier transitions, or null */
+    public io.hicache.radix.spi.TierObserver tierObserver() {
+        return observer;
     }
 
     /** @return tokens per page */
@@ -589,6 +604,9 @@ public final class RadixTree {
         if (node != root) {
             touch(node, nextTick());
         }
+        if (observer != null && presentPages < pages) {
+            observer.onDeviceInserted(tokens, from, pages << pageShift, presentPages << pageShift, node);
+        }
         return presentPages << pageShift;
     }
 
@@ -716,6 +734,9 @@ public final class RadixTree {
         refresh(n);
         refresh(node);
         touch(n, nextTick());
+        if (observer != null) {
+            observer.onStored(io.hicache.radix.spi.TierObserver.HOST, n);
+        }
         return n;
     }
 
@@ -931,6 +952,9 @@ public final class RadixTree {
         hostPagesPending -= node.pageCount;
         hostPagesCommitted += node.pageCount;
         refresh(node);
+        if (observer != null) {
+            observer.onStored(io.hicache.radix.spi.TierObserver.HOST, node);
+        }
     }
 
     /**
@@ -966,6 +990,9 @@ public final class RadixTree {
             throw new IllegalStateException("attachDevice on " + node + ": parent is device evicted; load a path top-down");
         }
         adopt(node, pages, from);
+        if (observer != null) {
+            observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
+        }
     }
 
     /**
@@ -1008,6 +1035,9 @@ public final class RadixTree {
         devicePagesUnevictable += unevictablePages(node);
         refresh(node);
         refresh(node.parent);
+        if (observer != null) {
+            observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
+        }
     }
 
     /**
@@ -1080,6 +1110,9 @@ public final class RadixTree {
             devicePagesUnevictable -= unevictablePages(c);
             devicePagesLocked -= lockedPages(c);
             boolean ownPages = c.loading == null;
+            if (ownPages && observer != null) {
+                observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, c);
+            }
             c.loading = null;
             dropDevice(c);
             refresh(c);
@@ -1130,6 +1163,9 @@ public final class RadixTree {
             int off = x.devOff;
             devicePagesLocked -= lockedPages(x);
             devicePagesUnevictable -= unevictablePages(x);
+            if (observer != null) {
+                observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, x);
+            }
             dropDevice(x);
             removeNode(x);
             x.lockRef = 0;
@@ -1160,6 +1196,9 @@ public final class RadixTree {
                 || node.deviceChildCount != 0) {
             throw new IllegalStateException("detachDevice on " + node + ": node must hold device pages and a"
                     + " committed host value, be unlocked, not pending, and have no device-resident child");
+        }
+        if (observer != null) {
+            observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, node);
         }
         dropDevice(node);
         refresh(node);
@@ -1219,6 +1258,9 @@ public final class RadixTree {
                 int off = n.devOff;
                 int count = n.pageCount;
                 RadixNode parent = n.parent;
+                if (observer != null) {
+                    observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, n);
+                }
                 dropDevice(n);
                 if (n.hostValue == null) {
                     removeNode(n);
@@ -1264,6 +1306,9 @@ public final class RadixTree {
                 HostValue value = n.hostValue;
                 int count = n.pageCount;
                 RadixNode parent = n.parent;
+                if (observer != null) {
+                    observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, n);
+                }
                 hostPagesCommitted -= count;
                 removeNode(n);
                 refresh(parent);

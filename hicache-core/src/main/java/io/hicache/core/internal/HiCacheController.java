@@ -1371,6 +1371,21 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     /**
+     * Sets the observer of this cache's tier transitions (the KV-events port; null for none): pages matchable on
+     * the device, host values committed (after the CP group agreed) or published, pages leaving a tier. A lower
+     * tier reports its L3 commits and deletes to {@link #tierObserver()}. Scheduler thread.
+     */
+    public void tierObserver(io.hicache.radix.spi.TierObserver observer) {
+        checkOwner();
+        tree.tierObserver(observer);
+    }
+
+    /** The observer of tier transitions, or null. Scheduler thread. */
+    public io.hicache.radix.spi.TierObserver tierObserver() {
+        return tree.tierObserver();
+    }
+
+    /**
      * Storage prefetch: reserves host pages for positions {@code [startPage, startPage + pages)} of a sequence of
      * {@code totalPages} (the positions this rank owns), charged to the host budget in group units like
      * {@link #reserve}; with no room, one host eviction pass runs first. The caller ends the lease with

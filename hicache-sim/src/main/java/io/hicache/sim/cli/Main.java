@@ -109,6 +109,7 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("sweep", new Sweep(main));
         cl.addSubcommand("keys", new KeysCommand(env));
         cl.addSubcommand("gen-multiturn", new GenerateMultiTurn(env));
+        cl.addSubcommand("kv-events", new KvEventsCommand(env));
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
         register(cl, WritePolicy.class, CoreNames::writePolicy);
@@ -290,6 +291,9 @@ public final class Main implements Callable<Integer> {
         SimOptions options;
         @Mixin
         ServingOptions serving;
+        @Option(names = "--kv-events-lag-ms", paramLabel = "MS", defaultValue = "0",
+                description = "--router kv-events: simulated delay before the router sees an instance's KV event (default 0).")
+        double kvEventsLagMs;
 
         SimCommand(Main main, Kind kind) {
             this.main = main;
@@ -298,14 +302,33 @@ public final class Main implements Callable<Integer> {
 
         @Override
         public Integer call() {
+            try {
+                io.hicache.sim.engine.SimKvEvents.routerLagMs(kvEventsLagMs);
+            } catch (IllegalArgumentException e) {
+                throw RunPlan.usage(spec.commandLine(), e.getMessage());
+            }
             return main.execute(spec, options, serving, kind);
         }
     }
 
     @Command(name = "replay", mixinStandardHelpOptions = true, description = "Replay the trace under one configuration.")
     static final class Replay extends SimCommand {
+        @Mixin
+        KvEventsOptions kvEvents;
+
         Replay(Main main) {
             super(main, Kind.REPLAY);
+        }
+
+        @Override
+        public Integer call() {
+            try {
+                return kvEvents.around(super.main.env, spec.commandLine(), super::call);
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
         }
     }
 

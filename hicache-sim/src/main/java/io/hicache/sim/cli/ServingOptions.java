@@ -15,7 +15,8 @@ final class ServingOptions {
     List<Integer> instances;
 
     @Option(names = "--router", paramLabel = "RULE", split = ",",
-            description = "round-robin, least-loaded, cache-aware (default: longest cached prefix against load); "
+            description = "round-robin, least-loaded, cache-aware (default: longest cached prefix against load), kv-events "
+                    + "(cache-aware from each instance's KV events, --kv-events-lag-ms late); "
                     + "compare: a comma-separated list.")
     List<Router> routers;
 

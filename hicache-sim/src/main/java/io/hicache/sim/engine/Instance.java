@@ -72,6 +72,8 @@ final class Instance {
      * by {@link #settle}. A decode-only step touches neither, so it needs no settling.
      */
     private boolean dirty = true;
+    /** Whether rank 0's cache was attached to the run's KV-event publisher and router index. */
+    private boolean eventsAttached;
     private boolean stepping;
     private boolean deviceStep;
     private long stepEndNs;
@@ -200,6 +202,10 @@ final class Instance {
      * queued first). With {@code Long.MAX_VALUE} runs until every queued request has finished.
      */
     void runUntil(long limitNs) {
+        if (!eventsAttached) {
+            eventsAttached = true; // on this instance's scheduler thread, before its first step
+            SimKvEvents.attach(index, caches[0], fleet.eventIndex(index)); // KV events: rank 0 speaks for the group
+        }
         while (true) {
             settle();
             long now = nowNs();

@@ -35,6 +35,8 @@ final class Replay {
 
     final SimConfig config;
     final ServingConfig serving;
+    /** Per instance, what the kv-events router learned from its events (see {@link #eventIndex}). */
+    private final EventIndex[] eventIndexes;
     final ComputeModel compute;
     final boolean backupsEnabled;
     final boolean withDraft;
@@ -108,6 +110,7 @@ final class Replay {
                 config.gpu().hostLinkBytesPerSecond() * compute.linkEfficiency(), serving.tp() * config.cp())
                 / trueBytesPerSimByte));
         this.instances = new Instance[serving.instances()];
+        this.eventIndexes = new EventIndex[serving.instances()];
         if (storageOptions != null && !backupsEnabled) {
             throw new IllegalArgumentException("a storage tier needs a host tier (host capacity > 0, backups on)");
         }
@@ -185,6 +188,19 @@ final class Replay {
         return result(wallSeconds);
     }
 
+    /**
+     * Instance {@code i}'s index for the {@code kv-events} router, or null with another router. Created on first
+     * use (the instance's own thread, when it starts running), read by the router between phases.
+     */
+    EventIndex eventIndex(int i) {
+        if (serving.router() != io.hicache.sim.Router.KV_EVENTS || instances.length < 2) {
+            return null;
+        }
+        EventIndex x = new EventIndex(instances[i].rt[0]::nowNs, SimKvEvents.routerLagNs());
+        eventIndexes[i] = x;
+        return x;
+    }
+
     /** The instance the router picks for {@code q} (see {@link Router}); ties go to the lower index. */
     private int route(ServedRequest q) {
         int n = instances.length;
@@ -208,6 +224,25 @@ final class Replay {
                         best = i;
                         bestRequests = req;
                         bestTokens = tok;
+                    }
+                }
+                return best;
+            }
+            case KV_EVENTS -> {
+                int best = 0;
+                long bestCost = Long.MAX_VALUE;
+                for (int i = 0; i < n; i++) {
+                    EventIndex index = eventIndexes[i];
+                    int overlap = 0;
+                    if (index != null) { // null until the instance first ran: it has published nothing
+                        index.deliverUntil(q.arrivalNs);
+                        overlap = index.overlapPages(q.keys);
+                    }
+                    long cached = Math.min((long) overlap * pageSize, q.simTokens);
+                    long cost = (q.simTokens - cached) + instances[i].pendingPrefillSim();
+                    if (cost < bestCost) {
+                        best = i;
+                        bestCost = cost;
                     }
                 }
                 return best;

@@ -238,7 +238,7 @@ class MainTest {
             unknown trace format    | replay --trace csv:x.csv                                     | unknown trace format 'csv'
             missing output dir      | replay --json no/such/dir/r.json                             | does not exist
             bad cp                  | replay --cp 0 --lanes zigzag                                 | cp must be >= 1 rank
-            unknown router          | replay --instances 2 --router random                         | valid values: round-robin, least-loaded, cache-aware
+            unknown router          | replay --instances 2 --router random                         | valid values: round-robin, least-loaded, cache-aware, kv-events
             zero instances          | replay --instances 0                                         | --instances must be >= 1, got 0
             negative instances      | compare --instances 2,-1                                     | --instances must be >= 1, got -1
             zero tp                 | replay --tp 0                                                | --tp must be >= 1 GPU, got 0

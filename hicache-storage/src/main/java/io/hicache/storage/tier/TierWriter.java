@@ -263,8 +263,19 @@ final class TierWriter {
                 + (w.draftKeys == null ? 0 : views.draftPageBytes())));
         metrics.add(StorageMetric.WRITE_FAILED_PAGES, w.failedDrafts + r.size() - ok);
         metrics.add(StorageMetric.WRITE_IO_NS, System.nanoTime() - w.ioStartNs);
+        if (ok == r.size() && w.failedDrafts == 0 && w.offset + ok == w.keys.size()) {
+            l3Committed(w);
+        }
         finish(w);
         return true;
+    }
+
+    /** Every page of the write's node is in the store: a KV event (medium L3) if the cache publishes them. */
+    private void l3Committed(Write w) {
+        io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
+        if (o != null && w.node != null && w.node.isAttached() && w.node.pageCount() == w.keys.size()) {
+            o.onStored(io.hicache.radix.spi.TierObserver.STORAGE, w.node);
+        }
     }
 
     /**
@@ -287,6 +298,9 @@ final class TierWriter {
             }
         }
         if (present == w.keys.size() || closing) {
+            if (present == w.keys.size()) {
+                l3Committed(w);
+            }
             finish(w);
             return true;
         }

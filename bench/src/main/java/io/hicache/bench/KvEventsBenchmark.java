@@ -1,0 +1,139 @@
+package io.hicache.bench;
+
+import io.hicache.core.internal.ForwardHandle;
+import io.hicache.core.internal.HiCacheController;
+import io.hicache.events.KvEventPublisher;
+import io.hicache.events.KvEventsConfig;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What KV events cost the scheduler thread, events off and on (a publisher attached, its thread draining and
+ * sending on loopback with no subscriber):
+ * <ul>
+ *   <li>{@code insertEvict}: a tree insert of a fresh 16-page sequence and the device eviction of it (one
+ *   {@code BlockStored} and one {@code BlockRemoved} of 16 blocks when on); per page.</li>
+ *   <li>{@code pollCommit}: {@link CommitBenchmark}'s commit path on one rank (a {@code BlockStored CPU} per
+ *   committed page when on); per backup.</li>
+ *   <li>{@code publishThroughput} (on only): records produced on this thread and drained, encoded and sent by the
+ *   publisher's, waited for; per page record, so 1e9 / score is the publisher's events (blocks) per second.</li>
+ * </ul>
+ * On {@link NoOpCudaRuntime}.
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
+public class KvEventsBenchmark {
+    static final int PAGES = 16;
+    static final int PAGE_SIZE = 16;
+    static final int FORWARDS = 16;
+    static final int BURST = 4096;
+
+    @Param({"off", "on"})
+    public String events;
+
+    private ControllerRig rig;
+    private ControllerRig bare;
+    private KvEventPublisher publisher;
+    private final int[] tokens = new int[PAGES * PAGE_SIZE];
+    private final int[] pages = new int[BURST];
+    private final int[] burstTokens = new int[BURST * PAGE_SIZE];
+    private int next;
+
+    @Setup(Level.Trial)
+    public void build() {
+        rig = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 4, 0, PAGE_SIZE, 4 * FORWARDS, 4 * FORWARDS, 2,
+                FORWARDS, true);
+        bare = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 1, 0, PAGE_SIZE, BURST, 4, 2, 4, true);
+        for (int i = 0; i < pages.length; i++) {
+            pages[i] = i;
+        }
+        if (events.equals("on")) {
+            publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0).build());
+            publisher.attach(rig.controllers[0], 0);
+            publisher.attach(bare.controllers[0], 1);
+        }
+    }
+
+    @TearDown(Level.Trial)
+    public void close() {
+        if (publisher != null) {
+            publisher.close();
+        }
+        rig.close();
+        bare.close();
+    }
+
+    private static void fresh(int[] t, int start) {
+        for (int i = 0; i < t.length; i++) {
+            t[i] = start + i;
+        }
+    }
+
+    /** Insert and evict a fresh 16-page sequence; per page. */
+    @Benchmark
+    @OperationsPerInvocation(PAGES)
+    public int insertEvict() {
+        HiCacheController c = bare.controllers[0];
+        fresh(tokens, next);
+        next += tokens.length;
+        c.tree().insert(tokens, 0, tokens.length, pages, 0);
+        return c.evictDevice(PAGES, (p, off, n) -> { });
+    }
+
+    /** The commit path of {@link CommitBenchmark} on one rank; per backup. */
+    @Benchmark
+    @OperationsPerInvocation(FORWARDS)
+    public void pollCommit() {
+        for (int f = 0; f < FORWARDS; f++) {
+            rig.insertAndReserve(1, false);
+            ForwardHandle[] h = rig.beginForward();
+            for (ForwardHandle handle : h) {
+                for (int l = 0; l < 4; l++) {
+                    handle.targetLayerStored(l);
+                }
+                handle.endForward();
+            }
+        }
+        rig.runAgentsUntilAcked();
+        rig.pollUntilRetired();
+        rig.retireAndEvict(FORWARDS);
+    }
+
+    /** Produce a burst of page records and wait until the publisher sent (or dropped) them; per record. */
+    @Benchmark
+    @OperationsPerInvocation(2 * BURST)
+    public long publishThroughput() {
+        if (publisher == null) {
+            return 0;
+        }
+        HiCacheController c = bare.controllers[0];
+        long target = publisher.stats().blocksSent() + publisher.stats().blocksDropped() + 2L * BURST;
+        fresh(burstTokens, next);
+        next += burstTokens.length;
+        c.tree().insert(burstTokens, 0, burstTokens.length, pages, 0);
+        c.evictDevice(BURST, (p, off, n) -> { });
+        long done;
+        while ((done = publisher.stats().blocksSent() + publisher.stats().blocksDropped()) < target) {
+            Thread.onSpinWait();
+        }
+        return done;
+    }
+}

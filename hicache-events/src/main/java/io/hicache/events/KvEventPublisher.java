@@ -1,0 +1,420 @@
+package io.hicache.events;
+
+import io.hicache.core.HiCache;
+import io.hicache.core.internal.FacadeAccess;
+import io.hicache.core.internal.HiCacheController;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Publishes caches' KV events (block stored on / removed from GPU, CPU and the L3 tier) on a ZeroMQ PUB socket in
+ * vLLM's wire format: multipart {@code [topic, sequence (8-byte big-endian, from 0, +1 per batch), payload]}, the
+ * payload a msgpack {@code [ts, [event, ...], data_parallel_rank]} (see docs/EVENTS.md). An optional ROUTER replay
+ * endpoint answers a request carrying a start sequence (8 bytes, big-endian) with every buffered batch from there,
+ * each as {@code [sequence, payload]}, then {@code [-1 as 8 bytes, empty]}.
+ *
+ * <p>Threads: each attached cache's scheduler thread records its transitions into that cache's preallocated
+ * queue without locks or allocation; this publisher's own thread ({@code hicache-kv-events}) drains the queues,
+ * encodes, sends and answers replay requests. Nothing ever blocks a scheduler thread under the default
+ * {@link KvEventsConfig.Overflow#DROP_OLDEST}: a full queue loses its oldest records, counted in
+ * {@link KvEventStats#blocksDropped()}. A slow subscriber costs nothing either: past the send high-water mark
+ * ZeroMQ drops its messages, a sequence gap it repairs through replay. Public methods are thread-safe except
+ * where they say which thread calls them.
+ */
+public final class KvEventPublisher implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(KvEventPublisher.class);
+    private static final byte[] EMPTY = new byte[0];
+    private static final byte[] END = longBytes(-1L);
+
+    private final KvEventsConfig config;
+    private final ZContext context;
+    private final ZMQ.Socket pub;
+    private final ZMQ.Socket replay;
+    private final String boundEndpoint;
+    private final String boundReplayEndpoint;
+    private final byte[] topic;
+    private final ReplayBuffer replayBuffer;
+    private final CopyOnWriteArrayList<Source> sources = new CopyOnWriteArrayList<>();
+    private final Thread thread;
+    private volatile boolean stopping;
+    private final AtomicLong loops = new AtomicLong();
+    private long nextSeq;
+
+    private final AtomicLong batchesSent = new AtomicLong();
+    private final AtomicLong eventsSent = new AtomicLong();
+    private final AtomicLong blocksSent = new AtomicLong();
+    private final AtomicLong blocksDropped = new AtomicLong();
+    private final AtomicLong sendFailures = new AtomicLong();
+    private final AtomicLong replayRequests = new AtomicLong();
+    private final AtomicLong replayMalformed = new AtomicLong();
+    private final AtomicLong replayBatchesSent = new AtomicLong();
+
+    /** One attached cache: its collector (scheduler side) and its drain scratch and encoder (publisher side). */
+    private static final class Source {
+        final TierEventCollector collector;
+        final EventRing.Drained drained;
+        final BatchEncoder encoder;
+
+        Source(TierEventCollector c, int maxBlocks, String storageMedium) {
+            this.collector = c;
+            this.drained = new EventRing.Drained(maxBlocks, c.ring.pageSize);
+            this.encoder = new BatchEncoder(storageMedium, c.ring.pageSize);
+        }
+    }
+
+    private KvEventPublisher(KvEventsConfig config) {
+        this.config = config;
+        this.topic = config.topic().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        this.replayBuffer = new ReplayBuffer(config.replayBufferBatches());
+        ZContext ctx = new ZContext();
+        try {
+            pub = ctx.createSocket(SocketType.PUB);
+            pub.setSndHWM(config.sendHighWaterMark());
+            pub.setLinger(config.closeFlushMillis());
+            boundEndpoint = bind(pub, config.endpoint(), "KV events endpoint");
+            if (config.replayEndpoint() != null) {
+                replay = ctx.createSocket(SocketType.ROUTER);
+                // a reply is at most the whole buffer: let it queue rather than be cut by the default HWM
+                replay.setSndHWM((int) Math.min(Integer.MAX_VALUE, 2L * config.replayBufferBatches() + 16));
+                replay.setLinger(0);
+                boundReplayEndpoint = bind(replay, config.replayEndpoint(), "KV events replay endpoint");
+            } else {
+                replay = null;
+                boundReplayEndpoint = null;
+            }
+        } catch (RuntimeException e) {
+            ctx.close();
+            throw e;
+        }
+        this.context = ctx;
+        this.thread = new Thread(this::run, "hicache-kv-events");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    private static String bind(ZMQ.Socket s, String endpoint, String what) {
+        boolean ok;
+        String why;
+        try {
+            ok = s.bind(endpoint);
+            why = ok ? null : "bind returned false";
+        } catch (RuntimeException e) {
+            ok = false;
+            why = e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
+        }
+        if (!ok) {
+            throw new IllegalArgumentException("cannot bind " + what + " " + endpoint + ": " + why);
+        }
+        return s.getLastEndpoint();
+    }
+
+    /**
+     * Binds the endpoints and starts the publisher's thread; attach caches with {@link #attach(HiCache, int)}.
+     *
+     * @throws IllegalArgumentException if an endpoint cannot be bound (one line naming it)
+     */
+    public static KvEventPublisher open(KvEventsConfig config) {
+        return new KvEventPublisher(config);
+    }
+
+    /**
+     * The one call an engine makes: opens a publisher for {@code config} and attaches {@code cache} to it as
+     * data-parallel rank {@link KvEventsConfig#dataParallelRank()}. Call on the cache's scheduler thread; close
+     * the publisher before or with the cache. In a CP group attach one rank's cache (its events are the group's).
+     *
+     * @throws IllegalArgumentException if an endpoint cannot be bound (one line naming it)
+     */
+    public static KvEventPublisher attach(HiCache cache, KvEventsConfig config) {
+        KvEventPublisher p = open(config);
+        try {
+            p.attach(cache, config.dataParallelRank());
+        } catch (RuntimeException e) {
+            p.close();
+            throw e;
+        }
+        return p;
+    }
+
+    /**
+     * Publishes {@code cache}'s tier transitions as rank {@code dataParallelRank}. Call on the cache's scheduler
+     * thread.
+     *
+     * @throws IllegalStateException if the publisher is closed or the cache already has an observer
+     */
+    public void attach(HiCache cache, int dataParallelRank) {
+        attach(FacadeAccess.controller(cache), dataParallelRank);
+    }
+
+    /**
+     * Reports {@code cache}'s tier transitions, hashed exactly as a publisher hashes them, to {@code sink} in process
+     * (no queue, no encoding, no sockets), beside a publisher attached before or after: a router in the same
+     * process (the simulator's {@code kv-events} router). The sink runs on the cache's scheduler thread; call this
+     * there.
+     *
+     * @param extraKey hashed into every block hash (see {@link BlockHasher})
+     */
+    public static void observe(HiCache cache, long extraKey, BlockEventSink sink) {
+        HiCacheController controller = FacadeAccess.controller(cache);
+        io.hicache.radix.spi.TierObserver own = observer(controller.pageSize(), extraKey, sink);
+        io.hicache.radix.spi.TierObserver present = controller.tierObserver();
+        controller.tierObserver(null);
+        controller.tierObserver(present == null ? own : new BothObservers(present, own));
+    }
+
+    /**
+     * Publishes {@code controller}'s tier transitions as rank {@code dataParallelRank}: the project's benchmarks,
+     * which drive controllers without a facade (engines use {@link #attach(HiCache, int)}). Scheduler thread.
+     *
+     * @throws IllegalStateException if the publisher is closed or the controller already has a live observer
+     */
+    public void attach(HiCacheController controller, int dataParallelRank) {
+        if (stopping) {
+            throw new IllegalStateException("KV event publisher is closed");
+        }
+        io.hicache.radix.spi.TierObserver present = controller.tierObserver();
+        if (present != null && !(present instanceof TierEventCollector c && c.disabled())) {
+            throw new IllegalStateException("this cache already publishes its tier transitions to an observer"
+                + " (attach a publisher before observe)");
+        }
+        controller.tierObserver(collector(controller.pageSize(), dataParallelRank)); // replaces a closed one's
+    }
+
+    /** Tells two observers of one cache, in order (a publisher's collector and an in-process one). */
+    private record BothObservers(io.hicache.radix.spi.TierObserver first, io.hicache.radix.spi.TierObserver second)
+            implements io.hicache.radix.spi.TierObserver {
+        @Override
+        public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, io.hicache.radix.RadixNode last) {
+            first.onDeviceInserted(tokens, from, len, firstNewToken, last);
+            second.onDeviceInserted(tokens, from, len, firstNewToken, last);
+        }
+
+        @Override
+        public void onStored(int tier, io.hicache.radix.RadixNode node) {
+            first.onStored(tier, node);
+            second.onStored(tier, node);
+        }
+
+        @Override
+        public void onRemoving(int tier, io.hicache.radix.RadixNode node) {
+            first.onRemoving(tier, node);
+            second.onRemoving(tier, node);
+        }
+
+        @Override
+        public void onCleared() {
+            first.onCleared();
+            second.onCleared();
+        }
+    }
+
+    /** A new source: the observer one cache's tree reports to (tests set it on a bare tree). */
+    TierEventCollector collector(int pageSize, int dataParallelRank) {
+        if (stopping) {
+            throw new IllegalStateException("KV event publisher is closed");
+        }
+        EventRing ring = new EventRing(config.queueCapacity(), pageSize,
+                config.overflow() == KvEventsConfig.Overflow.WAIT);
+        TierEventCollector c = new TierEventCollector(ring, dataParallelRank, config.extraKey());
+        sources.add(new Source(c, config.maxBlocksPerBatch(), config.storageMedium()));
+        return c;
+    }
+
+    /**
+     * A tier observer that hashes blocks exactly as a publisher does and hands each to {@code sink} in process
+     * (no queue, no encoding, no sockets); set it on a cache with {@code HiCacheController.tierObserver}. The
+     * sink runs on the cache's scheduler thread.
+     *
+     * @param pageSize tokens per page of the cache
+     * @param extraKey hashed into every block hash (see {@link BlockHasher})
+     */
+    public static io.hicache.radix.spi.TierObserver observer(int pageSize, long extraKey, BlockEventSink sink) {
+        if (pageSize < 1 || sink == null) {
+            throw new IllegalArgumentException("observer needs pageSize >= 1 and a sink, got " + pageSize + ", " + sink);
+        }
+        return new TierEventCollector(sink, pageSize, extraKey);
+    }
+
+    /** The PUB endpoint as bound (a wildcard port resolved). */
+    public String endpoint() {
+        return boundEndpoint;
+    }
+
+    /** The replay endpoint as bound, or null without one. */
+    public String replayEndpoint() {
+        return boundReplayEndpoint;
+    }
+
+    /** The counters now. Any thread. */
+    public KvEventStats stats() {
+        return new KvEventStats(batchesSent.get(), eventsSent.get(), blocksSent.get(), blocksDropped.get(),
+                sendFailures.get(), replayRequests.get(), replayMalformed.get(), replayBatchesSent.get());
+    }
+
+    /**
+     * Waits until everything recorded before the call has been sent (or the timeout passed).
+     *
+     * @return true if it was all sent
+     */
+    public boolean flush(long timeout, TimeUnit unit) {
+        long deadline = System.nanoTime() + unit.toNanos(timeout);
+        long seen = loops.get();
+        while (System.nanoTime() < deadline && thread.isAlive()) {
+            boolean empty = true;
+            for (Source s : sources) {
+                empty &= s.collector.ring.empty();
+            }
+            if (empty && loops.get() >= seen + 2) {
+                return true;
+            }
+            if (!empty) {
+                seen = loops.get();
+            }
+            LockSupport.parkNanos(200_000);
+        }
+        return false;
+    }
+
+    /**
+     * Stops recording, sends what is queued for up to {@link KvEventsConfig#closeFlushMillis()} (what is left is
+     * counted as dropped), closes the sockets and stops the thread. Idempotent.
+     */
+    @Override
+    public void close() {
+        if (stopping) {
+            return;
+        }
+        for (Source s : sources) {
+            s.collector.disable();
+        }
+        stopping = true;
+        for (Source s : sources) {
+            s.collector.ring.close();
+        }
+        try {
+            thread.join(config.closeFlushMillis() + 5_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    // ---------------------------------------------------------------- the publisher's thread
+
+    private void run() {
+        long flushDeadline = Long.MAX_VALUE;
+        try {
+            while (true) {
+                int work = 0;
+                for (Source s : sources) {
+                    work += drainOne(s);
+                }
+                work += serveReplay();
+                loops.incrementAndGet();
+                if (stopping) {
+                    if (flushDeadline == Long.MAX_VALUE) {
+                        flushDeadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.closeFlushMillis());
+                    }
+                    boolean empty = true;
+                    for (Source s : sources) {
+                        empty &= s.collector.ring.empty();
+                    }
+                    if (empty || System.nanoTime() >= flushDeadline) {
+                        break;
+                    }
+                }
+                if (work == 0) {
+                    LockSupport.parkNanos(200_000);
+                }
+            }
+            for (Source s : sources) {
+                while (s.collector.ring.drain(s.drained) > 0 || s.drained.lost > 0) {
+                    blocksDropped.addAndGet(s.drained.count + s.drained.lost);
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            LOG.error("KV event publisher stopped: {}", e.toString(), e);
+        } finally {
+            context.close();
+        }
+    }
+
+    private int drainOne(Source s) {
+        EventRing.Drained d = s.drained;
+        int n = s.collector.ring.drain(d);
+        if (d.lost > 0) {
+            blocksDropped.addAndGet(d.lost);
+        }
+        if (n == 0) {
+            return 0;
+        }
+        byte[] payload = s.encoder.encode(d, 0, n, s.collector.seed(), System.currentTimeMillis() / 1000.0,
+                s.collector.dataParallelRank);
+        long seq = nextSeq++;
+        byte[] seqBytes = longBytes(seq);
+        replayBuffer.add(seq, payload);
+        boolean sent = pub.sendMore(topic) && pub.sendMore(seqBytes) && pub.send(payload, ZMQ.DONTWAIT);
+        if (!sent) {
+            sendFailures.incrementAndGet();
+        }
+        batchesSent.incrementAndGet();
+        eventsSent.addAndGet(BatchEncoder.countEvents(d, 0, n));
+        blocksSent.addAndGet(n);
+        return n;
+    }
+
+    /** Answers at most one replay request; returns 1 if one (well-formed or not) was read. */
+    private int serveReplay() {
+        if (replay == null) {
+            return 0;
+        }
+        byte[] id = replay.recv(ZMQ.DONTWAIT);
+        if (id == null) {
+            return 0;
+        }
+        byte[] delimiter = null;
+        byte[] body = null;
+        int frames = 1;
+        while (replay.hasReceiveMore()) {
+            byte[] f = replay.recv(0);
+            frames++;
+            if (frames == 2) {
+                delimiter = f;
+            } else if (frames == 3) {
+                body = f;
+            }
+        }
+        if (frames != 3 || delimiter == null || delimiter.length != 0 || body == null || body.length != 8) {
+            replayMalformed.incrementAndGet();
+            return 1;
+        }
+        long start = java.nio.ByteBuffer.wrap(body).getLong();
+        if (start < 0) {
+            replayMalformed.incrementAndGet();
+            return 1;
+        }
+        replayRequests.incrementAndGet();
+        for (int i = replayBuffer.indexOf(start); i < replayBuffer.size(); i++) {
+            replay.sendMore(id);
+            replay.sendMore(EMPTY);
+            replay.sendMore(longBytes(replayBuffer.seqAt(i)));
+            replay.send(replayBuffer.payloadAt(i), 0);
+            replayBatchesSent.incrementAndGet();
+        }
+        replay.sendMore(id);
+        replay.sendMore(EMPTY);
+        replay.sendMore(END);
+        replay.send(EMPTY, 0);
+        return 1;
+    }
+
+    static byte[] longBytes(long v) {
+        return java.nio.ByteBuffer.allocate(8).putLong(v).array();
+    }
+}

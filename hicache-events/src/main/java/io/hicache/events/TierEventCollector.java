@@ -1,0 +1,215 @@
+package io.hicache.events;
+
+import io.hicache.radix.RadixNode;
+import io.hicache.radix.spi.TierObserver;
+
+/**
+ * One cache's side of the publisher: turns the tree's tier transitions into page records in its
+ * {@link EventRing}. Runs on the cache's scheduler thread (the ring's one producer); allocates nothing once its
+ * scratch arrays have grown to the deepest path seen, takes no lock.
+ *
+ * <p>A node's page hashes need the hash of the page before it (its parent's last page): a direct-mapped cache
+ * keyed by node identity holds each node's last-page hash. That value never changes for a node (a split keeps
+ * the node as the tail, so its last page stays the same), so a hit is always right; a miss walks up to the
+ * nearest cached ancestor (or the root) and hashes down.
+ */
+final class TierEventCollector implements TierObserver {
+    private static final int CACHE_SLOTS = 1 << 14;
+
+    final EventRing ring;
+    /** Where blocks go instead of the ring (an in-process consumer), or null. */
+    private final BlockEventSink sink;
+    final int dataParallelRank;
+    private final int pageSize;
+    private final long seed;
+    private final RadixNode[] cacheNode = new RadixNode[CACHE_SLOTS];
+    private final long[] cacheEnd = new long[CACHE_SLOTS];
+    private RadixNode[] path = new RadixNode[64];
+    private volatile boolean enabled = true;
+
+    TierEventCollector(EventRing ring, int dataParallelRank, long extraKey) {
+        this.ring = ring;
+        this.sink = null;
+        this.dataParallelRank = dataParallelRank;
+        this.pageSize = ring.pageSize;
+        this.seed = BlockHasher.root(extraKey);
+    }
+
+    /** A collector that hands each block to {@code sink} instead of a ring. */
+    TierEventCollector(BlockEventSink sink, int pageSize, long extraKey) {
+        this.ring = null;
+        this.sink = sink;
+        this.dataParallelRank = 0;
+        this.pageSize = pageSize;
+        this.seed = BlockHasher.root(extraKey);
+    }
+
+    /** Stops recording (the publisher closed or this cache detached). Any thread. */
+    void disable() {
+        enabled = false;
+    }
+
+    /** True once {@link #disable()} was called. */
+    boolean disabled() {
+        return !enabled;
+    }
+
+    @Override
+    public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
+        if (!enabled) {
+            return;
+        }
+        long h = seed;
+        long parent = seed;
+        int pages = len / pageSize;
+        int firstNew = firstNewToken / pageSize;
+        for (int p = 0; p < pages; p++) {
+            int off = from + p * pageSize;
+            long x = h;
+            for (int k = 0; k < pageSize; k++) {
+                x = BlockHasher.step(x, tokens[off + k]);
+            }
+            parent = h;
+            h = BlockHasher.finish(x, pageSize);
+            if (p >= firstNew && sink != null) {
+                sink.stored(DEVICE, h, parent == seed ? -1 : parent);
+            } else if (p >= firstNew) {
+                int i = ring.claim();
+                ring.set(i, EventRing.STORED, DEVICE, h, parent);
+                System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
+                ring.publish(i);
+            }
+        }
+        if (sink == null) {
+            ring.flush();
+        }
+        if (last != null && !last.isRoot()) {
+            int slot = slot(last);
+            cacheNode[slot] = last;
+            cacheEnd[slot] = h;
+        }
+    }
+
+    @Override
+    public void onStored(int tier, RadixNode node) {
+        if (enabled) {
+            emitNode(EventRing.STORED, tier, node);
+        }
+    }
+
+    @Override
+    public void onRemoving(int tier, RadixNode node) {
+        if (enabled) {
+            emitNode(EventRing.REMOVED, tier, node);
+        }
+    }
+
+    @Override
+    public void onCleared() {
+        if (!enabled) {
+            return;
+        }
+        if (sink != null) {
+            sink.cleared();
+        } else {
+            int i = ring.claim();
+            ring.set(i, EventRing.CLEARED, 0, 0, 0);
+            ring.publish(i);
+            ring.flush();
+        }
+        java.util.Arrays.fill(cacheNode, null);
+    }
+
+    private void emitNode(byte kind, int tier, RadixNode node) {
+        if (node.isRoot()) {
+            return;
+        }
+        long h = startHash(node);
+        int pages = node.pageCount();
+        if (sink != null) {
+            for (int p = 0; p < pages; p++) {
+                long x = h;
+                for (int k = 0; k < pageSize; k++) {
+                    x = BlockHasher.step(x, node.token(p * pageSize + k));
+                }
+                long parent = h;
+                h = BlockHasher.finish(x, pageSize);
+                if (kind == EventRing.STORED) {
+                    sink.stored(tier, h, parent == seed ? -1 : parent);
+                } else {
+                    sink.removed(tier, h);
+                }
+            }
+            remember(node, h);
+            return;
+        }
+        int[] dst = ring.tokens();
+        for (int p = 0; p < pages; p++) {
+            int i = ring.claim();
+            int base = i * pageSize;
+            long x = h;
+            for (int k = 0; k < pageSize; k++) {
+                int t = node.token(p * pageSize + k);
+                dst[base + k] = t;
+                x = BlockHasher.step(x, t);
+            }
+            long parent = h;
+            h = BlockHasher.finish(x, pageSize);
+            ring.set(i, kind, tier, h, parent);
+            ring.publish(i);
+        }
+        ring.flush();
+        remember(node, h);
+    }
+
+    private void remember(RadixNode node, long endHash) {
+        int slot = slot(node);
+        cacheNode[slot] = node;
+        cacheEnd[slot] = endHash;
+    }
+
+    /** The hash of the page before {@code node}'s first (the seed below the root). */
+    private long startHash(RadixNode node) {
+        RadixNode p = node.parent();
+        int depth = 0;
+        long h = seed;
+        while (p != null && !p.isRoot()) {
+            int slot = slot(p);
+            if (cacheNode[slot] == p) {
+                h = cacheEnd[slot];
+                break;
+            }
+            if (depth == path.length) {
+                path = java.util.Arrays.copyOf(path, depth * 2);
+            }
+            path[depth++] = p;
+            p = p.parent();
+        }
+        for (int d = depth - 1; d >= 0; d--) {
+            RadixNode n = path[d];
+            path[d] = null;
+            int pages = n.pageCount();
+            for (int q = 0; q < pages; q++) {
+                long x = h;
+                for (int k = 0; k < pageSize; k++) {
+                    x = BlockHasher.step(x, n.token(q * pageSize + k));
+                }
+                h = BlockHasher.finish(x, pageSize);
+            }
+            int slot = slot(n);
+            cacheNode[slot] = n;
+            cacheEnd[slot] = h;
+        }
+        return h;
+    }
+
+    private static int slot(RadixNode n) {
+        int x = System.identityHashCode(n);
+        return (x ^ (x >>> 14)) & (CACHE_SLOTS - 1);
+    }
+
+    /** The seed: a record whose parent equals it has no parent block (it is a first page). */
+    long seed() {
+        return seed;
+    }
+}

@@ -1,0 +1,116 @@
+package io.hicache.sim.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.hicache.sim.DefaultEngineFactory;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code replay --kv-events} publishes a run's KV events; {@code kv-events} collects and reports them. */
+class KvEventsCliTest {
+    private static final Pattern PUBLISHED = Pattern.compile(
+            "kv-events: (\\d+) batches \\((\\d+) events, (\\d+) blocks, (\\d+) dropped\\) on (\\S+), replay on (\\S+);");
+
+    @TempDir
+    Path work;
+
+    private static int run(Path work, ByteArrayOutputStream out, ByteArrayOutputStream err, String... args) {
+        Main.Env env = new Main.Env(new DefaultEngineFactory(), new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8), work, MainTest.repoRoot(), false);
+        return Main.run(env, args);
+    }
+
+    @Test
+    void aLateSubscriberReplaysTheWholeRunContiguously() throws Exception {
+        ByteArrayOutputStream pubOut = new ByteArrayOutputStream();
+        ByteArrayOutputStream pubErr = new ByteArrayOutputStream();
+        CompletableFuture<Integer> replay = CompletableFuture.supplyAsync(() -> run(work, pubOut, pubErr,
+                "replay", "--limit", "40", "--device-capacity-tokens", "60000", "--host-capacity-tokens", "120000",
+                "--kv-events", "tcp://127.0.0.1:*", "--kv-events-replay", "tcp://127.0.0.1:*",
+                "--kv-events-linger", "15"));
+        Matcher m = PUBLISHED.matcher("");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(240);
+        while (!(m = PUBLISHED.matcher(pubErr.toString(StandardCharsets.UTF_8))).find()) {
+            assertThat(replay).as(pubErr.toString(StandardCharsets.UTF_8)).isNotDone();
+            assertThat(System.nanoTime()).as("the run did not publish in time").isLessThan(deadline);
+            LockSupport.parkNanos(20_000_000);
+        }
+        long batches = Long.parseLong(m.group(1));
+        assertThat(Long.parseLong(m.group(4))).as("dropped").isZero();
+
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int rc = run(work, out, err, "kv-events", "--connect", m.group(5), "--replay", m.group(6),
+                "--idle-s", "0.5", "--json", "e.json");
+        assertThat(rc).as(err.toString(StandardCharsets.UTF_8)).isZero();
+        assertThat(replay.get(60, TimeUnit.SECONDS)).as(pubErr.toString(StandardCharsets.UTF_8)).isZero();
+
+        JsonNode j = new ObjectMapper().readTree(work.resolve("e.json").toFile());
+        assertThat(j.get("batches").asLong()).isEqualTo(batches);
+        assertThat(j.get("last_sequence").asLong()).isEqualTo(batches - 1);
+        assertThat(j.get("contiguous").asBoolean()).isTrue();
+        assertThat(j.get("parents_ok").asBoolean()).isTrue();
+        assertThat(j.get("removed_unknown").asLong()).isZero();
+        assertThat(j.get("stored").get("GPU").asLong()).isPositive();
+        assertThat(j.get("stored").get("CPU").asLong()).isPositive();
+        assertThat(j.get("removed").get("GPU").asLong()).isPositive();
+    }
+
+    /** The summary line without its wall-clock column. */
+    private static String summaryWithoutWall(String out) {
+        String line = out.lines().filter(l -> l.startsWith("layered")).findFirst().orElseThrow();
+        String[] f = line.trim().split("\\s+");
+        f[8] = "-";
+        return String.join(" ", f);
+    }
+
+    @Test
+    void theEventRouterWithoutLagRoutesExactlyAsTheTreeReadingRouterAndALagChangesDecisions() {
+        String[] common = {"replay", "--limit", "300", "--instances", "3"};
+        String[] results = new String[3];
+        String[][] routers = {{"--router", "cache-aware"}, {"--router", "kv-events"},
+            {"--router", "kv-events", "--kv-events-lag-ms", "60000"}};
+        for (int i = 0; i < routers.length; i++) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            String[] args = java.util.stream.Stream.concat(java.util.Arrays.stream(common),
+                    java.util.Arrays.stream(routers[i])).toArray(String[]::new);
+            assertThat(run(work, out, err, args)).as(err.toString(StandardCharsets.UTF_8)).isZero();
+            results[i] = summaryWithoutWall(out.toString(StandardCharsets.UTF_8));
+        }
+        // complete, consistent events carry exactly what the tree holds
+        assertThat(results[1]).isEqualTo(results[0]);
+        // a minute late, the index misses recent prefixes and some requests go elsewhere
+        assertThat(results[2]).isNotEqualTo(results[0]);
+    }
+
+    @Test
+    void badKvEventOptionsAreOneLineNamingTheFlag() {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertThat(run(work, out, err, "replay", "--limit", "1", "--kv-events-replay", "tcp://127.0.0.1:*"))
+                .isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("--kv-events-replay and --kv-events-linger need --kv-events");
+        err.reset();
+        assertThat(run(work, out, err, "replay", "--limit", "1", "--kv-events", "nonsense")).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("cannot bind KV events endpoint nonsense");
+        err.reset();
+        assertThat(run(work, out, err, "replay", "--limit", "1", "--kv-events-lag-ms", "-1")).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("--kv-events-lag-ms must be a finite number >= 0");
+        err.reset();
+        assertThat(run(work, out, err, "kv-events", "--connect", "tcp://127.0.0.1:1", "--idle-s", "0")).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("--idle-s and --max-s must be > 0");
+    }
+}
