@@ -18,9 +18,9 @@ import io.hicache.cuda.CudaError;
 import io.hicache.cuda.simulated.SimulatedCudaConfig;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.RadixNode;
+import io.hicache.testkit.DevicePagePool;
 import org.junit.jupiter.api.Test;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -178,7 +178,7 @@ class ControllerStressTest {
         final long targetBase;
         final long draftBase;
         final HiCacheController ctl;
-        final ArrayDeque<Integer> freePages = new ArrayDeque<>();
+        final DevicePagePool pool = new DevicePagePool(DEVICE_PAGES);
         final BlockingQueue<ForwardHandle> forwards = new ArrayBlockingQueue<>(64);
         final AtomicReference<Throwable> failure = new AtomicReference<>();
         final SplittableRandom forwardRnd;
@@ -216,9 +216,6 @@ class ControllerStressTest {
                 hb.cpGroup(cp, rank, OwnerLanes.ROUND_ROBIN, agreement);
             }
             ctl = hb.build();
-            for (int p = 0; p < DEVICE_PAGES; p++) {
-                freePages.add(p);
-            }
             device = new Thread(this::runDevice, "device-" + rank);
             forward = new Thread(this::runForwards, "forward-" + rank);
         }
@@ -307,7 +304,7 @@ class ControllerStressTest {
                 }
                 ops++;
             } else if (what < 8) {
-                evictedPages += ctl.evictDevice(1 + rnd.nextInt(16), this::free);
+                evictedPages += ctl.evictDevice(1 + rnd.nextInt(16), pool);
                 ops++;
             }
             if (live.size() > 4096) {
@@ -362,7 +359,7 @@ class ControllerStressTest {
             }
             drain();
             if (rnd.nextInt(3) == 0) {
-                evictedPages += ctl.evictDevice(1 + rnd.nextInt(32), this::free);
+                evictedPages += ctl.evictDevice(1 + rnd.nextInt(32), pool);
                 ops++;
             }
             return ops;
@@ -371,9 +368,9 @@ class ControllerStressTest {
         RadixNode insert(SplittableRandom rnd) {
             int pages = 1 + rnd.nextInt(8);
             int prefix = rnd.nextInt(6);
-            if (freePages.size() < pages) {
-                evictedPages += ctl.evictDevice(pages - freePages.size(), this::free);
-                if (freePages.size() < pages) {
+            if (pool.freePages() < pages) {
+                evictedPages += ctl.evictDevice(pages - pool.freePages(), pool);
+                if (pool.freePages() < pages) {
                     return null;
                 }
             }
@@ -383,17 +380,11 @@ class ControllerStressTest {
             }
             int[] dev = new int[pages];
             for (int i = 0; i < pages; i++) {
-                dev[i] = freePages.poll();
+                dev[i] = pool.poll();
             }
             int dupTokens = ctl.tree().insert(tokens, 0, tokens.length, dev, 0);
-            free(dev, 0, dupTokens / PAGE);
+            pool.free(dev, 0, dupTokens / PAGE);
             return ctl.tree().lastInsertNode();
-        }
-
-        void free(int[] pages, int offset, int count) {
-            for (int i = 0; i < count; i++) {
-                freePages.add(pages[offset + i]);
-            }
         }
 
         /** Polls until nothing is in flight (bounded by wall time: a stuck controller fails the test). */

@@ -3,7 +3,6 @@ package io.hicache.micrometer;
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupState;
-import io.hicache.core.DevicePageAllocator;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.LoadHandle;
@@ -14,6 +13,7 @@ import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
+import io.hicache.testkit.DevicePagePool;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -23,7 +23,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.lang.ref.WeakReference;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -48,36 +47,8 @@ class HiCacheMetricsBinderTest {
     SimulatedCudaRuntime gpu;
     long kvBase;
     HiCache cache;
-    final DevicePool pool = new DevicePool();
-
     /** The engine's device pages (scheduler thread). */
-    static final class DevicePool implements DevicePageAllocator {
-        final ArrayDeque<Integer> free = new ArrayDeque<>();
-
-        DevicePool() {
-            for (int p = 0; p < DEVICE_PAGES; p++) {
-                free.add(p);
-            }
-        }
-
-        @Override
-        public boolean allocate(int count, int[] out, int offset) {
-            if (free.size() < count) {
-                return false;
-            }
-            for (int i = 0; i < count; i++) {
-                out[offset + i] = free.poll();
-            }
-            return true;
-        }
-
-        @Override
-        public void free(int[] pages, int offset, int count) {
-            for (int i = 0; i < count; i++) {
-                free.add(pages[offset + i]);
-            }
-        }
-    }
+    final DevicePagePool pool = new DevicePagePool(DEVICE_PAGES);
 
     @BeforeEach
     void build() {

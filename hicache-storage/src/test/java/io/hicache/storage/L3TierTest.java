@@ -2,8 +2,6 @@ package io.hicache.storage;
 
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupListener;
-import io.hicache.core.DevicePageAllocator;
-import io.hicache.core.DevicePageSink;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.LoadHandle;
@@ -15,13 +13,13 @@ import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
+import io.hicache.testkit.DevicePagePool;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -119,9 +117,9 @@ class L3TierTest {
             e.settle(() -> l3.inFlight() == 0);
             assertThat(l3.metrics().get(StorageMetric.WRITE_PAGES_SUBMITTED)).isZero(); // one hit: below 2
             int[] again = new int[5];
-            assertThat(e.allocate(5, again, 0)).isTrue();
+            assertThat(e.pool.allocate(5, again, 0)).isTrue();
             assertThat(e.cache.insert(t, 0, t.length, again, 0)).isEqualTo(t.length); // a second request: 2 hits
-            e.free(again, 0, 5);
+            e.pool.free(again, 0, 5);
             e.cache.match(t, 0, t.length, new MatchResult()); // the tier hears of it through the cache
             e.settle(() -> l3.inFlight() == 0);
             assertThat(l3.metrics().get(StorageMetric.WRITE_PAGES_STORED)).isEqualTo(5);
@@ -430,15 +428,14 @@ class L3TierTest {
     }
 
     /** A toy engine rank: a simulated GPU, its device KV, a device page pool and the cache. Test thread only. */
-    private static final class Engine implements AutoCloseable, DevicePageAllocator, DevicePageSink {
+    private static final class Engine implements AutoCloseable {
         final SimulatedCudaRuntime gpu = new SimulatedCudaRuntime();
         final DeviceKvLayout layout;
         final long kvBase;
         final DeviceKvLayout draftLayout;
         final long draftBase;
         final HiCache cache;
-        final Engine pool = this;
-        private final ArrayDeque<Integer> free = new ArrayDeque<>();
+        final DevicePagePool pool = new DevicePagePool(DEVICE_PAGES);
 
         Engine(List<BackupHandle> heard) {
             this(heard, 0);
@@ -484,9 +481,6 @@ class L3TierTest {
                 });
             }
             cache = b.build();
-            for (int p = 0; p < DEVICE_PAGES; p++) {
-                free.add(p);
-            }
         }
 
         /** Computes {@code t} (its device KV written with {@code tag}), backs it up in the forward and commits it. */
@@ -499,7 +493,7 @@ class L3TierTest {
         List<BackupHandle> compute(int[] t, int tag) {
             int pages = t.length / PAGE;
             int[] dev = new int[pages];
-            assertThat(allocate(pages, dev, 0)).isTrue();
+            assertThat(pool.allocate(pages, dev, 0)).isTrue();
             for (int i = 0; i < pages; i++) {
                 for (int l = 0; l < LAYERS; l++) {
                     MemorySegment s = gpu.deviceMemory(layout.pageAddress(l, 0, dev[i]), layout.pageBytes());
@@ -623,24 +617,6 @@ class L3TierTest {
                     e.cache.poll();
                 }
                 Thread.onSpinWait();
-            }
-        }
-
-        @Override
-        public boolean allocate(int count, int[] out, int offset) {
-            if (free.size() < count) {
-                return false;
-            }
-            for (int i = 0; i < count; i++) {
-                out[offset + i] = free.poll();
-            }
-            return true;
-        }
-
-        @Override
-        public void free(int[] pages, int offset, int count) {
-            for (int i = 0; i < count; i++) {
-                free.add(pages[offset + i]);
             }
         }
 

@@ -34,10 +34,10 @@ import io.hicache.radix.spi.PendingBackup;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTestAccess;
 import io.hicache.radix.RadixTree;
+import io.hicache.testkit.DevicePagePool;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.BitSet;
@@ -126,7 +126,7 @@ final class DstHarness implements AutoCloseable {
     final int maxForwardsInFlight;
 
     final Rank[] ranks;
-    private final ArrayDeque<Integer> freeDevice = new ArrayDeque<>();
+    private final DevicePagePool freeDevice;
     /** Backups not yet terminal on every rank, by sequence number (identical on every rank). */
     private final LinkedHashMap<Long, Rec> recs = new LinkedHashMap<>();
     private final List<String> violations = new ArrayList<>();
@@ -246,9 +246,7 @@ final class DstHarness implements AutoCloseable {
             }
             throw e;
         }
-        for (int pg = 0; pg < devicePages; pg++) {
-            freeDevice.add(pg);
-        }
+        freeDevice = new DevicePagePool(devicePages);
         for (Rank rank : ranks) {
             rank.freeModel.set(0, devicePages);
         }
@@ -664,9 +662,9 @@ final class DstHarness implements AutoCloseable {
     private void engineRequest() {
         int pages = 1 + rnd.nextInt(maxRequestPages);
         int[] tokens = requestTokens(pages);
-        if (freeDevice.size() < pages) {
-            engineEvict(pages - freeDevice.size());
-            if (freeDevice.size() < pages) {
+        if (freeDevice.freePages() < pages) {
+            engineEvict(pages - freeDevice.freePages());
+            if (freeDevice.freePages() < pages) {
                 trace("request of " + pages + " pages skipped: no device room");
                 count("request.noDeviceRoom");
                 return;
@@ -691,7 +689,7 @@ final class DstHarness implements AutoCloseable {
         }
         int dupPages = dup / pageSize;
         for (int i = 0; i < dupPages; i++) {
-            freeDevice.add(dev[i]);
+            freeDevice.free(dev[i]);
             for (Rank rank : ranks) {
                 rank.freeModel.set(dev[i]);
             }
@@ -1232,7 +1230,7 @@ final class DstHarness implements AutoCloseable {
             onDeviceFreed(rank, page);
         }
         if (rank.r == 0) {
-            freeDevice.add(page);
+            freeDevice.free(page);
         }
     }
 
@@ -1282,7 +1280,7 @@ final class DstHarness implements AutoCloseable {
                     refuseNextAllocation = false;
                     count("load.allocationRefusedOnce");
                     got = REFUSED;
-                } else if (freeDevice.size() < count) {
+                } else if (freeDevice.freePages() < count) {
                     got = REFUSED;
                 } else {
                     got = new int[count];
@@ -2030,8 +2028,8 @@ final class DstHarness implements AutoCloseable {
             lost.andNot(owned);
             violations.add("rank " + rank.r + " device pages " + lost + " are neither free, in the tree nor in a load");
         }
-        if (rank.r == 0 && freeDevice.size() != rank.freeModel.cardinality()) {
-            violations.add("free list holds " + freeDevice.size() + " pages, the model " + rank.freeModel.cardinality());
+        if (rank.r == 0 && freeDevice.freePages() != rank.freeModel.cardinality()) {
+            violations.add("free list holds " + freeDevice.freePages() + " pages, the model " + rank.freeModel.cardinality());
         }
     }
 
@@ -2251,8 +2249,8 @@ final class DstHarness implements AutoCloseable {
             rank.tree.checkInvariants();
             rank.ctl.allocator().checkAllFree();
         }
-        if (freeDevice.size() != devicePages) {
-            fail("device pages lost: " + freeDevice.size() + " of " + devicePages + " back in the free list");
+        if (freeDevice.freePages() != devicePages) {
+            fail("device pages lost: " + freeDevice.freePages() + " of " + devicePages + " back in the free list");
         }
         close();
     }

@@ -23,13 +23,12 @@ import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTestAccess;
+import io.hicache.testkit.DevicePagePool;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -142,8 +141,7 @@ class LoadOverlapDstTest {
             final DeviceKvLayout target;
             final DeviceKvLayout draft;
             final HiCacheController ctl;
-            final ArrayDeque<Integer> free = new ArrayDeque<>();
-            final BitSet freeSet = new BitSet();
+            final DevicePagePool free;
 
             Rank(int r, InProcessRankAgreement agreement, InProcessRankAgreement loadAgreement) {
                 this.r = r;
@@ -170,22 +168,16 @@ class LoadOverlapDstTest {
                     hb.cpGroup(cp, r, OwnerLanes.ROUND_ROBIN, agreement, loadAgreement);
                 }
                 ctl = hb.build();
-                for (int p = 0; p < devicePages; p++) {
-                    free.add(p);
-                    freeSet.set(p);
-                }
+                free = new DevicePagePool(devicePages);
             }
 
             @Override
             public boolean allocate(int count, int[] out, int offset) {
-                if (free.size() < count) {
+                if (!free.allocate(count, out, offset)) {
                     return false;
                 }
                 for (int i = 0; i < count; i++) {
-                    int p = free.poll();
-                    freeSet.clear(p);
-                    out[offset + i] = p;
-                    scribble(p);
+                    scribble(out[offset + i]);
                 }
                 return true;
             }
@@ -194,12 +186,11 @@ class LoadOverlapDstTest {
             public void free(int[] pages, int offset, int count) {
                 for (int i = 0; i < count; i++) {
                     int p = pages[offset + i];
-                    if (freeSet.get(p)) {
+                    if (free.isFree(p)) {
                         violations.add("rank " + r + " device page " + p + " freed twice");
                         continue;
                     }
-                    freeSet.set(p);
-                    free.add(p);
+                    free.free(p);
                 }
             }
 
@@ -295,8 +286,8 @@ class LoadOverlapDstTest {
              */
             void checkOwnership() {
                 int[] owner = new int[devicePages];
-                for (int p = freeSet.nextSetBit(0); p >= 0; p = freeSet.nextSetBit(p + 1)) {
-                    owner[p]++;
+                for (int p = 0; p < devicePages; p++) {
+                    owner[p] += free.isFree(p) ? 1 : 0;
                 }
                 for (Backup[] b : allBackups) {
                     for (int i = 0; i < b[r].heldDevicePageCount(); i++) {
@@ -327,7 +318,7 @@ class LoadOverlapDstTest {
                         return; // counted under its load
                     }
                     for (int i = 0; i < n.pageCount(); i++) {
-                        if (freeSet.get(pages[i])) {
+                        if (free.isFree(pages[i])) {
                             violations.add("rank " + r + " node " + n + " points at freed device page " + pages[i]);
                         }
                         owner[pages[i]]++;
@@ -526,13 +517,13 @@ class LoadOverlapDstTest {
             for (int r = 0; r < cp; r++) {
                 prefixLock[r] = m[r].lastDeviceNode(); // the engine holds its prefix while it makes room
                 ranks[r].ctl.tree().lock(prefixLock[r]);
-                if (ranks[r].free.size() < fresh) {
-                    ranks[r].ctl.evictDevice(fresh - ranks[r].free.size(), ranks[r]);
+                if (ranks[r].free.freePages() < fresh) {
+                    ranks[r].ctl.evictDevice(fresh - ranks[r].free.freePages(), ranks[r]);
                 }
             }
             boolean room = true;
             for (int r = 0; r < cp; r++) {
-                room &= ranks[r].free.size() >= fresh;
+                room &= ranks[r].free.freePages() >= fresh;
             }
             // every rank allocates the same ids: identical scheduling keeps the free lists identical
             int[] freshPages = new int[fresh];

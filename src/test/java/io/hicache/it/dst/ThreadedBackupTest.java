@@ -24,6 +24,7 @@ import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTestAccess;
 import io.hicache.radix.RadixTree;
+import io.hicache.testkit.DevicePagePool;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.junit.jupiter.api.Timeout;
@@ -203,7 +204,7 @@ class ThreadedBackupTest {
         final AtomicIntegerArray[] devTagT = new AtomicIntegerArray[LAYERS];
         final AtomicIntegerArray[] devTagD = new AtomicIntegerArray[DRAFT_LAYERS];
         final BlockingQueue<Job> jobs = new ArrayBlockingQueue<>(1024);
-        final ArrayDeque<Integer> freeDevice = new ArrayDeque<>();
+        final DevicePagePool freeDevice = new DevicePagePool(DEVICE_PAGES);
         final List<Backup> registered = new ArrayList<>();
         final Map<Backup, Job> jobOf = new HashMap<>();
         final Map<Backup, Integer> indexInJob = new HashMap<>();
@@ -254,7 +255,6 @@ class ThreadedBackupTest {
                 devTagD[d] = new AtomicIntegerArray(DEVICE_PAGES);
             }
             for (int pg = 0; pg < DEVICE_PAGES; pg++) {
-                freeDevice.add(pg);
                 for (int l = 0; l < LAYERS; l++) {
                     write(false, l, pg, 1);
                 }
@@ -543,9 +543,9 @@ class ThreadedBackupTest {
                 tokens[i] = uniqueToken++;
             }
             // under load: wait (polling, in lockstep) for running requests to finish until the device has room
-            for (int tries = 0; freeDevice.size() < pages; tries++) {
-                evict(pages - freeDevice.size());
-                if (freeDevice.size() >= pages) {
+            for (int tries = 0; freeDevice.freePages() < pages; tries++) {
+                evict(pages - freeDevice.freePages());
+                if (freeDevice.freePages() >= pages) {
                     break;
                 }
                 if (tries > 100_000) {
@@ -562,7 +562,7 @@ class ThreadedBackupTest {
             }
             int dupPages = tree.insert(tokens, 0, tokens.length, dev, 0) / PAGE_SIZE;
             for (int i = 0; i < dupPages; i++) {
-                freeDevice.add(dev[i]);
+                freeDevice.free(dev[i]);
             }
             RadixNode last = tree.lastInsertNode();
             tree.lock(last);
@@ -622,7 +622,7 @@ class ThreadedBackupTest {
                     for (int dl = 0; dl < DRAFT_LAYERS; dl++) {
                         write(true, dl, page, tag);
                     }
-                    freeDevice.add(page);
+                    freeDevice.free(page);
                 }
             });
         }
@@ -695,7 +695,7 @@ class ThreadedBackupTest {
             }
             throwViolations();
             assertThat(tree.nodeCount()).as("rank %d nodes left", r).isZero();
-            assertThat(freeDevice).as("rank %d device pages back", r).hasSize(DEVICE_PAGES);
+            assertThat(freeDevice.freePages()).as("rank %d device pages back", r).isEqualTo(DEVICE_PAGES);
             ctl.allocator().checkAllFree();
         }
     }

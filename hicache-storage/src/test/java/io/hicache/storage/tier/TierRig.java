@@ -20,6 +20,7 @@ import io.hicache.radix.RadixNode;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.PageStore;
 import io.hicache.storage.StorageTierConfig;
+import io.hicache.testkit.DevicePagePool;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -45,7 +46,7 @@ final class TierRig implements AutoCloseable {
     final long[] draftBase;
     final PageStore store;
     long clockNs;
-    private final java.util.ArrayDeque<Integer> freeDevice = new java.util.ArrayDeque<>();
+    private final DevicePagePool freeDevice;
 
     TierRig(int cp, int pageSize, int devicePages, int hostPages, PageStore store, StorageTierConfig cfg, String salt) {
         this(cp, pageSize, devicePages, hostPages, store, cfg, salt, 0);
@@ -96,13 +97,11 @@ final class TierRig implements AutoCloseable {
             tier[r] = new StorageTier(ctl[r], store, ns, cfg, storage, cp, () -> clockNs);
             fwd.target(tier[r]);
         }
-        for (int p = 0; p < devicePages; p++) {
-            freeDevice.add(p);
-        }
+        freeDevice = new DevicePagePool(devicePages);
     }
 
     int freeDevicePages() {
-        return freeDevice.size();
+        return freeDevice.freePages();
     }
 
     static int[] tokens(int start, int n) {
@@ -158,7 +157,7 @@ final class TierRig implements AutoCloseable {
             backups.add(l);
         }
         for (int i = 0; i < dup / pageSize; i++) {
-            freeDevice.add(dev[i]);
+            freeDevice.free(dev[i]);
         }
         ForwardHandle[] h = new ForwardHandle[cp];
         for (int r = 0; r < cp; r++) {
@@ -218,11 +217,7 @@ final class TierRig implements AutoCloseable {
 
     /** Evicts every device page and then every host page on every rank. */
     void evictAll() {
-        DevicePageSink sink = (pages, off, count) -> {
-            for (int i = 0; i < count; i++) {
-                freeDevice.add(pages[off + i]);
-            }
-        };
+        DevicePageSink sink = freeDevice;
         for (int r = 0; r < cp; r++) {
             ctl[r].evictDevice(Integer.MAX_VALUE, r == 0 ? sink : (p, o, c) -> { });
         }
