@@ -7,6 +7,7 @@ module io.hicache.aeron {
     requires transitive io.hicache.core;
     requires transitive io.aeron.client;
     requires io.aeron.driver;
+    requires com.fasterxml.jackson.databind;
 
     exports io.hicache.aeron;
     exports io.hicache.aeron.cluster;

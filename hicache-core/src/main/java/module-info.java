@@ -34,4 +34,5 @@ module io.hicache.core {
     exports io.hicache.core.internal.cp to io.hicache.storage;
     exports io.hicache.core.internal.memory to io.hicache.storage;
     exports io.hicache.core.internal.metrics to io.hicache.micrometer;
+    exports io.hicache.core.internal.log to io.hicache.storage;
 }

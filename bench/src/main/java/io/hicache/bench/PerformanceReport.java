@@ -24,7 +24,8 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Runs the whole JMH suite with {@code -prof gc} and writes {@code docs/PERFORMANCE.md}: one table row per
+ * Runs the whole JMH suite with {@code -prof gc} and writes the generated section ({@link ReportSection}
+ * {@code bench-run}; the hand-written sections around it are kept) of {@code docs/PERFORMANCE.md}: one table row per
  * benchmark and parameter set (score, error, unit, B/op from the GC profiler, the timed-section B/op where a
  * benchmark measures it, and its counters), the floors of issue 8, side-by-side ratios, the machine and the
  * command. Used by {@code bench/run}; cold code, single-threaded.
@@ -69,10 +70,7 @@ public final class PerformanceReport {
         }
         Collection<RunResult> results = new Runner(options.build()).run();
         String md = render(results, gpu, full, command);
-        if (out.getParent() != null) {
-            Files.createDirectories(out.getParent());
-        }
-        Files.writeString(out, md);
+        ReportSection.write(out, "bench-run", md);
         System.out.println("wrote " + out.toAbsolutePath());
     }
 

@@ -44,8 +44,6 @@ import java.util.regex.Pattern;
  * (shown in the report).
  */
 public final class StorageBench {
-    private static final String BEGIN = "<!-- storage-bench begin -->";
-    private static final String END = "<!-- storage-bench end -->";
     private static int IO_THREADS = 2;
     /** A buffered read of 512 MiB lasts a few tens of milliseconds: each get run reads every page this many times. */
     private static final int GET_PASSES = 4;
@@ -588,15 +586,6 @@ public final class StorageBench {
     }
 
     private static void write(Path out, String section) throws IOException {
-        String text = Files.exists(out) ? Files.readString(out) : "";
-        String block = BEGIN + "\n" + section + END + "\n";
-        int b = text.indexOf(BEGIN);
-        int e = text.indexOf(END);
-        if (b >= 0 && e > b) {
-            text = text.substring(0, b) + block + text.substring(e + END.length() + (text.startsWith("\n", e + END.length()) ? 1 : 0));
-        } else {
-            text = text + (text.endsWith("\n") || text.isEmpty() ? "\n" : "\n\n") + block;
-        }
-        Files.writeString(out, text);
+        ReportSection.write(out, "storage-bench", section);
     }
 }

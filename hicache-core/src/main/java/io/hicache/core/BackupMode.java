@@ -10,15 +10,4 @@ public enum BackupMode {
      * logs a rate-limited WARN and bumps a counter.
      */
     ALL_LAYERS;
-
-    /** Parses {@code layered} or {@code all-layers}/{@code all_layers} (case-insensitive). */
-    public static BackupMode parse(String text) {
-        String t = text.trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_');
-        for (BackupMode m : values()) {
-            if (m.name().equals(t)) {
-                return m;
-            }
-        }
-        throw new IllegalArgumentException("unknown backup mode '" + text + "': expected layered or all-layers");
-    }
 }

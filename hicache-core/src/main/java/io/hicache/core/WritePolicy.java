@@ -41,16 +41,4 @@ public enum WritePolicy {
             return VALUES.length;
         }
     }
-
-    /** Parses {@code write_through}, {@code write_through_selective}, {@code write_back} (case-insensitive, '-' or '_'). */
-    public static WritePolicy parse(String text) {
-        String t = text.trim().toUpperCase(java.util.Locale.ROOT).replace('-', '_');
-        for (WritePolicy p : values()) {
-            if (p.name().equals(t)) {
-                return p;
-            }
-        }
-        throw new IllegalArgumentException("unknown write policy '" + text
-            + "': expected write_through, write_through_selective or write_back");
-    }
 }

@@ -8,7 +8,7 @@ import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.internal.TierAttachment;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
-import io.hicache.storage.internal.DistinctErrorLog;
+import io.hicache.core.internal.log.DistinctErrorLog;
 import io.hicache.storage.tier.StorageTier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,7 +63,7 @@ public final class L3Tier implements AutoCloseable {
     private final HiCacheController controller;
     private final StorageTier tier;
     private final Attachment attachment = new Attachment();
-    private final DistinctErrorLog errors = new DistinctErrorLog(LOG, "L3 storage tier");
+    private final DistinctErrorLog errors = new DistinctErrorLog(LOG, "L3 storage tier", 1024);
     private boolean closed;
 
     private L3Tier(HiCacheController controller, StorageTier tier) {

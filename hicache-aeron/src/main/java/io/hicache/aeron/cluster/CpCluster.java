@@ -1,5 +1,9 @@
 package io.hicache.aeron.cluster;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.aeron.driver.MediaDriver;
 import io.hicache.aeron.EmbeddedDriver;
 
@@ -7,6 +11,8 @@ import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,8 +20,6 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
@@ -30,6 +34,8 @@ import java.util.stream.Stream;
  * arguments. A rank that was declared failed (killed, or stalled past the timeout) is not a survivor.
  */
 public final class CpCluster {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
     /** What to run. */
     public record Options(int ranks, double seconds, int killRank, double killAfterSeconds, int stallRank,
                           double stallAfterSeconds, double stallForSeconds, long seed, long memberTimeoutMs,
@@ -234,22 +240,22 @@ public final class CpCluster {
                 }
                 continue;
             }
-            String rep = Files.readString(f);
+            JsonNode rep = JSON.readTree(f.toFile());
             log.println("cp-cluster: " + rep);
-            committed[r] = num(rep, "committed");
-            failedMask |= num(rep, "failed_mask");
+            committed[r] = rep.path("committed").asLong();
+            failedMask |= rep.path("failed_mask").asLong();
             samples.add(readLatencies(dir.resolve("latency-" + r)));
-            if (rep.contains("\"left\":true")) {
+            if (rep.path("left").asBoolean()) {
                 failedRanks.add(r);
                 continue;
             }
             survivors.add(r);
-            if (num(rep, "status") != 0) {
+            if (rep.path("status").asInt() != 0) {
                 allOk = false;
             }
-            abortedRankFailed += num(rep, "aborted_rank_failed");
-            rounds = Math.max(rounds, num(rep, "rounds"));
-            String d = str(rep, "digest") + "/" + committed[r];
+            abortedRankFailed += rep.path("aborted_rank_failed").asLong();
+            rounds = Math.max(rounds, rep.path("rounds").asLong());
+            String d = rep.path("digest").asText() + "/" + committed[r];
             if (digest == null) {
                 digest = d;
             } else if (!digest.equals(d)) {
@@ -264,19 +270,15 @@ public final class CpCluster {
         identical &= !survivors.isEmpty();
         long[] all = samples.stream().flatMapToLong(Arrays::stream).sorted().toArray();
         String reason = timedOut ? "timeout" : !allOk ? "rank_error" : failedMask != 0 ? "rank_failed" : "completed";
-        StringBuilder json = new StringBuilder();
-        json.append("{\"ranks\":").append(o.ranks())
-            .append(",\"rounds\":").append(rounds)
-            .append(",\"round_latency_us\":{\"p50\":").append(us(pct(all, 0.50)))
-            .append(",\"p99\":").append(us(pct(all, 0.99)))
-            .append(",\"max\":").append(us(all.length == 0 ? 0 : all[all.length - 1])).append('}')
-            .append(",\"committed_per_rank\":").append(Arrays.toString(committed).replace(" ", ""))
-            .append(",\"aborted_rank_failed\":").append(abortedRankFailed)
-            .append(",\"identical_commits\":").append(identical)
-            .append(",\"survivors\":").append(survivors.toString().replace(" ", ""))
-            .append(",\"failed_ranks\":").append(failedRanks.stream().sorted().toList().toString().replace(" ", ""))
-            .append(",\"member_timeout_ms\":").append(o.memberTimeoutMs())
-            .append(",\"exit_reason\":\"").append(reason).append("\"}");
+        ObjectNode json = JSON.createObjectNode().put("ranks", o.ranks()).put("rounds", rounds);
+        json.putObject("round_latency_us").put("p50", us(pct(all, 0.50))).put("p99", us(pct(all, 0.99)))
+            .put("max", us(all.length == 0 ? 0 : all[all.length - 1]));
+        ArrayNode perRank = json.putArray("committed_per_rank");
+        Arrays.stream(committed).forEach(perRank::add);
+        json.put("aborted_rank_failed", abortedRankFailed).put("identical_commits", identical);
+        survivors.forEach(json.putArray("survivors")::add);
+        failedRanks.stream().sorted().forEach(json.putArray("failed_ranks")::add);
+        json.put("member_timeout_ms", o.memberTimeoutMs()).put("exit_reason", reason);
         boolean ok = allOk && identical;
         if (ok) {
             deleteRecursively(dir);
@@ -286,7 +288,8 @@ public final class CpCluster {
 
     private static Result failed(Options o, String why, java.io.PrintStream log) {
         log.println("cp-cluster: " + why);
-        String json = "{\"ranks\":" + o.ranks() + ",\"identical_commits\":false,\"exit_reason\":\"start_failed\"}";
+        String json = JSON.createObjectNode().put("ranks", o.ranks()).put("identical_commits", false)
+            .put("exit_reason", "start_failed").toString();
         return new Result(json, 1, false, 0, List.of());
     }
 
@@ -297,18 +300,9 @@ public final class CpCluster {
         return sorted[Math.min(sorted.length - 1, (int) Math.ceil(q * sorted.length) - 1)];
     }
 
-    private static String us(long ns) {
-        return String.format(java.util.Locale.ROOT, "%.1f", ns / 1000.0);
-    }
-
-    private static long num(String json, String key) {
-        Matcher m = Pattern.compile("\"" + key + "\":(-?\\d+)").matcher(json);
-        return m.find() ? Long.parseLong(m.group(1)) : 0;
-    }
-
-    private static String str(String json, String key) {
-        Matcher m = Pattern.compile("\"" + key + "\":\"([^\"]*)\"").matcher(json);
-        return m.find() ? m.group(1) : "";
+    /** Microseconds with one decimal, written as a plain JSON number. */
+    private static BigDecimal us(long ns) {
+        return BigDecimal.valueOf(ns).movePointLeft(3).setScale(1, RoundingMode.HALF_UP);
     }
 
     private static long[] readLatencies(Path f) throws IOException {

@@ -1,5 +1,7 @@
 package io.hicache.aeron.cluster;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.aeron.Aeron;
 import io.hicache.aeron.AeronRankGroup;
 import io.hicache.aeron.AgreementConfig;
@@ -24,6 +26,8 @@ import java.util.concurrent.TimeUnit;
  * <p>Exit status: 0 done, 2 bad arguments, 3 a step did not retire within 20 member timeouts (a hang).
  */
 public final class CpRank {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
     private CpRank() {
     }
 
@@ -81,13 +85,14 @@ public final class CpRank {
                     out.writeLong(ns);
                 }
             }
-            String report = "{\"rank\":" + rank + ",\"steps\":" + w.steps() + ",\"committed\":" + w.committed()
-                + ",\"aborted\":" + w.aborted() + ",\"aborted_rank_failed\":" + w.abortedRankFailed()
-                + ",\"digest\":\"" + Long.toHexString(w.commitDigest()) + "\",\"left\":" + group.hasLeft()
-                + ",\"degraded\":" + group.degraded() + ",\"failed_mask\":" + group.failedMask()
-                + ",\"rounds\":" + latencies.length + ",\"dropped_frames\":" + group.droppedFrames()
-                + ",\"status\":" + status + "}";
-            Files.writeString(dir.resolve("report-" + rank + ".tmp"), report);
+            ObjectNode report = JSON.createObjectNode()
+                .put("rank", rank).put("steps", w.steps()).put("committed", w.committed())
+                .put("aborted", w.aborted()).put("aborted_rank_failed", w.abortedRankFailed())
+                .put("digest", Long.toHexString(w.commitDigest())).put("left", group.hasLeft())
+                .put("degraded", group.degraded()).put("failed_mask", group.failedMask())
+                .put("rounds", latencies.length).put("dropped_frames", group.droppedFrames())
+                .put("status", status);
+            JSON.writeValue(dir.resolve("report-" + rank + ".tmp").toFile(), report);
             Files.move(dir.resolve("report-" + rank + ".tmp"), dir.resolve("report-" + rank));
         }
         System.exit(status);

@@ -1,5 +1,6 @@
 package io.hicache.storage.internal;
 
+import io.hicache.core.internal.log.DistinctErrorLog;
 import io.hicache.storage.HostPage;
 import io.hicache.storage.PageKey;
 import io.hicache.storage.PageStore;
@@ -71,7 +72,7 @@ public abstract class AbstractPageStore implements PageStore {
     protected AbstractPageStore(String kind, String label, StoreConfig config) {
         this.kind = kind;
         this.config = config;
-        this.errorLog = new DistinctErrorLog(LoggerFactory.getLogger(getClass()), label);
+        this.errorLog = new DistinctErrorLog(LoggerFactory.getLogger(getClass()), label, 1024);
         AtomicInteger threadIds = new AtomicInteger();
         this.executor = new ThreadPoolExecutor(config.ioThreads(), config.ioThreads(), 0, TimeUnit.MILLISECONDS,
                 new ArrayBlockingQueue<>(config.maxQueuedOps()), r -> {
