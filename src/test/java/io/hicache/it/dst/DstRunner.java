@@ -12,7 +12,8 @@ import java.util.List;
  * chunk stops at its first failing seed (the suites stop there), the failure is printed and the next chunk goes on,
  * so one run reports one failure per failing chunk with its first failing seed and the command that replays it.
  *
- * <p>Output (stdout, one line each, parsed by the script): {@code DST-CHUNK suite from count ok|fail ms} per chunk
+ * <p>Output (stdout, one line each, parsed by the script): {@code DST-CHUNK suite from ran ok|fail ms} per chunk
+ * ({@code ran}: the chunk's seeds, or those up to its first failing seed)
  * and {@code DST-FAIL suite from count: message} per failing chunk (the message names the seed and the replay; a
  * chunk whose seeds all passed but missed a path the suite asserts it covers fails with no seed). Stack traces go
  * to stderr.
@@ -76,7 +77,14 @@ public final class DstRunner {
                 e.getCause().printStackTrace();
             }
             long ms = (System.nanoTime() - t0) / 1_000_000;
-            System.out.println("DST-CHUNK " + suite.name() + " " + start + " " + n + " "
+            // seeds run: the whole chunk, or up to its first failing seed (the suites stop there)
+            long ran = n;
+            if (failure != null) {
+                java.util.regex.Matcher m = java.util.regex.Pattern.compile("seed[ =](\\d+)").matcher(failure);
+                long seed = m.find() ? Long.parseLong(m.group(1)) : -1;
+                ran = seed >= start && seed < start + n ? seed - start + 1 : n;
+            }
+            System.out.println("DST-CHUNK " + suite.name() + " " + start + " " + ran + " "
                 + (failure == null ? "ok" : "fail") + " " + ms);
             if (failure != null) {
                 failures++;
