@@ -1,24 +1,54 @@
 package io.hicache.soak;
 
 import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaError;
 import io.hicache.cuda.CudaEvent;
+import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 
 import java.lang.foreign.MemorySegment;
+import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A {@link CudaRuntime} that forwards every call and counts the streams and events alive, so the soak can report
- * the ones a closed cache left behind. Thread-safe as the runtime it wraps.
+ * A {@link CudaRuntime} that forwards every call, counts the streams and events alive (so the soak can report the
+ * ones a closed cache left behind) and fails a seeded share of copy launches with {@code
+ * cudaErrorLaunchOutOfResources} (701, not sticky), as a real launch that the driver refuses. Thread-safe as the
+ * runtime it wraps.
  */
 final class CountingRuntime implements CudaRuntime {
     private final CudaRuntime d;
     private final AtomicLong streams = new AtomicLong();
     private final AtomicLong events = new AtomicLong();
+    private final AtomicLong copyFaults = new AtomicLong();
+    private final SplittableRandom faults;
+    private final double copyFaultProbability;
 
-    CountingRuntime(CudaRuntime delegate) {
+    CountingRuntime(CudaRuntime delegate, long seed, double copyFaultProbability) {
         this.d = delegate;
+        this.faults = new SplittableRandom(seed);
+        this.copyFaultProbability = copyFaultProbability;
+    }
+
+    /** Copy launches failed on purpose. */
+    long copyFaults() {
+        return copyFaults.get();
+    }
+
+    private void maybeFail(String call) {
+        if (copyFaultProbability <= 0) {
+            return;
+        }
+        boolean fail;
+        synchronized (faults) {
+            fail = faults.nextDouble() < copyFaultProbability;
+        }
+        if (fail) {
+            copyFaults.incrementAndGet();
+            throw new CudaException(CudaError.LAUNCH_OUT_OF_RESOURCES.code(), "cudaErrorLaunchOutOfResources",
+                "too many resources requested for launch (injected by the soak)", call);
+        }
     }
 
     long liveStreams() {
@@ -80,12 +110,14 @@ final class CountingRuntime implements CudaRuntime {
 
     @Override
     public void memcpyAsync(long dst, long src, long bytes, CopyKind kind, CudaStream stream) {
+        maybeFail("cudaMemcpyAsync");
         d.memcpyAsync(dst, src, bytes, kind, stream);
     }
 
     @Override
     public void memcpy2DAsync(long dst, long dstPitch, long src, long srcPitch, long widthBytes, long height,
                               CopyKind kind, CudaStream stream) {
+        maybeFail("cudaMemcpy2DAsync");
         d.memcpy2DAsync(dst, dstPitch, src, srcPitch, widthBytes, height, kind, stream);
     }
 
@@ -93,6 +125,7 @@ final class CountingRuntime implements CudaRuntime {
 
     @Override
     public void memcpyBatchAsync(long[] dsts, long[] srcs, long[] sizes, int count, CopyKind kind, CudaStream stream) {
+        maybeFail("cudaMemcpyBatchAsync");
         d.memcpyBatchAsync(dsts, srcs, sizes, count, kind, stream);
     }
 

@@ -40,6 +40,7 @@ public final class Soak {
     private final String redisServer;
     private final long memberTimeoutMs = 1_000;
     private final long leaseMs = 250;
+    private final double cudaFaults;
     private final SplittableRandom faults;
     private Process redis;
     private int redisPort;
@@ -53,7 +54,9 @@ public final class Soak {
     private final List<Process> live = new ArrayList<>();
     private long lastForwards;
 
-    private Soak(double minutes, int ranks, int draftLayers, long seed, Path out, String redisServer) {
+    private Soak(double minutes, int ranks, int draftLayers, long seed, Path out, String redisServer,
+                 double cudaFaults) {
+        this.cudaFaults = cudaFaults;
         this.minutes = minutes;
         this.ranks = ranks;
         this.draftLayers = draftLayers;
@@ -70,6 +73,7 @@ public final class Soak {
         long seed = System.nanoTime() & 0xffffffffL;
         Path out = null;
         String redis = null;
+        double cudaFaults = 0.002;
         try {
             for (int i = 0; i < args.length; i += 2) {
                 if (i + 1 >= args.length) {
@@ -83,6 +87,7 @@ public final class Soak {
                     case "--seed" -> seed = Long.parseLong(v);
                     case "--out" -> out = Path.of(v);
                     case "--redis-server" -> redis = v;
+                    case "--cuda-faults" -> cudaFaults = Double.parseDouble(v);
                     default -> throw new IllegalArgumentException("unknown flag " + args[i]);
                 }
             }
@@ -99,7 +104,7 @@ public final class Soak {
             return;
         }
         Files.createDirectories(out);
-        System.exit(new Soak(minutes, ranks, draft, seed, out, redis).run());
+        System.exit(new Soak(minutes, ranks, draft, seed, out, redis, cudaFaults).run());
     }
 
     private int run() throws Exception {
@@ -194,7 +199,7 @@ public final class Soak {
                 "--aeron-dir", driver.aeronDirectoryName(), "--redis-port", Integer.toString(redisPort),
                 "--until-ms", Long.toString(endMs), "--stats", dir.resolve("stats-" + r + ".properties").toString(),
                 "--member-timeout-ms", Long.toString(memberTimeoutMs), "--lease-ms", Long.toString(leaseMs),
-                "--run-dir", dir.toString());
+                "--run-dir", dir.toString(), "--cuda-faults", Double.toString(cudaFaults));
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("rank-" + r + ".log").toFile()).start();
             procs.add(p);
@@ -286,7 +291,7 @@ public final class Soak {
         j.put("ranks_killed", ranksKilled);
         for (String k : List.of("requests", "forwards", "backups_reserved", "backups_committed", "loads_verified",
             "loads_verified_after_l3", "bytes_verified", "mismatches", "stalls", "hooks_refused_after_lease",
-            "host_pages_evicted", "l3_prefetches")) {
+            "host_pages_evicted", "l3_prefetches", "cuda_faults_injected")) {
             j.put(k, sum.getOrDefault(k, 0L));
         }
         j.put("aborts", obj(sum, "aborts.", "lease_expired", "rank_failed", "cuda_error")

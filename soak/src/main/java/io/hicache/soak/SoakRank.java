@@ -176,7 +176,8 @@ public final class SoakRank {
 
     private void open() {
         device = new HostThreadCudaRuntime();
-        runtime = new CountingRuntime(device);
+        runtime = new CountingRuntime(device, Long.parseLong(a.get("seed")) * 31 + rank,
+            Double.parseDouble(a.getOrDefault("cuda-faults", "0")));
         DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS).pageSizeTokens(PAGE)
             .bytesPerTokenPerBuffer(16).pageCount(DEVICE_PAGES);
         target = tb.packedFrom(runtime.deviceMalloc(tb.packedBytes())).build();
@@ -465,6 +466,7 @@ public final class SoakRank {
         c.put("aborts.rank_failed", mt.abortedBy(AbortReason.RANK_FAILED));
         c.put("aborts.cuda_error", mt.abortedBy(AbortReason.CUDA_ERROR));
         c.put("host_pages_evicted", mt.get(Metric.HOST_PAGES_EVICTED));
+        c.put("cuda_faults_injected", runtime.copyFaults());
         StoreStats s = store.stats();
         c.put("l3.puts", s.putPages());
         c.put("l3.gets", s.getHitPages());
