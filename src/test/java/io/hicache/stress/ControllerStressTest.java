@@ -28,6 +28,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -54,6 +55,12 @@ class ControllerStressTest {
     static final int DRAFT_LAYERS = 2;
     static final int PAGE = 4;
     static final int DEVICE_PAGES = 256;
+    /** Lease of the single-rank part, in virtual device nanoseconds. */
+    static final long LEASE_NS = 2_000_000L;
+
+    /** A forward handed to the forward thread; {@code stall} ones wait (past their lease) for {@code leaseSeen}. */
+    record Forward(ForwardHandle handle, List<Backup> backups, boolean stall, AtomicBoolean leaseSeen) {
+    }
 
     static long seconds() {
         return Long.getLong("hicache.stress.seconds", 20L);
@@ -94,6 +101,10 @@ class ControllerStressTest {
         assertThat(HostKvPool.openPoolBytes()).isEqualTo(openBefore);
         System.out.printf("stress single-rank seed=%d seconds=%d ops=%d %s%n", seed, seconds() / 2, ops, r.figures());
         assertThat(r.ctl.metrics().get(Metric.BACKUPS_COMMITTED)).isPositive();
+        if (r.stallsStarted > 0) {
+            // a forward stalled past its lease while its thread went on hooking: the lease fired
+            assertThat(r.ctl.metrics().abortedBy(AbortReason.LEASE_EXPIRED)).as("lease aborts").isPositive();
+        }
     }
 
     @Test
@@ -179,7 +190,14 @@ class ControllerStressTest {
         final long draftBase;
         final HiCacheController ctl;
         final DevicePagePool pool = new DevicePagePool(DEVICE_PAGES);
-        final BlockingQueue<ForwardHandle> forwards = new ArrayBlockingQueue<>(64);
+        final BlockingQueue<Forward> forwards = new ArrayBlockingQueue<>(64);
+        /** Scheduler-owned: the stalled forwards whose thread waits for their lease to be revoked. */
+        final List<Forward> stalled = new ArrayList<>();
+        final boolean stalls;
+        /** Scheduler-owned: draws which forwards stall. */
+        final SplittableRandom stallRnd;
+        long stallsStarted;
+        volatile long stallsHookedAfterRevocation;
         final AtomicReference<Throwable> failure = new AtomicReference<>();
         final SplittableRandom forwardRnd;
         final Thread device;
@@ -194,6 +212,8 @@ class ControllerStressTest {
             this.rank = rank;
             this.cp = cp;
             this.forwardRnd = new SplittableRandom(seed * 7 + rank);
+            this.stalls = !epochs;
+            this.stallRnd = new SplittableRandom(seed * 13 + rank);
             SimulatedCudaConfig.Builder cb = SimulatedCudaConfig.builder().seed(seed * 31 + rank)
                 .delayedCompletions(0.05, 20_000);
             if (faultProbability > 0) {
@@ -210,7 +230,7 @@ class ControllerStressTest {
             draft = db.packedFrom(draftBase).build();
             ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.DEDICATED)
-                .writePolicy(WritePolicy.WRITE_THROUGH).clock(rt::nowNs).leaseNs(epochs ? 0 : 2_000_000L)
+                .writePolicy(WritePolicy.WRITE_THROUGH).clock(rt::nowNs).leaseNs(epochs ? 0 : LEASE_NS)
                 .checkThread(false).maxForwardsInFlight(8);
             if (cp > 1) {
                 hb.cpGroup(cp, rank, OwnerLanes.ROUND_ROBIN, agreement);
@@ -242,14 +262,19 @@ class ControllerStressTest {
         void runForwards() {
             try {
                 while (running || !forwards.isEmpty()) {
-                    ForwardHandle h = forwards.poll(10, TimeUnit.MILLISECONDS);
-                    if (h == null) {
+                    Forward f = forwards.poll(10, TimeUnit.MILLISECONDS);
+                    if (f == null) {
                         continue;
                     }
+                    ForwardHandle h = f.handle();
+                    int stallAt = f.stall() ? forwardRnd.nextInt(LAYERS) : -1;
                     int skipTarget = forwardRnd.nextInt(100) == 0 ? forwardRnd.nextInt(LAYERS) : -1;
                     int skipDraft = forwardRnd.nextInt(100) == 0 ? forwardRnd.nextInt(DRAFT_LAYERS) : -1;
                     try {
                         for (int l = 0; l < LAYERS; l++) {
+                            if (l == stallAt) {
+                                stall(f);
+                            }
                             rt.simulateKernel(ctl.computeStream(), 2_000);
                             if (l != skipTarget) {
                                 h.targetLayerStored(l);
@@ -262,9 +287,13 @@ class ControllerStressTest {
                         }
                         h.endForward();
                     } catch (IllegalStateException e) {
-                        // the forward sat in the queue past its lease: its handle was revoked, the forward is over
+                        // the forward sat in the queue (or stalled) past its lease: its handle was revoked, the
+                        // forward is over
                         if (!e.getMessage().contains("lease expired")) {
                             throw e;
+                        }
+                        if (stallAt >= 0) {
+                            stallsHookedAfterRevocation++;
                         }
                     }
                     forwardsDone++;
@@ -272,6 +301,39 @@ class ControllerStressTest {
             } catch (Throwable t) {
                 failure.compareAndSet(null, t);
             }
+        }
+
+        /**
+         * The forward thread stalls past the lease: a kernel longer than the lease (so the device clock passes the
+         * deadline), then the thread waits until the scheduler saw the lease fire (or the backups end another way),
+         * and goes on hooking its now revoked handle. Bounded by wall time: a lease that never fires fails the test.
+         */
+        void stall(Forward f) throws InterruptedException {
+            rt.simulateKernel(ctl.computeStream(), 3 * LEASE_NS);
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!f.leaseSeen().get()) {
+                if (System.nanoTime() > until) {
+                    throw new AssertionError("rank " + rank + ": the lease of a stalled forward never fired in 60 s");
+                }
+                Thread.onSpinWait();
+            }
+        }
+
+        /** Scheduler, after each poll: releases the stalled forwards whose backups were revoked or ended. */
+        void noteStalls() {
+            if (stalled.isEmpty()) {
+                return;
+            }
+            stalled.removeIf(f -> {
+                for (Backup b : f.backups()) {
+                    if (b.abortReason() != null || b.state() == BackupState.COMMITTED
+                        || b.state() == BackupState.ABORTED) {
+                        f.leaseSeen().set(true);
+                        return true;
+                    }
+                }
+                return false;
+            });
         }
 
         void failIfBroken() {
@@ -284,6 +346,7 @@ class ControllerStressTest {
         int randomStep(SplittableRandom rnd, List<Backup> live, boolean allowAbort) throws InterruptedException {
             int ops = 0;
             ctl.poll();
+            noteStalls();
             ops++;
             int what = rnd.nextInt(10);
             if (what < 5) {
@@ -316,6 +379,11 @@ class ControllerStressTest {
         void begin(List<Backup> list, List<Backup> live) throws InterruptedException {
             ForwardHandle h;
             while (true) {
+                // a reservation whose lease ran out while the engine waited for a slot is no longer RESERVED
+                // (the device clock jumps past a stalled forward's lease): the engine drops it
+                if (list.removeIf(b -> b.state() != BackupState.RESERVED) && list.isEmpty()) {
+                    return;
+                }
                 try {
                     h = ctl.beginForward(list);
                     break;
@@ -325,11 +393,20 @@ class ControllerStressTest {
                     }
                     failIfBroken();
                     ctl.poll(); // the engine waits for a slot
+                    noteStalls();
                     Thread.onSpinWait();
                 }
             }
             live.addAll(list);
-            forwards.put(h);
+            // 1 % of the forwards of a rank with leases stall past their lease (at most 2 at once, so the other
+            // slots keep the stress going)
+            boolean stall = stalls && stalled.size() < 2 && stallRnd.nextInt(100) == 0;
+            Forward f = new Forward(h, List.copyOf(list), stall, new AtomicBoolean());
+            if (stall) {
+                stalled.add(f);
+                stallsStarted++;
+            }
+            forwards.put(f);
         }
 
         /**
@@ -393,6 +470,7 @@ class ControllerStressTest {
             while (ctl.backupsInFlight() > 0 || ctl.loadsInFlight() > 0 || !forwards.isEmpty()) {
                 failIfBroken();
                 ctl.poll();
+                noteStalls();
                 if (System.nanoTime() > until) {
                     throw new AssertionError("rank " + rank + " did not drain: " + ctl.backupsInFlight()
                         + " backups in flight, " + forwards.size() + " forwards queued");
@@ -419,14 +497,16 @@ class ControllerStressTest {
             var m = ctl.metrics();
             return String.format("reserved=%d committed=%d aborted=%d(engine=%d preempted=%d cuda=%d lease=%d "
                     + "targetMissing=%d draftMissing=%d rankFailed=%d) noRoom=%d forwards=%d cudaErrorsSurvived=%d "
-                    + "deviceOpsFailed=%d hostPagesEvicted=%d devicePagesEvicted=%d d2hBytes=%d commitP99Ns=%d",
+                    + "deviceOpsFailed=%d hostPagesEvicted=%d devicePagesEvicted=%d d2hBytes=%d commitP99Ns=%d "
+                    + "stalls=%d stallsHookedAfterRevocation=%d",
                 m.get(Metric.BACKUPS_RESERVED), m.get(Metric.BACKUPS_COMMITTED), m.get(Metric.BACKUPS_ABORTED),
                 m.abortedBy(AbortReason.ENGINE), m.abortedBy(AbortReason.PREEMPTED), m.abortedBy(AbortReason.CUDA_ERROR),
                 m.abortedBy(AbortReason.LEASE_EXPIRED), m.abortedBy(AbortReason.TARGET_LAYER_MISSING),
                 m.abortedBy(AbortReason.DRAFT_LAYER_MISSING), m.abortedBy(AbortReason.RANK_FAILED),
                 m.get(Metric.RESERVE_NO_ROOM), forwardsDone, m.get(Metric.CUDA_ERRORS), rt.opsFailed(),
                 m.get(Metric.HOST_PAGES_EVICTED), evictedPages,
-                m.get(Metric.D2H_TARGET_BYTES) + m.get(Metric.D2H_DRAFT_BYTES), m.commitLatencyNs().quantile(0.99));
+                m.get(Metric.D2H_TARGET_BYTES) + m.get(Metric.D2H_DRAFT_BYTES), m.commitLatencyNs().quantile(0.99),
+                stallsStarted, stallsHookedAfterRevocation);
         }
 
         void close() throws InterruptedException {
