@@ -337,6 +337,10 @@ final class RunPlan {
             results.add(r);
             env.out().println(Main.summary(labels.get(i), r));
         }
+        String decision = io.hicache.sim.report.Decision.of(results);
+        if (decision != null) {
+            env.out().println(decision);
+        }
         if (jsonFile != null) {
             JsonReport.write(jsonFile, results, kind != Main.Kind.REPLAY);
             env.out().println("wrote " + jsonFile);

@@ -236,7 +236,16 @@ public final class HtmlReport {
         if (cards.isEmpty()) {
             return;
         }
-        h.append("<section class=\"headline\"><h2>Headline: against no host tier</h2>\n<div class=\"cards\">\n");
+        h.append("<section class=\"headline\"><h2>Headline: against no host tier</h2>\n");
+        List<SimResult> results = new ArrayList<>();
+        for (Row row : rows) {
+            results.add(row.result());
+        }
+        String decision = Decision.of(results);
+        if (decision != null) {
+            h.append("<p class=\"decision\">").append(esc(decision)).append("</p>\n");
+        }
+        h.append("<div class=\"cards\">\n");
         for (String c : cards) {
             h.append(c);
         }
@@ -691,6 +700,7 @@ public final class HtmlReport {
             svg .lanename { font-weight: 600; }
             svg .seg { font-size: 10px; fill: #ffffff; }
             .note { color: #616e7c; font-size: 13px; }
+            .decision { font-size: 15px; font-weight: 600; margin: 4px 0 12px; }
             .cards { display: flex; flex-wrap: wrap; gap: 14px; }
             .card { border: 1px solid #d5dbe3; border-radius: 8px; padding: 10px 16px; min-width: 300px; flex: 1 1 300px; background: #fbfcfe; }
             .card h3 { margin: 2px 0 8px; font-size: 15px; color: #1f2d3d; }

@@ -112,6 +112,25 @@ class ReportTest {
     }
 
     @Test
+    void theDecisionSaysWhatTheHostTierAndTheBackupModeChangeForClients() {
+        SimConfig c = SimConfig.defaults(512);
+        SimResult layered = sample(c, List.of()).withServing(serving(400, 2000, 1200, 0.98));
+        SimResult allLayers = sample(c.withBackupMode(BackupMode.ALL_LAYERS), List.of())
+                .withServing(serving(400, 2004, 1200, 0.1));
+        SimResult none = sample(c.withBackupMode(BackupMode.NONE), List.of()).withServing(serving(800, 8000, 1000, 0));
+        String d = Decision.of(List.of(layered, allLayers, none));
+        assertThat(d).contains("TTFT p99 from 8,000 to 2,000 ms (0.25x)", "throughput 1.20x", "(layered)",
+                "clients see no difference here");
+        SimResult slower = sample(c.withBackupMode(BackupMode.ALL_LAYERS), List.of())
+                .withServing(serving(400, 2500, 1200, 0.1));
+        assertThat(Decision.of(List.of(layered, slower, none))).contains("per-layer better by 20.0 %");
+        assertThat(Decision.of(List.of(layered))).as("no baseline, no decision").isNull();
+        assertThat(HtmlReport.render(new HtmlReport.Report("t", "c", List.of(new HtmlReport.Row("layered", layered,
+                false), new HtmlReport.Row("none (no backup)", none, true)), List.of(), List.of())))
+                .contains("class=\"decision\"", "Decision: a host tier of");
+    }
+
+    @Test
     void servingRowsGetAHeadlineAgainstTheNoHostBaselineAndATtftCdf() throws Exception {
         SimConfig c = SimConfig.defaults(512);
         SimResult layered = sample(c, List.of()).withServing(serving(400, 2000, 1200, 0.98));
