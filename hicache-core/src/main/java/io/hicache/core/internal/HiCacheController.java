@@ -9,7 +9,6 @@ import io.hicache.core.DevicePageSink;
 import io.hicache.core.LoadListener;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
-import io.hicache.core.internal.copy.CopyPlanner;
 import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
@@ -22,7 +21,6 @@ import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaError;
-import io.hicache.cuda.CudaEvent;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
@@ -32,7 +30,6 @@ import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
-import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AgentRunner;
 import org.jctools.queues.SpscArrayQueue;
 import org.slf4j.Logger;
@@ -93,7 +90,7 @@ public final class HiCacheController implements AutoCloseable {
     private final CudaRuntime runtime;
     private final CudaStream computeStream;
     private final CudaStream backupStream;
-    private final boolean ownsComputeStream;
+    private final ControllerResources resources;
     private final DeviceKvLayout targetLayout;
     private final DeviceKvLayout draftLayout;
     private final HostKvPool hostPool;
@@ -123,14 +120,13 @@ public final class HiCacheController implements AutoCloseable {
     private final SpscArrayQueue<ForwardSlot> acks;
     private final Loader loader;
     private final io.hicache.core.LoadOverlap loadOverlap;
-    private final java.util.List<CudaEvent> loaderEvents = new java.util.ArrayList<>();
     private final AgentErrors agentErrors = new AgentErrors(metrics);
     /** Write-back reservations waiting for a forward slot (scheduler-owned). */
     private final java.util.ArrayList<Backup> writeBacksWaiting = new java.util.ArrayList<>();
     private final SubmitterAgent submitter;
     private final CompletionAgent completion;
+    /** Null in {@link ThreadingMode#INVOKER} mode. */
     private final AgentRunner submitterRunner;
-    private final AgentRunner completionRunner;
     /** The agents as both threading modes step them: one error path (see {@link GuardedAgent}). */
     private final GuardedAgent guardedSubmitter;
     private final GuardedAgent guardedCompletion;
@@ -224,140 +220,26 @@ public final class HiCacheController implements AutoCloseable {
         this.fifo = new AgreedFifo<>(agreement, rank);
         this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction()).hostPolicy(b.hostEviction()).build();
 
-        // Native resources and threads, released in reverse order if any step fails: build() either returns a
-        // working controller or leaves nothing behind.
-        CudaStream createdCompute = null;
-        CudaStream createdBackup = null;
-        HostKvPool pool = null;
-        HostKvPool dpool = null;
-        Loader createdLoader = null;
-        AgentRunner startedSubmitter = null;
-        AgentRunner startedCompletion = null;
-        java.util.ArrayList<CudaEvent> events = new java.util.ArrayList<>();
-        try {
-            pool = b.hostPoolBuilder(runtime, targetLayout).allocate();
-            dpool = draftLayout == null ? null : pool.allocateDraft(draftLayout.shape());
-            createdBackup = runtime.createStream(0);
-            if (b.computeStream() == null) {
-                createdCompute = runtime.createStream(0);
-            }
-            CudaStream compute = createdCompute != null ? createdCompute : b.computeStream();
-            int slotCount = b.maxForwardsInFlight();
-            ForwardSlot[] slots = new ForwardSlot[slotCount];
-            for (int i = 0; i < slotCount; i++) {
-                CudaEvent[] te = new CudaEvent[targetLayers];
-                for (int l = 0; l < targetLayers; l++) {
-                    te[l] = event(events);
-                }
-                CudaEvent[] de = new CudaEvent[draftLayers];
-                for (int l = 0; l < draftLayers; l++) {
-                    de[l] = event(events);
-                }
-                CudaEvent end = event(events);
-                CudaEvent fin = event(events);
-                CudaEvent[] copied = new CudaEvent[targetLayers + draftLayers];
-                for (int l = 0; l < copied.length; l++) {
-                    copied[l] = event(events);
-                }
-                slots[i] = new ForwardSlot(i, te, de, end, fin, copied);
-            }
-            HookRing hookRing = new HookRing(slotCount, b.hookRingCapacity() > 0 ? b.hookRingCapacity()
-                : HookRing.capacityFor(targetLayers + draftLayers + 1));
-            LongSupplier clk = clock;
-            int tl = targetLayers;
-            int dl = draftLayers;
-            SlotPool pool0 = new SlotPool(slots, s -> new ForwardHandle(s, runtime, compute, hookRing, clk, tl, dl));
-            int qcap = Math.max(4, slotCount * 2);
-            SpscArrayQueue<ForwardSlot> cmds = new SpscArrayQueue<>(qcap);
-            SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
-            SpscArrayQueue<ForwardSlot> ackQueue = new SpscArrayQueue<>(qcap);
-            CopyPlanner tp = new CopyPlanner(targetLayout, pool, b.coalesce());
-            CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce());
-            SubmitterAgent sub = new SubmitterAgent(runtime, createdBackup, tp, dp, b.batchedCopies(), targetLayers,
-                draftLayers, hookRing, slots, cmds, sealed, metrics, agentErrors);
-            int loadCap = Math.max(8, b.loadBatchesInFlight());
-            SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(loadCap);
-            SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(loadCap);
-            CompletionAgent comp = new CompletionAgent(runtime, sealed, ackQueue, loadsIssued, loadAcks, metrics,
-                agentErrors, clock, qcap, loadCap);
-            createdLoader = new Loader(runtime, compute, tree, new CopyPlanner(targetLayout, pool, b.coalesce()),
-                draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce()), b.batchedCopies(),
-                b.loadAgreement(), rank, clock, metrics, agentErrors, b.loadListener(), b.loadThresholdTokens(), targetLayers,
-                draftLayers, loadsIssued, loadAcks, loaderEvents, b.loadOverlap() == io.hicache.core.LoadOverlap.SAME_FORWARD,
-                b.loadBatchesInFlight());
-            GuardedAgent guardedSub = new GuardedAgent(sub, agentErrors);
-            GuardedAgent guardedComp = new GuardedAgent(comp, agentErrors);
-            if (b.threadingMode() == ThreadingMode.DEDICATED) {
-                // reached only by a fatal VirtualMachineError, which GuardedAgent recorded before rethrowing it
-                ErrorHandler errors = t -> LOG.error("HiCache agent thread stops after a fatal error", t);
-                startedSubmitter = new AgentRunner(b.idleStrategySupplier().get(), errors, null, guardedSub);
-                AgentRunner.startOnThread(startedSubmitter);
-                startedCompletion = new AgentRunner(b.idleStrategySupplier().get(), errors, null, guardedComp);
-                AgentRunner.startOnThread(startedCompletion);
-            }
-            this.guardedSubmitter = guardedSub;
-            this.guardedCompletion = guardedComp;
-            this.slotPool = pool0;
-            this.ring = hookRing;
-            this.commands = cmds;
-            this.acks = ackQueue;
-            this.submitter = sub;
-            this.completion = comp;
-        } catch (RuntimeException | Error e) {
-            AgentRunner sr = startedSubmitter;
-            AgentRunner cr = startedCompletion;
-            if (sr != null) {
-                quietly(sr::close);
-            }
-            if (cr != null) {
-                quietly(cr::close);
-            }
-            CudaStream cc = createdCompute;
-            CudaStream cb = createdBackup;
-            Loader ld = createdLoader;
-            if (cb != null) {
-                quietly(() -> runtime.synchronizeStream(cb));
-            }
-            if (ld != null) {
-                quietly(() -> runtime.synchronizeStream(ld.loadStream()));
-            }
-            for (CudaEvent ev : events) {
-                quietly(() -> runtime.destroyEvent(ev));
-            }
-            for (CudaEvent ev : loaderEvents) {
-                quietly(() -> runtime.destroyEvent(ev));
-            }
-            if (ld != null) {
-                ld.destroy();
-            }
-            if (cc != null) {
-                quietly(() -> runtime.destroyStream(cc));
-            }
-            if (cb != null) {
-                quietly(() -> runtime.destroyStream(cb));
-            }
-            HostKvPool dp0 = dpool;
-            HostKvPool p0 = pool;
-            if (dp0 != null) {
-                quietly(dp0::close);
-            }
-            if (p0 != null) {
-                quietly(p0::close);
-            }
-            throw e;
-        }
-        this.hostPool = pool;
-        this.draftPool = dpool;
-        this.backupStream = createdBackup;
-        this.ownsComputeStream = createdCompute != null;
-        this.computeStream = createdCompute != null ? createdCompute : b.computeStream();
+        // Native resources and threads: build() either returns a working controller or leaves nothing behind.
+        this.resources = ControllerResources.allocate(b, tree, metrics, agentErrors);
+        this.hostPool = resources.hostPool;
+        this.draftPool = resources.draftPool;
+        this.backupStream = resources.backupStream;
+        this.computeStream = resources.computeStream;
+        this.loader = resources.loader;
+        this.slotPool = resources.slotPool;
+        this.ring = resources.ring;
+        this.commands = resources.commands;
+        this.acks = resources.acks;
+        this.submitter = resources.submitter;
+        this.completion = resources.completion;
+        this.guardedSubmitter = resources.guardedSubmitter;
+        this.guardedCompletion = resources.guardedCompletion;
+        this.submitterRunner = resources.submitterRunner;
         this.allocator = new HostPageAllocator(hostPool.pageCount());
         this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount(), metrics);
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
-        this.loader = createdLoader;
-        this.submitterRunner = startedSubmitter;
-        this.completionRunner = startedCompletion;
         this.loadOverlap = b.loadOverlap();
         if (b.loadOverlap() == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason())) {
             LOG.warn("HiCache loads overlap with the previous batch, not the forward that uses them ({}): a host hit"
@@ -367,12 +249,6 @@ public final class HiCacheController implements AutoCloseable {
             LOG.warn("HiCache backup mode ALL_LAYERS configured: every layer is copied after the forward, "
                 + "so copies no longer overlap with compute (said once per process)");
         }
-    }
-
-    private CudaEvent event(java.util.List<CudaEvent> created) {
-        CudaEvent e = runtime.createEvent(true);
-        created.add(e);
-        return e;
     }
 
     /** A builder; see {@link ControllerBuilder} for the required parts. */
@@ -1533,12 +1409,7 @@ public final class HiCacheController implements AutoCloseable {
         }
         closed = true;
         ring.close(); // hooks and waitLayer throw from now on, touching nothing
-        if (submitterRunner != null) {
-            submitterRunner.close();
-            completionRunner.close();
-        }
-        quietly(() -> runtime.synchronizeStream(backupStream));
-        quietly(() -> runtime.synchronizeStream(loader.loadStream()));
+        resources.quiesce(); // agents stopped, queued copies finished
         loader.abandonAll();
         while (!openLeases.isEmpty()) {
             endLease(openLeases.get(openLeases.size() - 1), 0);
@@ -1553,31 +1424,7 @@ public final class HiCacheController implements AutoCloseable {
         while (fifo.size() > 0) {
             fifo.pop();
         }
-        for (ForwardSlot s : slotPool.all()) {
-            for (CudaEvent e : s.targetEvents) {
-                quietly(() -> runtime.destroyEvent(e));
-            }
-            for (CudaEvent e : s.draftEvents) {
-                quietly(() -> runtime.destroyEvent(e));
-            }
-            quietly(() -> runtime.destroyEvent(s.endEvent));
-            quietly(() -> runtime.destroyEvent(s.finalEvent));
-            for (CudaEvent e : s.copiedEvents) {
-                quietly(() -> runtime.destroyEvent(e));
-            }
-        }
-        for (CudaEvent e : loaderEvents) {
-            quietly(() -> runtime.destroyEvent(e));
-        }
-        loader.destroy();
-        quietly(() -> runtime.destroyStream(backupStream));
-        if (ownsComputeStream) {
-            quietly(() -> runtime.destroyStream(computeStream));
-        }
-        if (draftPool != null) {
-            quietly(draftPool::close);
-        }
-        quietly(hostPool::close);
+        resources.release();
         allocator.close();
         agentErrors.logSummary();
     }
@@ -1585,14 +1432,6 @@ public final class HiCacheController implements AutoCloseable {
     /** True once {@link #close()} ran. Any thread (a volatile read). */
     public boolean isClosed() {
         return closed;
-    }
-
-    private static void quietly(Runnable r) {
-        try {
-            r.run();
-        } catch (RuntimeException e) {
-            LOG.debug("ignored during cleanup", e);
-        }
     }
 
     private void checkHooksOpen(String call) {
