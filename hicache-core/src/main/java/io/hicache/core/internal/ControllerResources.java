@@ -29,7 +29,8 @@ import java.util.function.LongSupplier;
  * logged at DEBUG and the rest still run.
  */
 final class ControllerResources {
-    private static final Logger LOG = LoggerFactory.getLogger(ControllerResources.class);
+    /** The controller's logger: its log category is unchanged by the split. */
+    private static final Logger LOG = LoggerFactory.getLogger(HiCacheController.class);
 
     private final CudaRuntime runtime;
     /** Every slot event, in creation order. */

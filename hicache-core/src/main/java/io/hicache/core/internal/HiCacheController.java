@@ -121,6 +121,7 @@ public final class HiCacheController implements AutoCloseable {
     private final Loader loader;
     private final io.hicache.core.LoadOverlap loadOverlap;
     private final AgentErrors agentErrors = new AgentErrors(metrics);
+    private final FallbackLog fallbacks;
     /** Write-back reservations waiting for a forward slot (scheduler-owned). */
     private final java.util.ArrayList<Backup> writeBacksWaiting = new java.util.ArrayList<>();
     private final SubmitterAgent submitter;
@@ -183,9 +184,6 @@ public final class HiCacheController implements AutoCloseable {
     private RadixNode[] pathScratch = new RadixNode[64];
     private final HostEvictionListener hostEvictionListener = this::onHostEvicted;
     private final WriteBackEvictionListener deviceEvictionListener = new WriteBackEvictionListener();
-    private volatile boolean hooksUnavailable;
-    private volatile String hooksUnavailableReason;
-    private final long[] lastFallbackWarnNs = new long[FallbackReason.values().length];
     private CudaException stickyError;
     /** Written by the scheduler at close; volatile so that {@link #isClosed()} and hooks see it from any thread. */
     private volatile boolean closed;
@@ -218,6 +216,7 @@ public final class HiCacheController implements AutoCloseable {
         this.draftLayers = draftLayout == null ? 0 : draftLayout.layerCount();
 
         this.fifo = new AgreedFifo<>(agreement, rank);
+        this.fallbacks = new FallbackLog(metrics, rank);
         this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction()).hostPolicy(b.hostEviction()).build();
 
         // Native resources and threads: build() either returns a working controller or leaves nothing behind.
@@ -562,7 +561,7 @@ public final class HiCacheController implements AutoCloseable {
             return slotPool.emptyHandle(0);
         }
         ForwardSlot slot = takeSlot();
-        boolean allLayers = configuredMode == BackupMode.ALL_LAYERS || hooksUnavailable;
+        boolean allLayers = configuredMode == BackupMode.ALL_LAYERS || fallbacks.hooksUnavailable();
         slot.allLayers = allLayers;
         for (int i = 0; i < n; i++) {
             Backup b = backups.get(i);
@@ -571,7 +570,7 @@ public final class HiCacheController implements AutoCloseable {
             slot.add(b);
         }
         if (allLayers) {
-            countFallback(configuredMode == BackupMode.ALL_LAYERS ? FallbackReason.CONFIGURED
+            fallbacks.count(configuredMode == BackupMode.ALL_LAYERS ? FallbackReason.CONFIGURED
                 : FallbackReason.HOOKS_UNAVAILABLE);
         }
         ForwardHandle handle = slot.handle;
@@ -591,25 +590,7 @@ public final class HiCacheController implements AutoCloseable {
         if (reason == null || reason.isBlank()) {
             throw new IllegalArgumentException("declareHooksUnavailable needs a reason");
         }
-        hooksUnavailableReason = reason;
-        hooksUnavailable = true;
-        LOG.warn("HiCache falls back to all-layer backup: per-layer hooks unavailable ({})", reason);
-    }
-
-    private void countFallback(FallbackReason reason) {
-        metrics.countFallback(reason);
-        HiCacheEvents.fallback(reason, reason == FallbackReason.HOOKS_UNAVAILABLE ? hooksUnavailableReason : null, rank);
-        if (reason == FallbackReason.CONFIGURED) {
-            return; // a configuration, said once per process when the controller was built; counted above
-        }
-        long now = System.nanoTime();
-        int i = reason.ordinal();
-        if (lastFallbackWarnNs[i] == 0 || now - lastFallbackWarnNs[i] > 10_000_000_000L) {
-            lastFallbackWarnNs[i] = now;
-            LOG.warn("HiCache all-layer backup for a forward: {}{} ({} such forwards so far)", reason,
-                reason == FallbackReason.HOOKS_UNAVAILABLE ? " - " + hooksUnavailableReason : "",
-                metrics.fallbacksBy(reason));
-        }
+        fallbacks.declareHooksUnavailable(reason);
     }
 
     private ForwardSlot takeSlot() {
@@ -1051,7 +1032,7 @@ public final class HiCacheController implements AutoCloseable {
             LOG.warn("HiCache write-back could not record its start event; its backups are aborted", e);
         }
         slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
-        countFallback(FallbackReason.WRITE_BACK);
+        fallbacks.count(FallbackReason.WRITE_BACK);
         if (!commands.offer(slot)) {
             throw new IllegalStateException("submitter command queue full");
         }
