@@ -25,7 +25,6 @@ import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 import io.hicache.radix.spi.DeviceEvictionListener;
-import io.hicache.radix.spi.HostEvictionListener;
 import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
@@ -179,21 +178,16 @@ public final class HiCacheController implements AutoCloseable {
     private final long targetPageBytes;
     private final long draftPageBytes;
     private int changes;
-    private int[] scratchPages = new int[64];
     private int[] scratchOffsets = new int[64];
     private RadixNode[] pathScratch = new RadixNode[64];
-    private final HostEvictionListener hostEvictionListener = this::onHostEvicted;
     private final WriteBackEvictionListener deviceEvictionListener = new WriteBackEvictionListener();
     private CudaException stickyError;
     /** Written by the scheduler at close; volatile so that {@link #isClosed()} and hooks see it from any thread. */
     private volatile boolean closed;
-    private HostTierObserver hostTierObserver;
     /** The lower tier driven by this controller's calls (see {@link #attachTier}), or null. */
     private TierAttachment tier;
-    private final java.util.ArrayList<HostLease> openLeases = new java.util.ArrayList<>();
-    /** Allocator holder ids of prefetch leases: far above any backup sequence number. */
-    private static final long LEASE_HOLDER_BASE = 1L << 62;
-    private long leaseSeq;
+    private final HostRoom room;
+    private final HostLeases leases;
 
     private HiCacheController(ControllerConfig b) {
         this.runtime = b.runtime();
@@ -239,6 +233,8 @@ public final class HiCacheController implements AutoCloseable {
         this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount(), metrics);
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
+        this.room = new HostRoom(tree, budget, allocator, hostPool, draftPool, cpSize, metrics);
+        this.leases = new HostLeases(this, room, budget, allocator, tree, lanes, cpSize, rank, pageSize, draftPool);
         this.loadOverlap = b.loadOverlap();
         if (b.loadOverlap() == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason())) {
             LOG.warn("HiCache loads overlap with the previous batch, not the forward that uses them ({}): a host hit"
@@ -433,7 +429,7 @@ public final class HiCacheController implements AutoCloseable {
         }
         int totalPages = startPage + pages;
         int cost = budget.costOf(startPage, pages, totalPages);
-        if (!makeRoom(cost)) {
+        if (!room.makeRoom(cost)) {
             metrics.increment(Metric.RESERVE_NO_ROOM);
             return null;
         }
@@ -442,7 +438,7 @@ public final class HiCacheController implements AutoCloseable {
         int[] ownedIdx = owned == pages ? offsets : java.util.Arrays.copyOf(offsets, owned);
         int[] hostPages = new int[owned];
         long seq = nextSeq;
-        allocateBudgeted(owned, hostPages, seq);
+        room.allocateBudgeted(owned, hostPages, seq);
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
@@ -810,8 +806,7 @@ public final class HiCacheController implements AutoCloseable {
             b.heldCount = 0;
         }
         if (b.ownedCount > 0) {
-            allocator.free(b.hostPages, 0, b.ownedCount);
-            retireHostPages(b.hostPages, 0, b.ownedCount);
+            room.freeWritten(b.hostPages, 0, b.ownedCount);
         }
         budget.give(b.budgetPages);
         b.abortReason = reason;
@@ -1049,12 +1044,7 @@ public final class HiCacheController implements AutoCloseable {
         if (pages < 0) {
             throw new IllegalArgumentException("evictHost(" + pages + "): pages must be >= 0");
         }
-        int evicted = 0;
-        int step;
-        while (evicted < pages && (step = tree.evictHost(pages - evicted, hostEvictionListener)) > 0) {
-            evicted += step; // removing a leaf may expose its parent
-        }
-        return evicted;
+        return room.evict(pages);
     }
 
     private final class WriteBackEvictionListener implements DeviceEvictionListener {
@@ -1099,65 +1089,6 @@ public final class HiCacheController implements AutoCloseable {
         @Override
         public void onDeviceEvicted(RadixNode node, int[] pages, int offset, int count) {
             sink.free(pages, offset, count);
-        }
-    }
-
-    /** True when the host budget has room for {@code cost}, after one host eviction pass if it had none. */
-    private boolean makeRoom(int cost) {
-        if (budget.overBy(cost) > 0) {
-            evictHostBudget(budget.overBy(cost));
-        }
-        return budget.overBy(cost) <= 0;
-    }
-
-    /**
-     * Allocates {@code owned} host pages for {@code holder} after {@link #makeRoom} said they fit. The budget bounds
-     * every rank's physical use, so a refusal means the accounting is broken.
-     */
-    private void allocateBudgeted(int owned, int[] hostPages, long holder) {
-        if (owned > 0 && allocator.allocate(owned, hostPages, 0, holder) < 0) {
-            throw new IllegalStateException("host allocator refused " + owned + " pages with budget "
-                + budget.usedPages() + "/" + budget.capacityPages() + " used: accounting bug");
-        }
-    }
-
-    /** A checking runtime learns the pages are free now (the draft pool shares the page ids). */
-    private void retireHostPages(int[] pages, int off, int n) {
-        hostPool.retirePages(pages, off, n);
-        if (draftPool != null) {
-            draftPool.retirePages(pages, off, n);
-        }
-    }
-
-    private void onHostEvicted(RadixNode node, HostValue value) {
-        HostPages hp = (HostPages) value;
-        if (hostTierObserver != null) {
-            hostTierObserver.onHostEvicting(node, hp);
-        }
-        int n = hp.ownedPageCount();
-        if (n > scratchPages.length) {
-            scratchPages = new int[Math.max(n, scratchPages.length * 2)];
-        }
-        hp.copyHostPages(scratchPages, 0);
-        if (n > 0) {
-            allocator.free(scratchPages, 0, n);
-            retireHostPages(scratchPages, 0, n);
-        }
-        LaneDescription l = hp.lanes();
-        budget.give(budget.costOf(l));
-        metrics.add(Metric.HOST_PAGES_EVICTED, n);
-    }
-
-    private void evictHostBudget(long needed) {
-        long target = budget.usedPages() - needed;
-        if (cpSize == 1) {
-            tree.evictHost((int) Math.min(Integer.MAX_VALUE, needed), hostEvictionListener);
-            return;
-        }
-        while (budget.usedPages() > target) {
-            if (tree.evictHost(1, hostEvictionListener) == 0) {
-                return;
-            }
         }
     }
 
@@ -1224,7 +1155,7 @@ public final class HiCacheController implements AutoCloseable {
      */
     public void hostTierObserver(HostTierObserver observer) {
         checkOwner();
-        this.hostTierObserver = observer;
+        room.observer(observer);
     }
 
     /**
@@ -1238,22 +1169,7 @@ public final class HiCacheController implements AutoCloseable {
      */
     public HostLease reserveHost(int startPage, int pages, int totalPages) {
         checkUsable();
-        if (pages < 1 || startPage < 0 || totalPages < startPage + pages) {
-            throw new IllegalArgumentException("reserveHost(startPage=" + startPage + ", pages=" + pages
-                + ", totalPages=" + totalPages + "): need pages >= 1 and startPage + pages <= totalPages");
-        }
-        int cost = budget.costOf(startPage, pages, totalPages);
-        if (!makeRoom(cost)) {
-            return null;
-        }
-        LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        int owned = lane.ownedCount();
-        int[] hostPages = new int[owned];
-        allocateBudgeted(owned, hostPages, LEASE_HOLDER_BASE + leaseSeq++);
-        budget.take(cost);
-        HostLease lease = new HostLease(this, hostPages, lane, cost);
-        openLeases.add(lease);
-        return lease;
+        return leases.reserve(startPage, pages, totalPages);
     }
 
     /**
@@ -1280,28 +1196,7 @@ public final class HiCacheController implements AutoCloseable {
     public RadixNode publishHost(HostLease lease, int[] tokens, int from, int pages, byte[] hashes, int hashOff,
                                  boolean withDraft) {
         checkUsable();
-        checkLease(lease);
-        if (withDraft && draftPool == null) {
-            throw new IllegalArgumentException("publishHost(withDraft=true) but no draft KV layout is configured");
-        }
-        if (pages < 0 || pages > lease.pageCount()) {
-            throw new IllegalArgumentException("publishHost of " + pages + " pages outside [0, " + lease.pageCount()
-                + "]");
-        }
-        if (pages == 0) {
-            endLease(lease, 0);
-            return null;
-        }
-        LaneDescription l = lease.lanes;
-        LaneDescription head = pages == l.pageCount() ? l : l.slice(0, pages);
-        int owned = l.ownedCountBefore(pages);
-        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, withDraft,
-            cpSize == 1 ? null : this);
-        int startPage = l.startPage();
-        RadixNode node = tree.insertHost(tokens, from, (startPage + pages) * pageSize, startPage, value, hashes,
-            hashOff);
-        endLease(lease, node == null ? 0 : pages);
-        return node;
+        return leases.publish(lease, tokens, from, pages, hashes, hashOff, withDraft);
     }
 
     /**
@@ -1311,42 +1206,12 @@ public final class HiCacheController implements AutoCloseable {
      */
     public boolean releaseHost(HostLease lease) {
         checkOwner();
-        if (lease == null || lease.owner != this) {
-            throw new IllegalArgumentException(lease + " does not belong to this controller");
-        }
-        if (lease.ended || closed) {
-            return false;
-        }
-        endLease(lease, 0);
-        return true;
+        return leases.end(lease, closed);
     }
 
     /** Prefetch leases not yet ended. Scheduler thread. */
     public int hostLeasesOpen() {
-        return openLeases.size();
-    }
-
-    private void checkLease(HostLease lease) {
-        if (lease == null || lease.owner != this) {
-            throw new IllegalArgumentException(lease + " does not belong to this controller");
-        }
-        if (lease.ended) {
-            throw new IllegalStateException(lease + " already ended");
-        }
-    }
-
-    /** Ends a lease whose first {@code keptPositions} positions were published: frees the rest. */
-    private void endLease(HostLease lease, int keptPositions) {
-        lease.ended = true;
-        openLeases.remove(lease);
-        LaneDescription l = lease.lanes;
-        int keptOwned = keptPositions == 0 ? 0 : l.ownedCountBefore(keptPositions);
-        int freeCount = lease.hostPages.length - keptOwned;
-        if (freeCount > 0) {
-            allocator.free(lease.hostPages, keptOwned, freeCount);
-        }
-        int keptBudget = keptPositions == 0 ? 0 : budget.costOf(l.startPage(), keptPositions, l.totalPages());
-        budget.give(lease.budgetPages - keptBudget);
+        return leases.openCount();
     }
 
     // ------------------------------------------------------------------ failure and close
@@ -1392,9 +1257,7 @@ public final class HiCacheController implements AutoCloseable {
         ring.close(); // hooks and waitLayer throw from now on, touching nothing
         resources.quiesce(); // agents stopped, queued copies finished
         loader.abandonAll();
-        while (!openLeases.isEmpty()) {
-            endLease(openLeases.get(openLeases.size() - 1), 0);
-        }
+        leases.endAll();
         for (int i = 0; i < fifo.size(); i++) {
             Backup b = fifo.at(i);
             if (!b.state.terminal()) {
