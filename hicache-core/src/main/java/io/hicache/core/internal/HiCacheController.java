@@ -24,7 +24,6 @@ import io.hicache.cuda.CudaError;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
-import io.hicache.radix.spi.DeviceEvictionListener;
 import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
@@ -121,8 +120,6 @@ public final class HiCacheController implements AutoCloseable {
     private final io.hicache.core.LoadOverlap loadOverlap;
     private final AgentErrors agentErrors = new AgentErrors(metrics);
     private final FallbackLog fallbacks;
-    /** Write-back reservations waiting for a forward slot (scheduler-owned). */
-    private final java.util.ArrayList<Backup> writeBacksWaiting = new java.util.ArrayList<>();
     private final SubmitterAgent submitter;
     private final CompletionAgent completion;
     /** Null in {@link ThreadingMode#INVOKER} mode. */
@@ -180,7 +177,7 @@ public final class HiCacheController implements AutoCloseable {
     private int changes;
     private int[] scratchOffsets = new int[64];
     private RadixNode[] pathScratch = new RadixNode[64];
-    private final WriteBackEvictionListener deviceEvictionListener = new WriteBackEvictionListener();
+    private final WriteBackEviction deviceEviction;
     private CudaException stickyError;
     /** Written by the scheduler at close; volatile so that {@link #isClosed()} and hooks see it from any thread. */
     private volatile boolean closed;
@@ -234,6 +231,8 @@ public final class HiCacheController implements AutoCloseable {
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
         this.room = new HostRoom(tree, budget, allocator, hostPool, draftPool, cpSize, metrics);
+        this.deviceEviction = new WriteBackEviction(this, writePolicy, tree, draftLayout != null, metrics, slotPool,
+            runtime, computeStream, commands, fallbacks);
         this.leases = new HostLeases(this, room, budget, allocator, tree, lanes, cpSize, rank, pageSize, draftPool);
         this.loadOverlap = b.loadOverlap();
         if (b.loadOverlap() == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason())) {
@@ -619,7 +618,7 @@ public final class HiCacheController implements AutoCloseable {
             onAck(s);
         }
         expireLeases();
-        issueWriteBacks();
+        deviceEviction.issue();
         agree();
         int loads = loader.poll();
         if (stickyError == null && loader.stickyStatus() != 0) {
@@ -983,54 +982,7 @@ public final class HiCacheController implements AutoCloseable {
         if (pages < 0 || sink == null) {
             throw new IllegalArgumentException("evictDevice(" + pages + ", " + sink + "): pages must be >= 0 and sink non-null");
         }
-        deviceEvictionListener.sink = sink;
-        deviceEvictionListener.writeBacks = 0;
-        int evicted = tree.evictDevice(pages, deviceEvictionListener);
-        deviceEvictionListener.sink = null;
-        issueWriteBacks();
-        return evicted;
-    }
-
-    /**
-     * Starts the copies of the write-back reservations waiting for a forward slot, all in one slot. Whether a slot is
-     * free depends on this rank's acks, so the reservations themselves never do (that would let the ranks' trees
-     * diverge): they wait, RESERVED, and a later {@link #poll()} issues them.
-     */
-    private void issueWriteBacks() {
-        if (writeBacksWaiting.isEmpty()) {
-            return;
-        }
-        ForwardSlot slot = slotPool.take();
-        if (slot == null) {
-            return;
-        }
-        slot.allLayers = true;
-        slot.writeBack = true;
-        slot.releasedGeneration = slot.generation; // no handle: the scheduler ends it
-        for (int i = 0; i < writeBacksWaiting.size(); i++) {
-            Backup b = writeBacksWaiting.get(i);
-            if (b.state == BackupState.RESERVED) {
-                b.slot = slot;
-                b.state = BackupState.COPYING;
-                slot.add(b);
-            }
-        }
-        writeBacksWaiting.clear();
-        try {
-            runtime.recordEvent(slot.endEvent, computeStream);
-            slot.endError = 0;
-        } catch (RuntimeException e) {
-            // a dead context (or a failing runtime) must not throw out of poll or evictDevice: the write-back fails
-            // like a copy (the submitter seals it without copying, its backups abort with CUDA_ERROR) and a sticky
-            // error stops the controller through the ack, as on every other path
-            slot.endError = e instanceof CudaException ce && ce.code() != 0 ? ce.code() : CudaError.UNKNOWN.code();
-            LOG.warn("HiCache write-back could not record its start event; its backups are aborted", e);
-        }
-        slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
-        fallbacks.count(FallbackReason.WRITE_BACK);
-        if (!commands.offer(slot)) {
-            throw new IllegalStateException("submitter command queue full");
-        }
+        return deviceEviction.evict(pages, sink);
     }
 
     /**
@@ -1045,51 +997,6 @@ public final class HiCacheController implements AutoCloseable {
             throw new IllegalArgumentException("evictHost(" + pages + "): pages must be >= 0");
         }
         return room.evict(pages);
-    }
-
-    private final class WriteBackEvictionListener implements DeviceEvictionListener {
-        RadixNode[] writeBackPath = new RadixNode[16];
-        DevicePageSink sink;
-        int writeBacks;
-
-        @Override
-        public boolean mayEvict(RadixNode node) {
-            if (writePolicy != WritePolicy.WRITE_BACK || node.isBackedUp()) {
-                return true;
-            }
-            // Contiguity: a leaf whose ancestors are not backed up yet is written back together with them,
-            // top-down (each reservation makes the next node's parent pending, i.e. backed up).
-            int depth = 0;
-            for (RadixNode p = node; p != null && !p.isRoot() && !p.isBackedUp(); p = p.parent()) {
-                if (depth == writeBackPath.length) {
-                    writeBackPath = java.util.Arrays.copyOf(writeBackPath, depth * 2);
-                }
-                writeBackPath[depth++] = p;
-            }
-            boolean ok = true;
-            for (int i = depth - 1; i >= 0; i--) {
-                RadixNode n = writeBackPath[i];
-                writeBackPath[i] = null;
-                ok = ok && n.pending() == null && tree.canBackUp(n) && writeBack(n);
-            }
-            return false;
-        }
-
-        private boolean writeBack(RadixNode node) {
-            Backup b = reserve(node, draftLayout != null);
-            if (b == null) {
-                metrics.countSkipped(WritePolicy.SkipReason.NO_ROOM, 1);
-                return false;
-            }
-            writeBacksWaiting.add(b);
-            writeBacks++;
-            return true;
-        }
-
-        @Override
-        public void onDeviceEvicted(RadixNode node, int[] pages, int offset, int count) {
-            sink.free(pages, offset, count);
-        }
     }
 
     /** A committed host value split by the tree (see {@link HostBudget#onSplit}). */
