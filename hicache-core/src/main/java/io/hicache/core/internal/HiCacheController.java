@@ -15,7 +15,6 @@ import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.internal.memory.HostPageAllocator;
-import io.hicache.core.internal.jfr.AgreementRoundEvent;
 import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
@@ -24,7 +23,6 @@ import io.hicache.cuda.CudaError;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
-import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
@@ -102,12 +100,9 @@ public final class HiCacheController implements AutoCloseable {
     private final RankAgreement agreement;
     private final RankAgreement loadAgreement;
     private final WritePolicy writePolicy;
-    private final int hitThreshold;
     private final BackupMode configuredMode;
     private final LongSupplier clock;
-    private final long leaseNs;
     private final boolean checkThread;
-    private final BackupListener listener;
     private final HiCacheMetrics metrics = new HiCacheMetrics();
     private final int targetLayers;
     private final int draftLayers;
@@ -130,53 +125,9 @@ public final class HiCacheController implements AutoCloseable {
 
     // scheduler-owned state
     private Thread owner;
-    private long nextSeq;
-    private long generation;
-    private final AgreedFifo<Backup> fifo;
-    private final AgreedFifo.Retirer<Backup> backupRetirer = new AgreedFifo.Retirer<>() {
-        @Override
-        public void retireComplete(Backup b) {
-            if (b.invalidated && !b.state.terminal()) {
-                release(b, AbortReason.LOAD_FAILED); // never reported complete once its load failed; defensive
-            } else if (!b.state.terminal()) {
-                // complete everywhere; an abort asked for after this rank reported it complete lost the race, and
-                // the bytes are whole, so it commits like on every other rank
-                commit(b);
-            }
-        }
-
-        @Override
-        public void retireFailed(Backup b) {
-            if (!b.state.terminal()) {
-                release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
-                    : AbortReason.RANK_FAILED);
-            }
-        }
-
-        @Override
-        public int retireDegraded() {
-            return abortForRankFailure();
-        }
-
-        @Override
-        public void roundOpened(long round) {
-            roundEvent = HiCacheEvents.beginRound();
-        }
-
-        @Override
-        public void roundClosed(long round, int retired) {
-            HiCacheEvents.endRound(roundEvent, cpSize, round, retired, rank);
-            roundEvent = null;
-        }
-    };
     private final HostBudget budget;
-    /** The open round's JFR event, or null when none is open or the event is disabled. */
-    private AgreementRoundEvent roundEvent;
     private final long targetPageBytes;
     private final long draftPageBytes;
-    private int changes;
-    private int[] scratchOffsets = new int[64];
-    private RadixNode[] pathScratch = new RadixNode[64];
     private final WriteBackEviction deviceEviction;
     private CudaException stickyError;
     /** Written by the scheduler at close; volatile so that {@link #isClosed()} and hooks see it from any thread. */
@@ -184,6 +135,7 @@ public final class HiCacheController implements AutoCloseable {
     /** The lower tier driven by this controller's calls (see {@link #attachTier}), or null. */
     private TierAttachment tier;
     private final HostRoom room;
+    private final BackupBook backups;
     private final HostLeases leases;
 
     private HiCacheController(ControllerConfig b) {
@@ -197,16 +149,12 @@ public final class HiCacheController implements AutoCloseable {
         this.agreement = b.agreement();
         this.loadAgreement = b.loadAgreement();
         this.writePolicy = b.writePolicy();
-        this.hitThreshold = b.hitThreshold();
         this.configuredMode = b.backupMode();
         this.clock = b.clock();
-        this.leaseNs = b.leaseNs();
         this.checkThread = b.checkThread();
-        this.listener = b.listener();
         this.targetLayers = targetLayout.layerCount();
         this.draftLayers = draftLayout == null ? 0 : draftLayout.layerCount();
 
-        this.fifo = new AgreedFifo<>(agreement, rank);
         this.fallbacks = new FallbackLog(metrics, rank);
         this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction()).hostPolicy(b.hostEviction()).build();
 
@@ -231,6 +179,8 @@ public final class HiCacheController implements AutoCloseable {
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
         this.room = new HostRoom(tree, budget, allocator, hostPool, draftPool, cpSize, metrics);
+        this.backups = new BackupBook(this, b, tree, room, budget, metrics, slotPool, commands, targetPageBytes,
+            draftPageBytes);
         this.deviceEviction = new WriteBackEviction(this, writePolicy, tree, draftLayout != null, metrics, slotPool,
             runtime, computeStream, commands, fallbacks);
         this.leases = new HostLeases(this, room, budget, allocator, tree, lanes, cpSize, rank, pageSize, draftPool);
@@ -348,7 +298,7 @@ public final class HiCacheController implements AutoCloseable {
 
     /** Backups not yet agreed and retired (reserved, copying, sealed, or aborted awaiting agreement). */
     public int backupsInFlight() {
-        return fifo.size();
+        return backups.size();
     }
 
     /** The sticky CUDA error that stopped the controller, or null. */
@@ -402,56 +352,7 @@ public final class HiCacheController implements AutoCloseable {
      */
     public Backup reserve(RadixNode node, boolean withDraft) {
         checkUsable();
-        if (node == null) {
-            throw new IllegalArgumentException("node must not be null");
-        }
-        if (withDraft && draftLayout == null) {
-            throw new IllegalArgumentException("reserve(withDraft=true) but no draft KV layout is configured");
-        }
-        if (node.isRoot() || !node.isAttached()) {
-            throw new IllegalStateException("cannot back up " + node + ": it is the root or no longer in the tree");
-        }
-        if (node.pending() != null) {
-            throw new IllegalStateException("cannot reserve " + node + ": it already has a pending backup");
-        }
-        if (node.isHostResident()) {
-            throw new IllegalStateException("cannot reserve " + node + ": it is already backed up");
-        }
-        if (!tree.canBackUp(node)) {
-            throw new IllegalStateException("cannot reserve " + node + ": it holds no device pages or its parent is "
-                + "neither the root nor backed up (write-through contiguity)");
-        }
-        int pages = node.pageCount();
-        int startPage = 0;
-        for (RadixNode p = node.parent(); p != null && !p.isRoot(); p = p.parent()) {
-            startPage += p.pageCount();
-        }
-        int totalPages = startPage + pages;
-        int cost = budget.costOf(startPage, pages, totalPages);
-        if (!room.makeRoom(cost)) {
-            metrics.increment(Metric.RESERVE_NO_ROOM);
-            return null;
-        }
-        int[] offsets = new int[pages];
-        int owned = lanes.ownedOffsets(rank, startPage, pages, totalPages, cpSize, offsets);
-        int[] ownedIdx = owned == pages ? offsets : java.util.Arrays.copyOf(offsets, owned);
-        int[] hostPages = new int[owned];
-        long seq = nextSeq;
-        room.allocateBudgeted(owned, hostPages, seq);
-        int[] devicePages = new int[pages];
-        node.copyDevicePages(devicePages, 0);
-        LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        HostPages value = new HostPages(hostPages, lane, withDraft, cpSize == 1 ? null : this);
-        long now = clock.getAsLong();
-        Backup b = new Backup(this, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, cost, value, withDraft,
-            leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
-        tree.markPending(node, b);
-        tree.lock(node);
-        nextSeq++;
-        budget.take(cost);
-        fifo.add(b);
-        metrics.increment(Metric.BACKUPS_RESERVED);
-        return b;
+        return backups.reserve(node, withDraft);
     }
 
     /**
@@ -465,68 +366,9 @@ public final class HiCacheController implements AutoCloseable {
      */
     public int reserveByPolicy(RadixNode node, boolean withDraft, List<Backup> out) {
         checkUsable();
-        if (node == null || out == null) {
-            throw new IllegalArgumentException("node and out must not be null");
-        }
-        if (node.isRoot()) {
-            return 0;
-        }
-        int depth = 0;
-        for (RadixNode p = node; p != null && !p.isRoot(); p = p.parent()) {
-            if (depth == pathScratch.length) {
-                pathScratch = java.util.Arrays.copyOf(pathScratch, depth * 2);
-            }
-            pathScratch[depth++] = p;
-        }
-        if (writePolicy == WritePolicy.WRITE_BACK) {
-            skipPath(depth - 1, WritePolicy.SkipReason.WRITE_BACK);
-            return 0;
-        }
-        int reserved = 0;
-        for (int i = depth - 1; i >= 0; i--) {
-            RadixNode n = pathScratch[i];
-            pathScratch[i] = null;
-            if (n.isBackedUp()) {
-                continue;
-            }
-            WritePolicy.SkipReason skip = null;
-            if (!n.hasDeviceValue()) {
-                skip = WritePolicy.SkipReason.NOT_ON_DEVICE;
-            } else if (n.hitCount() < hitThreshold) {
-                skip = WritePolicy.SkipReason.BELOW_HIT_THRESHOLD;
-            } else if (!tree.canBackUp(n)) {
-                skip = WritePolicy.SkipReason.ANCESTOR_SKIPPED; // its parent is neither the root nor backed up
-            } else {
-                Backup b = reserve(n, withDraft);
-                if (b == null) {
-                    skip = WritePolicy.SkipReason.NO_ROOM;
-                } else {
-                    out.add(b);
-                    reserved++;
-                }
-            }
-            if (skip != null) {
-                metrics.countSkipped(skip, 1);
-                skipPath(i - 1, WritePolicy.SkipReason.ANCESTOR_SKIPPED);
-                break;
-            }
-        }
-        return reserved;
+        return backups.reserveByPolicy(node, withDraft, out);
     }
 
-    /** Counts the nodes {@code pathScratch[0..upTo]} not backed up under {@code reason} and clears the scratch. */
-    private void skipPath(int upTo, WritePolicy.SkipReason reason) {
-        int skipped = 0;
-        for (int j = upTo; j >= 0; j--) {
-            if (!pathScratch[j].isBackedUp()) {
-                skipped++;
-            }
-            pathScratch[j] = null;
-        }
-        if (skipped > 0) {
-            metrics.countSkipped(reason, skipped);
-        }
-    }
 
     // ------------------------------------------------------------------ forward
 
@@ -612,14 +454,14 @@ public final class HiCacheController implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("poll on a closed controller");
         }
-        changes = 0;
+        backups.resetChanges();
         ForwardSlot s;
         while ((s = acks.poll()) != null) {
             onAck(s);
         }
-        expireLeases();
+        backups.expireLeases();
         deviceEviction.issue();
-        agree();
+        backups.agree();
         int loads = loader.poll();
         if (stickyError == null && loader.stickyStatus() != 0) {
             int status = loader.stickyStatus(); // a load met a sticky error: the context is dead for backups too
@@ -629,7 +471,7 @@ public final class HiCacheController implements AutoCloseable {
         if (tier != null && stickyError == null) {
             tier.poll();
         }
-        return changes + loads;
+        return backups.changes() + loads;
     }
 
     private void onAck(ForwardSlot slot) {
@@ -654,17 +496,17 @@ public final class HiCacheController implements AutoCloseable {
             if (b.state.terminal()) {
                 continue; // already released when an earlier ack of this poll stopped the controller (sticky error)
             } else if (b.state == BackupState.DRAINING) {
-                fail(b, b.abortReason);
+                backups.fail(b, b.abortReason);
             } else if (slot.agentError) {
-                fail(b, AbortReason.AGENT_ERROR);
+                backups.fail(b, AbortReason.AGENT_ERROR);
             } else if (status != 0) {
-                fail(b, AbortReason.CUDA_ERROR);
+                backups.fail(b, AbortReason.CUDA_ERROR);
             } else if (slot.cancelled) {
-                fail(b, AbortReason.LEASE_EXPIRED);
+                backups.fail(b, AbortReason.LEASE_EXPIRED);
             } else if (slot.missingTarget) {
-                fail(b, AbortReason.TARGET_LAYER_MISSING);
+                backups.fail(b, AbortReason.TARGET_LAYER_MISSING);
             } else if (slot.missingDraft && b.withDraft) {
-                fail(b, AbortReason.DRAFT_LAYER_MISSING);
+                backups.fail(b, AbortReason.DRAFT_LAYER_MISSING);
             } else {
                 b.state = BackupState.SEALED;
                 b.local = Backup.Local.OK;
@@ -676,148 +518,11 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
-    private void expireLeases() {
-        if (leaseNs <= 0 || fifo.size() == 0) {
-            return;
-        }
-        long now = clock.getAsLong();
-        for (int i = 0; i < fifo.size(); i++) {
-            Backup b = fifo.at(i);
-            if (b.leaseDeadlineNs > now) {
-                break;
-            }
-            if (b.state == BackupState.RESERVED) {
-                fail(b, AbortReason.LEASE_EXPIRED);
-            } else if ((b.state == BackupState.COPYING || b.state == BackupState.DRAINING) && b.slot != null
-                && !b.cancelSent) {
-                // the forward was not sealed in time: revoke its lease (its handle throws at its next hook) and
-                // have the submitter seal it after the copies already queued
-                ForwardSlot slot = b.slot;
-                for (int j = 0; j < slot.backupCount; j++) {
-                    Backup sb = slot.backups[j];
-                    sb.cancelSent = true;
-                    if (!sb.state.terminal()) {
-                        sb.state = BackupState.DRAINING;
-                        if (sb.abortReason == null) {
-                            sb.abortReason = AbortReason.LEASE_EXPIRED;
-                        }
-                    }
-                }
-                slot.command = ForwardSlot.CMD_CANCEL;
-                slotPool.revoke(slot);
-                if (!commands.offer(slot)) {
-                    throw new IllegalStateException("submitter command queue full");
-                }
-            }
-        }
-    }
 
-    /**
-     * Runs agreement rounds while their results are available at once (always for a group of one; with a blocking
-     * collective every round) and they retire something. Retiring depends only on agreed values, so every rank
-     * commits and releases the same backups in the same round: a backup aborted on a rank keeps its pending mark,
-     * device lock and host pages until then, and the ranks' trees never diverge.
-     */
-    private void agree() {
-        for (int rounds = 0; rounds < 64 && fifo.size() > 0; rounds++) {
-            if (fifo.runRound(nextSeq, backupRetirer) <= 0) {
-                return;
-            }
-        }
-    }
 
-    /**
-     * A degraded round (a rank of the group was declared failed, see {@link RankAgreement#tryResult}): no backup in
-     * flight can be whole on every rank, so each aborts with {@link AbortReason#RANK_FAILED} and is released once its
-     * own copies have drained. Every later round is degraded too, so nothing commits until the group restarts.
-     */
-    private int abortForRankFailure() {
-        for (int i = 0; i < fifo.size(); i++) {
-            Backup b = fifo.at(i);
-            if (b.state == BackupState.RESERVED || b.state == BackupState.SEALED && b.slot == null) {
-                fail(b, AbortReason.RANK_FAILED);
-            } else if (b.state == BackupState.COPYING || b.state == BackupState.SEALED) {
-                b.state = BackupState.DRAINING; // released when its forward is acknowledged
-                if (b.abortReason == null) {
-                    b.abortReason = AbortReason.RANK_FAILED;
-                }
-            }
-        }
-        int retired = 0;
-        while (fifo.size() > 0 && fifo.at(0).local != Backup.Local.UNRESOLVED) {
-            Backup b = fifo.pop();
-            retired++;
-            if (!b.state.terminal()) {
-                release(b, b.abortReason != null ? b.abortReason : AbortReason.RANK_FAILED);
-            }
-        }
-        return retired;
-    }
 
-    /** Marks a backup failed on this rank; it is released when the group agrees (see {@link #agree()}). */
-    private void fail(Backup b, AbortReason reason) {
-        b.state = BackupState.DRAINING;
-        if (b.abortReason == null) {
-            b.abortReason = reason;
-        }
-        b.local = Backup.Local.FAILED;
-    }
 
-    private void commit(Backup b) {
-        if (b.fragmentCount == 1) {
-            tree.commitHost(b.node, b, b.hostValue);
-        } else {
-            HostValue rest = b.hostValue;
-            for (int i = 0; i < b.fragmentCount - 1; i++) {
-                RadixNode frag = b.fragments[i];
-                tree.commitHost(frag, b, rest.head(frag.pageCount()));
-                rest = rest.tail(frag.pageCount());
-            }
-            tree.commitHost(b.fragments[b.fragmentCount - 1], b, rest);
-        }
-        tree.unlock(b.node);
-        b.state = BackupState.COMMITTED;
-        metrics.increment(Metric.BACKUPS_COMMITTED);
-        long latencyNs = clock.getAsLong() - b.forwardEndNs;
-        metrics.commitLatencyNs().record(latencyNs);
-        HiCacheEvents.backupCommitted(b.pageCount, b.ownedCount * (targetPageBytes + (b.withDraft ? draftPageBytes : 0)),
-            targetLayers, b.withDraft ? draftLayers : 0, latencyNs, rank);
-        changes++;
-        if (listener != null) {
-            listener.onCommitted(b);
-        }
-        if (tier != null) {
-            tier.onCommitted(b);
-        }
-    }
 
-    /** Releases an aborted backup whose copies have drained: pending cleared, lock released, pages freed. */
-    private void release(Backup b, AbortReason reason) {
-        for (int i = 0; i < b.fragmentCount; i++) {
-            if (!b.fragments[i].isInvalidated()) {
-                tree.abortPending(b.fragments[i], b);
-            }
-        }
-        tree.unlock(b.node);
-        if (b.heldCount > 0) {
-            // device pages of fragments a failed load removed: their copies have drained, the engine gets them now
-            b.heldSink.free(b.heldPages, 0, b.heldCount);
-            b.heldCount = 0;
-        }
-        if (b.ownedCount > 0) {
-            room.freeWritten(b.hostPages, 0, b.ownedCount);
-        }
-        budget.give(b.budgetPages);
-        b.abortReason = reason;
-        b.state = BackupState.ABORTED;
-        b.local = Backup.Local.FAILED;
-        metrics.countAbort(reason);
-        HiCacheEvents.backupAborted(reason, b.pageCount, rank);
-        changes++;
-        if (listener != null) {
-            listener.onAborted(b, reason);
-        }
-    }
 
     // ------------------------------------------------------------------ abort
 
@@ -842,7 +547,7 @@ public final class HiCacheController implements AutoCloseable {
         if (!owns(backup)) {
             throw new IllegalArgumentException(backup + " does not belong to this controller");
         }
-        return markAborted(backup, reason);
+        return backups.markAborted(backup, reason);
     }
 
     /**
@@ -851,31 +556,9 @@ public final class HiCacheController implements AutoCloseable {
      * drained and the group agreed. Called by the tree from {@code failLoad} through {@link Backup#onInvalidated}.
      */
     void dependencyFailed(Backup b) {
-        markAborted(b, AbortReason.LOAD_FAILED);
+        backups.markAborted(b, AbortReason.LOAD_FAILED);
     }
 
-    private boolean markAborted(Backup backup, AbortReason reason) {
-        switch (backup.state) {
-            case COMMITTED, ABORTED, DRAINING -> {
-                return false;
-            }
-            case RESERVED -> fail(backup, reason);
-            case COPYING -> {
-                backup.state = BackupState.DRAINING;
-                backup.abortReason = reason;
-            }
-            case SEALED -> {
-                if (backup.slot == null) {
-                    fail(backup, reason); // copies done: released when the group agrees
-                } else {
-                    backup.state = BackupState.DRAINING;
-                    backup.abortReason = reason;
-                }
-            }
-            default -> throw new IllegalStateException("unknown state " + backup.state);
-        }
-        return true;
-    }
 
     private boolean owns(Backup b) {
         return b != null && b.owner == this;
@@ -1024,6 +707,13 @@ public final class HiCacheController implements AutoCloseable {
         tier = attachment;
     }
 
+    /** Tells the attached tier, if any, that {@code b} committed (from {@link BackupBook}). Scheduler thread. */
+    void tierCommitted(Backup b) {
+        if (tier != null) {
+            tier.onCommitted(b);
+        }
+    }
+
     /** Detaches {@code attachment} if it is the attached tier (it closed itself). Scheduler thread. */
     public void detachTier(TierAttachment attachment) {
         checkOwner();
@@ -1125,16 +815,8 @@ public final class HiCacheController implements AutoCloseable {
 
     private void stopAfterStickyError() {
         LOG.error("HiCache stops: sticky CUDA error {} poisoned the context; aborting {} backups in flight",
-            stickyError.errorName(), fifo.size());
-        int aborted = 0;
-        for (int i = 0; i < fifo.size(); i++) {
-            Backup b = fifo.at(i);
-            if (!b.state.terminal()) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.CUDA_ERROR);
-                aborted++;
-            }
-        }
+            stickyError.errorName(), backups.size());
+        int aborted = backups.releaseAll(AbortReason.CUDA_ERROR);
         HiCacheEvents.stickyError(stickyError.errorName(), stickyError.code(), stickyError.call(), aborted, rank);
         // the entries stay, failed, so the other ranks learn of them through the agreement rounds; an agreement
         // across processes is told this rank is gone, so the group degrades without waiting for its timeout
@@ -1165,16 +847,8 @@ public final class HiCacheController implements AutoCloseable {
         resources.quiesce(); // agents stopped, queued copies finished
         loader.abandonAll();
         leases.endAll();
-        for (int i = 0; i < fifo.size(); i++) {
-            Backup b = fifo.at(i);
-            if (!b.state.terminal()) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.SHUTDOWN);
-            }
-        }
-        while (fifo.size() > 0) {
-            fifo.pop();
-        }
+        backups.releaseAll(AbortReason.SHUTDOWN);
+        backups.clear();
         resources.release();
         allocator.close();
         agentErrors.logSummary();
