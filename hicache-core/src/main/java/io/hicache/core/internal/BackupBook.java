@@ -334,9 +334,10 @@ final class BackupBook {
     }
 
     /**
-     * A degraded round (a rank of the group was declared failed, see {@link RankAgreement#tryResult}): no backup in
-     * flight can be whole on every rank, so each aborts with {@link AbortReason#RANK_FAILED} and is released once its
-     * own copies have drained. Every later round is degraded too, so nothing commits until the group restarts.
+     * A degraded round (a rank of the group was declared failed, see {@link
+     * io.hicache.core.cp.RankAgreement#tryResult}): no backup in flight can be whole on every rank, so each aborts
+     * with {@link AbortReason#RANK_FAILED} and is released once its own copies have drained. Every later round is
+     * degraded too, so nothing commits until the group restarts.
      */
     private int abortForRankFailure() {
         for (int i = 0; i < fifo.size(); i++) {

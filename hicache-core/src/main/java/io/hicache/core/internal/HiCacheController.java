@@ -67,6 +67,12 @@ import java.util.function.LongSupplier;
  * working controller or releases everything it allocated; after {@link #close()} every call that acts (hooks
  * and {@link #waitLayer} included) throws {@link IllegalStateException} naming "closed" without a CUDA call.
  *
+ * <p><b>Parts.</b> The controller checks thread and state and delegates to parts it owns, all on the scheduler
+ * thread: {@link ControllerResources} (native resources and agent threads, one release list for a failed build and
+ * {@link #close()}), {@link BackupBook} (backups from reservation to agreed commit or release), {@link HostRoom}
+ * (host budget, allocator and host eviction), {@link HostLeases} (the storage tier's prefetch leases), {@link
+ * WriteBackEviction} (device eviction and its write-backs) and {@link FallbackLog} (all-layer fallbacks).
+ *
  * <p><b>Slot leases and hand-offs.</b> A forward's {@link ForwardSlot} belongs to its {@link ForwardHandle} from
  * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
  * ({@link SlotPool}). A lease expiry revokes the handle (a volatile generation number on the slot): its next hook
