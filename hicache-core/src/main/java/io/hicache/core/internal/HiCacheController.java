@@ -9,30 +9,23 @@ import io.hicache.core.DevicePageSink;
 import io.hicache.core.LoadListener;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
-import io.hicache.core.internal.copy.CopyPlanner;
 import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.internal.memory.HostPageAllocator;
-import io.hicache.core.internal.jfr.AgreementRoundEvent;
 import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaError;
-import io.hicache.cuda.CudaEvent;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
-import io.hicache.radix.spi.DeviceEvictionListener;
-import io.hicache.radix.spi.HostEvictionListener;
-import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
-import org.agrona.ErrorHandler;
 import org.agrona.concurrent.AgentRunner;
 import org.jctools.queues.SpscArrayQueue;
 import org.slf4j.Logger;
@@ -74,6 +67,12 @@ import java.util.function.LongSupplier;
  * working controller or releases everything it allocated; after {@link #close()} every call that acts (hooks
  * and {@link #waitLayer} included) throws {@link IllegalStateException} naming "closed" without a CUDA call.
  *
+ * <p><b>Parts.</b> The controller checks thread and state and delegates to parts it owns, all on the scheduler
+ * thread: {@link ControllerResources} (native resources and agent threads, one release list for a failed build and
+ * {@link #close()}), {@link BackupBook} (backups from reservation to agreed commit or release), {@link HostRoom}
+ * (host budget, allocator and host eviction), {@link HostLeases} (the storage tier's prefetch leases), {@link
+ * WriteBackEviction} (device eviction and its write-backs) and {@link FallbackLog} (all-layer fallbacks).
+ *
  * <p><b>Slot leases and hand-offs.</b> A forward's {@link ForwardSlot} belongs to its {@link ForwardHandle} from
  * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
  * ({@link SlotPool}). A lease expiry revokes the handle (a volatile generation number on the slot): its next hook
@@ -93,7 +92,7 @@ public final class HiCacheController implements AutoCloseable {
     private final CudaRuntime runtime;
     private final CudaStream computeStream;
     private final CudaStream backupStream;
-    private final boolean ownsComputeStream;
+    private final ControllerResources resources;
     private final DeviceKvLayout targetLayout;
     private final DeviceKvLayout draftLayout;
     private final HostKvPool hostPool;
@@ -107,12 +106,9 @@ public final class HiCacheController implements AutoCloseable {
     private final RankAgreement agreement;
     private final RankAgreement loadAgreement;
     private final WritePolicy writePolicy;
-    private final int hitThreshold;
     private final BackupMode configuredMode;
     private final LongSupplier clock;
-    private final long leaseNs;
     private final boolean checkThread;
-    private final BackupListener listener;
     private final HiCacheMetrics metrics = new HiCacheMetrics();
     private final int targetLayers;
     private final int draftLayers;
@@ -123,83 +119,30 @@ public final class HiCacheController implements AutoCloseable {
     private final SpscArrayQueue<ForwardSlot> acks;
     private final Loader loader;
     private final io.hicache.core.LoadOverlap loadOverlap;
-    private final java.util.List<CudaEvent> loaderEvents = new java.util.ArrayList<>();
     private final AgentErrors agentErrors = new AgentErrors(metrics);
-    /** Write-back reservations waiting for a forward slot (scheduler-owned). */
-    private final java.util.ArrayList<Backup> writeBacksWaiting = new java.util.ArrayList<>();
+    private final FallbackLog fallbacks;
     private final SubmitterAgent submitter;
     private final CompletionAgent completion;
+    /** Null in {@link ThreadingMode#INVOKER} mode. */
     private final AgentRunner submitterRunner;
-    private final AgentRunner completionRunner;
     /** The agents as both threading modes step them: one error path (see {@link GuardedAgent}). */
     private final GuardedAgent guardedSubmitter;
     private final GuardedAgent guardedCompletion;
 
     // scheduler-owned state
     private Thread owner;
-    private long nextSeq;
-    private long generation;
-    private final AgreedFifo<Backup> fifo;
-    private final AgreedFifo.Retirer<Backup> backupRetirer = new AgreedFifo.Retirer<>() {
-        @Override
-        public void retireComplete(Backup b) {
-            if (b.invalidated && !b.state.terminal()) {
-                release(b, AbortReason.LOAD_FAILED); // never reported complete once its load failed; defensive
-            } else if (!b.state.terminal()) {
-                // complete everywhere; an abort asked for after this rank reported it complete lost the race, and
-                // the bytes are whole, so it commits like on every other rank
-                commit(b);
-            }
-        }
-
-        @Override
-        public void retireFailed(Backup b) {
-            if (!b.state.terminal()) {
-                release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
-                    : AbortReason.RANK_FAILED);
-            }
-        }
-
-        @Override
-        public int retireDegraded() {
-            return abortForRankFailure();
-        }
-
-        @Override
-        public void roundOpened(long round) {
-            roundEvent = HiCacheEvents.beginRound();
-        }
-
-        @Override
-        public void roundClosed(long round, int retired) {
-            HiCacheEvents.endRound(roundEvent, cpSize, round, retired, rank);
-            roundEvent = null;
-        }
-    };
     private final HostBudget budget;
-    /** The open round's JFR event, or null when none is open or the event is disabled. */
-    private AgreementRoundEvent roundEvent;
     private final long targetPageBytes;
     private final long draftPageBytes;
-    private int changes;
-    private int[] scratchPages = new int[64];
-    private int[] scratchOffsets = new int[64];
-    private RadixNode[] pathScratch = new RadixNode[64];
-    private final HostEvictionListener hostEvictionListener = this::onHostEvicted;
-    private final WriteBackEvictionListener deviceEvictionListener = new WriteBackEvictionListener();
-    private volatile boolean hooksUnavailable;
-    private volatile String hooksUnavailableReason;
-    private final long[] lastFallbackWarnNs = new long[FallbackReason.values().length];
+    private final WriteBackEviction deviceEviction;
     private CudaException stickyError;
     /** Written by the scheduler at close; volatile so that {@link #isClosed()} and hooks see it from any thread. */
     private volatile boolean closed;
-    private HostTierObserver hostTierObserver;
     /** The lower tier driven by this controller's calls (see {@link #attachTier}), or null. */
     private TierAttachment tier;
-    private final java.util.ArrayList<HostLease> openLeases = new java.util.ArrayList<>();
-    /** Allocator holder ids of prefetch leases: far above any backup sequence number. */
-    private static final long LEASE_HOLDER_BASE = 1L << 62;
-    private long leaseSeq;
+    private final HostRoom room;
+    private final BackupBook backups;
+    private final HostLeases leases;
 
     private HiCacheController(ControllerConfig b) {
         this.runtime = b.runtime();
@@ -212,152 +155,41 @@ public final class HiCacheController implements AutoCloseable {
         this.agreement = b.agreement();
         this.loadAgreement = b.loadAgreement();
         this.writePolicy = b.writePolicy();
-        this.hitThreshold = b.hitThreshold();
         this.configuredMode = b.backupMode();
         this.clock = b.clock();
-        this.leaseNs = b.leaseNs();
         this.checkThread = b.checkThread();
-        this.listener = b.listener();
         this.targetLayers = targetLayout.layerCount();
         this.draftLayers = draftLayout == null ? 0 : draftLayout.layerCount();
 
-        this.fifo = new AgreedFifo<>(agreement, rank);
+        this.fallbacks = new FallbackLog(metrics, rank);
         this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction()).hostPolicy(b.hostEviction()).build();
 
-        // Native resources and threads, released in reverse order if any step fails: build() either returns a
-        // working controller or leaves nothing behind.
-        CudaStream createdCompute = null;
-        CudaStream createdBackup = null;
-        HostKvPool pool = null;
-        HostKvPool dpool = null;
-        Loader createdLoader = null;
-        AgentRunner startedSubmitter = null;
-        AgentRunner startedCompletion = null;
-        java.util.ArrayList<CudaEvent> events = new java.util.ArrayList<>();
-        try {
-            pool = b.hostPoolBuilder(runtime, targetLayout).allocate();
-            dpool = draftLayout == null ? null : pool.allocateDraft(draftLayout.shape());
-            createdBackup = runtime.createStream(0);
-            if (b.computeStream() == null) {
-                createdCompute = runtime.createStream(0);
-            }
-            CudaStream compute = createdCompute != null ? createdCompute : b.computeStream();
-            int slotCount = b.maxForwardsInFlight();
-            ForwardSlot[] slots = new ForwardSlot[slotCount];
-            for (int i = 0; i < slotCount; i++) {
-                CudaEvent[] te = new CudaEvent[targetLayers];
-                for (int l = 0; l < targetLayers; l++) {
-                    te[l] = event(events);
-                }
-                CudaEvent[] de = new CudaEvent[draftLayers];
-                for (int l = 0; l < draftLayers; l++) {
-                    de[l] = event(events);
-                }
-                CudaEvent end = event(events);
-                CudaEvent fin = event(events);
-                CudaEvent[] copied = new CudaEvent[targetLayers + draftLayers];
-                for (int l = 0; l < copied.length; l++) {
-                    copied[l] = event(events);
-                }
-                slots[i] = new ForwardSlot(i, te, de, end, fin, copied);
-            }
-            HookRing hookRing = new HookRing(slotCount, b.hookRingCapacity() > 0 ? b.hookRingCapacity()
-                : HookRing.capacityFor(targetLayers + draftLayers + 1));
-            LongSupplier clk = clock;
-            int tl = targetLayers;
-            int dl = draftLayers;
-            SlotPool pool0 = new SlotPool(slots, s -> new ForwardHandle(s, runtime, compute, hookRing, clk, tl, dl));
-            int qcap = Math.max(4, slotCount * 2);
-            SpscArrayQueue<ForwardSlot> cmds = new SpscArrayQueue<>(qcap);
-            SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
-            SpscArrayQueue<ForwardSlot> ackQueue = new SpscArrayQueue<>(qcap);
-            CopyPlanner tp = new CopyPlanner(targetLayout, pool, b.coalesce());
-            CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce());
-            SubmitterAgent sub = new SubmitterAgent(runtime, createdBackup, tp, dp, b.batchedCopies(), targetLayers,
-                draftLayers, hookRing, slots, cmds, sealed, metrics, agentErrors);
-            int loadCap = Math.max(8, b.loadBatchesInFlight());
-            SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(loadCap);
-            SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(loadCap);
-            CompletionAgent comp = new CompletionAgent(runtime, sealed, ackQueue, loadsIssued, loadAcks, metrics,
-                agentErrors, clock, qcap, loadCap);
-            createdLoader = new Loader(runtime, compute, tree, new CopyPlanner(targetLayout, pool, b.coalesce()),
-                draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce()), b.batchedCopies(),
-                b.loadAgreement(), rank, clock, metrics, agentErrors, b.loadListener(), b.loadThresholdTokens(), targetLayers,
-                draftLayers, loadsIssued, loadAcks, loaderEvents, b.loadOverlap() == io.hicache.core.LoadOverlap.SAME_FORWARD,
-                b.loadBatchesInFlight());
-            GuardedAgent guardedSub = new GuardedAgent(sub, agentErrors);
-            GuardedAgent guardedComp = new GuardedAgent(comp, agentErrors);
-            if (b.threadingMode() == ThreadingMode.DEDICATED) {
-                // reached only by a fatal VirtualMachineError, which GuardedAgent recorded before rethrowing it
-                ErrorHandler errors = t -> LOG.error("HiCache agent thread stops after a fatal error", t);
-                startedSubmitter = new AgentRunner(b.idleStrategySupplier().get(), errors, null, guardedSub);
-                AgentRunner.startOnThread(startedSubmitter);
-                startedCompletion = new AgentRunner(b.idleStrategySupplier().get(), errors, null, guardedComp);
-                AgentRunner.startOnThread(startedCompletion);
-            }
-            this.guardedSubmitter = guardedSub;
-            this.guardedCompletion = guardedComp;
-            this.slotPool = pool0;
-            this.ring = hookRing;
-            this.commands = cmds;
-            this.acks = ackQueue;
-            this.submitter = sub;
-            this.completion = comp;
-        } catch (RuntimeException | Error e) {
-            AgentRunner sr = startedSubmitter;
-            AgentRunner cr = startedCompletion;
-            if (sr != null) {
-                quietly(sr::close);
-            }
-            if (cr != null) {
-                quietly(cr::close);
-            }
-            CudaStream cc = createdCompute;
-            CudaStream cb = createdBackup;
-            Loader ld = createdLoader;
-            if (cb != null) {
-                quietly(() -> runtime.synchronizeStream(cb));
-            }
-            if (ld != null) {
-                quietly(() -> runtime.synchronizeStream(ld.loadStream()));
-            }
-            for (CudaEvent ev : events) {
-                quietly(() -> runtime.destroyEvent(ev));
-            }
-            for (CudaEvent ev : loaderEvents) {
-                quietly(() -> runtime.destroyEvent(ev));
-            }
-            if (ld != null) {
-                ld.destroy();
-            }
-            if (cc != null) {
-                quietly(() -> runtime.destroyStream(cc));
-            }
-            if (cb != null) {
-                quietly(() -> runtime.destroyStream(cb));
-            }
-            HostKvPool dp0 = dpool;
-            HostKvPool p0 = pool;
-            if (dp0 != null) {
-                quietly(dp0::close);
-            }
-            if (p0 != null) {
-                quietly(p0::close);
-            }
-            throw e;
-        }
-        this.hostPool = pool;
-        this.draftPool = dpool;
-        this.backupStream = createdBackup;
-        this.ownsComputeStream = createdCompute != null;
-        this.computeStream = createdCompute != null ? createdCompute : b.computeStream();
+        // Native resources and threads: build() either returns a working controller or leaves nothing behind.
+        this.resources = ControllerResources.allocate(b, tree, metrics, agentErrors);
+        this.hostPool = resources.hostPool;
+        this.draftPool = resources.draftPool;
+        this.backupStream = resources.backupStream;
+        this.computeStream = resources.computeStream;
+        this.loader = resources.loader;
+        this.slotPool = resources.slotPool;
+        this.ring = resources.ring;
+        this.commands = resources.commands;
+        this.acks = resources.acks;
+        this.submitter = resources.submitter;
+        this.completion = resources.completion;
+        this.guardedSubmitter = resources.guardedSubmitter;
+        this.guardedCompletion = resources.guardedCompletion;
+        this.submitterRunner = resources.submitterRunner;
         this.allocator = new HostPageAllocator(hostPool.pageCount());
         this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount(), metrics);
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
-        this.loader = createdLoader;
-        this.submitterRunner = startedSubmitter;
-        this.completionRunner = startedCompletion;
+        this.room = new HostRoom(tree, budget, allocator, hostPool, draftPool, cpSize, metrics);
+        this.backups = new BackupBook(this, b, tree, room, budget, metrics, slotPool, commands, targetPageBytes,
+            draftPageBytes);
+        this.deviceEviction = new WriteBackEviction(this, writePolicy, tree, draftLayout != null, metrics, slotPool,
+            runtime, computeStream, commands, fallbacks);
+        this.leases = new HostLeases(this, room, budget, allocator, tree, lanes, cpSize, rank, pageSize, draftPool);
         this.loadOverlap = b.loadOverlap();
         if (b.loadOverlap() == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason())) {
             LOG.warn("HiCache loads overlap with the previous batch, not the forward that uses them ({}): a host hit"
@@ -367,12 +199,6 @@ public final class HiCacheController implements AutoCloseable {
             LOG.warn("HiCache backup mode ALL_LAYERS configured: every layer is copied after the forward, "
                 + "so copies no longer overlap with compute (said once per process)");
         }
-    }
-
-    private CudaEvent event(java.util.List<CudaEvent> created) {
-        CudaEvent e = runtime.createEvent(true);
-        created.add(e);
-        return e;
     }
 
     /** A builder; see {@link ControllerBuilder} for the required parts. */
@@ -478,7 +304,7 @@ public final class HiCacheController implements AutoCloseable {
 
     /** Backups not yet agreed and retired (reserved, copying, sealed, or aborted awaiting agreement). */
     public int backupsInFlight() {
-        return fifo.size();
+        return backups.size();
     }
 
     /** The sticky CUDA error that stopped the controller, or null. */
@@ -532,56 +358,7 @@ public final class HiCacheController implements AutoCloseable {
      */
     public Backup reserve(RadixNode node, boolean withDraft) {
         checkUsable();
-        if (node == null) {
-            throw new IllegalArgumentException("node must not be null");
-        }
-        if (withDraft && draftLayout == null) {
-            throw new IllegalArgumentException("reserve(withDraft=true) but no draft KV layout is configured");
-        }
-        if (node.isRoot() || !node.isAttached()) {
-            throw new IllegalStateException("cannot back up " + node + ": it is the root or no longer in the tree");
-        }
-        if (node.pending() != null) {
-            throw new IllegalStateException("cannot reserve " + node + ": it already has a pending backup");
-        }
-        if (node.isHostResident()) {
-            throw new IllegalStateException("cannot reserve " + node + ": it is already backed up");
-        }
-        if (!tree.canBackUp(node)) {
-            throw new IllegalStateException("cannot reserve " + node + ": it holds no device pages or its parent is "
-                + "neither the root nor backed up (write-through contiguity)");
-        }
-        int pages = node.pageCount();
-        int startPage = 0;
-        for (RadixNode p = node.parent(); p != null && !p.isRoot(); p = p.parent()) {
-            startPage += p.pageCount();
-        }
-        int totalPages = startPage + pages;
-        int cost = budget.costOf(startPage, pages, totalPages);
-        if (!makeRoom(cost)) {
-            metrics.increment(Metric.RESERVE_NO_ROOM);
-            return null;
-        }
-        int[] offsets = new int[pages];
-        int owned = lanes.ownedOffsets(rank, startPage, pages, totalPages, cpSize, offsets);
-        int[] ownedIdx = owned == pages ? offsets : java.util.Arrays.copyOf(offsets, owned);
-        int[] hostPages = new int[owned];
-        long seq = nextSeq;
-        allocateBudgeted(owned, hostPages, seq);
-        int[] devicePages = new int[pages];
-        node.copyDevicePages(devicePages, 0);
-        LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        HostPages value = new HostPages(hostPages, lane, withDraft, cpSize == 1 ? null : this);
-        long now = clock.getAsLong();
-        Backup b = new Backup(this, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, cost, value, withDraft,
-            leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
-        tree.markPending(node, b);
-        tree.lock(node);
-        nextSeq++;
-        budget.take(cost);
-        fifo.add(b);
-        metrics.increment(Metric.BACKUPS_RESERVED);
-        return b;
+        return backups.reserve(node, withDraft);
     }
 
     /**
@@ -595,68 +372,9 @@ public final class HiCacheController implements AutoCloseable {
      */
     public int reserveByPolicy(RadixNode node, boolean withDraft, List<Backup> out) {
         checkUsable();
-        if (node == null || out == null) {
-            throw new IllegalArgumentException("node and out must not be null");
-        }
-        if (node.isRoot()) {
-            return 0;
-        }
-        int depth = 0;
-        for (RadixNode p = node; p != null && !p.isRoot(); p = p.parent()) {
-            if (depth == pathScratch.length) {
-                pathScratch = java.util.Arrays.copyOf(pathScratch, depth * 2);
-            }
-            pathScratch[depth++] = p;
-        }
-        if (writePolicy == WritePolicy.WRITE_BACK) {
-            skipPath(depth - 1, WritePolicy.SkipReason.WRITE_BACK);
-            return 0;
-        }
-        int reserved = 0;
-        for (int i = depth - 1; i >= 0; i--) {
-            RadixNode n = pathScratch[i];
-            pathScratch[i] = null;
-            if (n.isBackedUp()) {
-                continue;
-            }
-            WritePolicy.SkipReason skip = null;
-            if (!n.hasDeviceValue()) {
-                skip = WritePolicy.SkipReason.NOT_ON_DEVICE;
-            } else if (n.hitCount() < hitThreshold) {
-                skip = WritePolicy.SkipReason.BELOW_HIT_THRESHOLD;
-            } else if (!tree.canBackUp(n)) {
-                skip = WritePolicy.SkipReason.ANCESTOR_SKIPPED; // its parent is neither the root nor backed up
-            } else {
-                Backup b = reserve(n, withDraft);
-                if (b == null) {
-                    skip = WritePolicy.SkipReason.NO_ROOM;
-                } else {
-                    out.add(b);
-                    reserved++;
-                }
-            }
-            if (skip != null) {
-                metrics.countSkipped(skip, 1);
-                skipPath(i - 1, WritePolicy.SkipReason.ANCESTOR_SKIPPED);
-                break;
-            }
-        }
-        return reserved;
+        return backups.reserveByPolicy(node, withDraft, out);
     }
 
-    /** Counts the nodes {@code pathScratch[0..upTo]} not backed up under {@code reason} and clears the scratch. */
-    private void skipPath(int upTo, WritePolicy.SkipReason reason) {
-        int skipped = 0;
-        for (int j = upTo; j >= 0; j--) {
-            if (!pathScratch[j].isBackedUp()) {
-                skipped++;
-            }
-            pathScratch[j] = null;
-        }
-        if (skipped > 0) {
-            metrics.countSkipped(reason, skipped);
-        }
-    }
 
     // ------------------------------------------------------------------ forward
 
@@ -686,7 +404,7 @@ public final class HiCacheController implements AutoCloseable {
             return slotPool.emptyHandle(0);
         }
         ForwardSlot slot = takeSlot();
-        boolean allLayers = configuredMode == BackupMode.ALL_LAYERS || hooksUnavailable;
+        boolean allLayers = configuredMode == BackupMode.ALL_LAYERS || fallbacks.hooksUnavailable();
         slot.allLayers = allLayers;
         for (int i = 0; i < n; i++) {
             Backup b = backups.get(i);
@@ -695,7 +413,7 @@ public final class HiCacheController implements AutoCloseable {
             slot.add(b);
         }
         if (allLayers) {
-            countFallback(configuredMode == BackupMode.ALL_LAYERS ? FallbackReason.CONFIGURED
+            fallbacks.count(configuredMode == BackupMode.ALL_LAYERS ? FallbackReason.CONFIGURED
                 : FallbackReason.HOOKS_UNAVAILABLE);
         }
         ForwardHandle handle = slot.handle;
@@ -715,25 +433,7 @@ public final class HiCacheController implements AutoCloseable {
         if (reason == null || reason.isBlank()) {
             throw new IllegalArgumentException("declareHooksUnavailable needs a reason");
         }
-        hooksUnavailableReason = reason;
-        hooksUnavailable = true;
-        LOG.warn("HiCache falls back to all-layer backup: per-layer hooks unavailable ({})", reason);
-    }
-
-    private void countFallback(FallbackReason reason) {
-        metrics.countFallback(reason);
-        HiCacheEvents.fallback(reason, reason == FallbackReason.HOOKS_UNAVAILABLE ? hooksUnavailableReason : null, rank);
-        if (reason == FallbackReason.CONFIGURED) {
-            return; // a configuration, said once per process when the controller was built; counted above
-        }
-        long now = System.nanoTime();
-        int i = reason.ordinal();
-        if (lastFallbackWarnNs[i] == 0 || now - lastFallbackWarnNs[i] > 10_000_000_000L) {
-            lastFallbackWarnNs[i] = now;
-            LOG.warn("HiCache all-layer backup for a forward: {}{} ({} such forwards so far)", reason,
-                reason == FallbackReason.HOOKS_UNAVAILABLE ? " - " + hooksUnavailableReason : "",
-                metrics.fallbacksBy(reason));
-        }
+        fallbacks.declareHooksUnavailable(reason);
     }
 
     private ForwardSlot takeSlot() {
@@ -760,14 +460,14 @@ public final class HiCacheController implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("poll on a closed controller");
         }
-        changes = 0;
+        backups.resetChanges();
         ForwardSlot s;
         while ((s = acks.poll()) != null) {
             onAck(s);
         }
-        expireLeases();
-        issueWriteBacks();
-        agree();
+        backups.expireLeases();
+        deviceEviction.issue();
+        backups.agree();
         int loads = loader.poll();
         if (stickyError == null && loader.stickyStatus() != 0) {
             int status = loader.stickyStatus(); // a load met a sticky error: the context is dead for backups too
@@ -777,7 +477,7 @@ public final class HiCacheController implements AutoCloseable {
         if (tier != null && stickyError == null) {
             tier.poll();
         }
-        return changes + loads;
+        return backups.changes() + loads;
     }
 
     private void onAck(ForwardSlot slot) {
@@ -802,17 +502,17 @@ public final class HiCacheController implements AutoCloseable {
             if (b.state.terminal()) {
                 continue; // already released when an earlier ack of this poll stopped the controller (sticky error)
             } else if (b.state == BackupState.DRAINING) {
-                fail(b, b.abortReason);
+                backups.fail(b, b.abortReason);
             } else if (slot.agentError) {
-                fail(b, AbortReason.AGENT_ERROR);
+                backups.fail(b, AbortReason.AGENT_ERROR);
             } else if (status != 0) {
-                fail(b, AbortReason.CUDA_ERROR);
+                backups.fail(b, AbortReason.CUDA_ERROR);
             } else if (slot.cancelled) {
-                fail(b, AbortReason.LEASE_EXPIRED);
+                backups.fail(b, AbortReason.LEASE_EXPIRED);
             } else if (slot.missingTarget) {
-                fail(b, AbortReason.TARGET_LAYER_MISSING);
+                backups.fail(b, AbortReason.TARGET_LAYER_MISSING);
             } else if (slot.missingDraft && b.withDraft) {
-                fail(b, AbortReason.DRAFT_LAYER_MISSING);
+                backups.fail(b, AbortReason.DRAFT_LAYER_MISSING);
             } else {
                 b.state = BackupState.SEALED;
                 b.local = Backup.Local.OK;
@@ -824,149 +524,11 @@ public final class HiCacheController implements AutoCloseable {
         }
     }
 
-    private void expireLeases() {
-        if (leaseNs <= 0 || fifo.size() == 0) {
-            return;
-        }
-        long now = clock.getAsLong();
-        for (int i = 0; i < fifo.size(); i++) {
-            Backup b = fifo.at(i);
-            if (b.leaseDeadlineNs > now) {
-                break;
-            }
-            if (b.state == BackupState.RESERVED) {
-                fail(b, AbortReason.LEASE_EXPIRED);
-            } else if ((b.state == BackupState.COPYING || b.state == BackupState.DRAINING) && b.slot != null
-                && !b.cancelSent) {
-                // the forward was not sealed in time: revoke its lease (its handle throws at its next hook) and
-                // have the submitter seal it after the copies already queued
-                ForwardSlot slot = b.slot;
-                for (int j = 0; j < slot.backupCount; j++) {
-                    Backup sb = slot.backups[j];
-                    sb.cancelSent = true;
-                    if (!sb.state.terminal()) {
-                        sb.state = BackupState.DRAINING;
-                        if (sb.abortReason == null) {
-                            sb.abortReason = AbortReason.LEASE_EXPIRED;
-                        }
-                    }
-                }
-                slot.command = ForwardSlot.CMD_CANCEL;
-                slotPool.revoke(slot);
-                if (!commands.offer(slot)) {
-                    throw new IllegalStateException("submitter command queue full");
-                }
-            }
-        }
-    }
 
-    /**
-     * Runs agreement rounds while their results are available at once (always for a group of one; with a blocking
-     * collective every round) and they retire something. Retiring depends only on agreed values, so every rank
-     * commits and releases the same backups in the same round: a backup aborted on a rank keeps its pending mark,
-     * device lock and host pages until then, and the ranks' trees never diverge.
-     */
-    private void agree() {
-        for (int rounds = 0; rounds < 64 && fifo.size() > 0; rounds++) {
-            if (fifo.runRound(nextSeq, backupRetirer) <= 0) {
-                return;
-            }
-        }
-    }
 
-    /**
-     * A degraded round (a rank of the group was declared failed, see {@link RankAgreement#tryResult}): no backup in
-     * flight can be whole on every rank, so each aborts with {@link AbortReason#RANK_FAILED} and is released once its
-     * own copies have drained. Every later round is degraded too, so nothing commits until the group restarts.
-     */
-    private int abortForRankFailure() {
-        for (int i = 0; i < fifo.size(); i++) {
-            Backup b = fifo.at(i);
-            if (b.state == BackupState.RESERVED || b.state == BackupState.SEALED && b.slot == null) {
-                fail(b, AbortReason.RANK_FAILED);
-            } else if (b.state == BackupState.COPYING || b.state == BackupState.SEALED) {
-                b.state = BackupState.DRAINING; // released when its forward is acknowledged
-                if (b.abortReason == null) {
-                    b.abortReason = AbortReason.RANK_FAILED;
-                }
-            }
-        }
-        int retired = 0;
-        while (fifo.size() > 0 && fifo.at(0).local != Backup.Local.UNRESOLVED) {
-            Backup b = fifo.pop();
-            retired++;
-            if (!b.state.terminal()) {
-                release(b, b.abortReason != null ? b.abortReason : AbortReason.RANK_FAILED);
-            }
-        }
-        return retired;
-    }
 
-    /** Marks a backup failed on this rank; it is released when the group agrees (see {@link #agree()}). */
-    private void fail(Backup b, AbortReason reason) {
-        b.state = BackupState.DRAINING;
-        if (b.abortReason == null) {
-            b.abortReason = reason;
-        }
-        b.local = Backup.Local.FAILED;
-    }
 
-    private void commit(Backup b) {
-        if (b.fragmentCount == 1) {
-            tree.commitHost(b.node, b, b.hostValue);
-        } else {
-            HostValue rest = b.hostValue;
-            for (int i = 0; i < b.fragmentCount - 1; i++) {
-                RadixNode frag = b.fragments[i];
-                tree.commitHost(frag, b, rest.head(frag.pageCount()));
-                rest = rest.tail(frag.pageCount());
-            }
-            tree.commitHost(b.fragments[b.fragmentCount - 1], b, rest);
-        }
-        tree.unlock(b.node);
-        b.state = BackupState.COMMITTED;
-        metrics.increment(Metric.BACKUPS_COMMITTED);
-        long latencyNs = clock.getAsLong() - b.forwardEndNs;
-        metrics.commitLatencyNs().record(latencyNs);
-        HiCacheEvents.backupCommitted(b.pageCount, b.ownedCount * (targetPageBytes + (b.withDraft ? draftPageBytes : 0)),
-            targetLayers, b.withDraft ? draftLayers : 0, latencyNs, rank);
-        changes++;
-        if (listener != null) {
-            listener.onCommitted(b);
-        }
-        if (tier != null) {
-            tier.onCommitted(b);
-        }
-    }
 
-    /** Releases an aborted backup whose copies have drained: pending cleared, lock released, pages freed. */
-    private void release(Backup b, AbortReason reason) {
-        for (int i = 0; i < b.fragmentCount; i++) {
-            if (!b.fragments[i].isInvalidated()) {
-                tree.abortPending(b.fragments[i], b);
-            }
-        }
-        tree.unlock(b.node);
-        if (b.heldCount > 0) {
-            // device pages of fragments a failed load removed: their copies have drained, the engine gets them now
-            b.heldSink.free(b.heldPages, 0, b.heldCount);
-            b.heldCount = 0;
-        }
-        if (b.ownedCount > 0) {
-            allocator.free(b.hostPages, 0, b.ownedCount);
-            retireHostPages(b.hostPages, 0, b.ownedCount);
-        }
-        budget.give(b.budgetPages);
-        b.abortReason = reason;
-        b.state = BackupState.ABORTED;
-        b.local = Backup.Local.FAILED;
-        metrics.countAbort(reason);
-        HiCacheEvents.backupAborted(reason, b.pageCount, rank);
-        changes++;
-        if (listener != null) {
-            listener.onAborted(b, reason);
-        }
-    }
 
     // ------------------------------------------------------------------ abort
 
@@ -991,7 +553,7 @@ public final class HiCacheController implements AutoCloseable {
         if (!owns(backup)) {
             throw new IllegalArgumentException(backup + " does not belong to this controller");
         }
-        return markAborted(backup, reason);
+        return backups.markAborted(backup, reason);
     }
 
     /**
@@ -1000,31 +562,9 @@ public final class HiCacheController implements AutoCloseable {
      * drained and the group agreed. Called by the tree from {@code failLoad} through {@link Backup#onInvalidated}.
      */
     void dependencyFailed(Backup b) {
-        markAborted(b, AbortReason.LOAD_FAILED);
+        backups.markAborted(b, AbortReason.LOAD_FAILED);
     }
 
-    private boolean markAborted(Backup backup, AbortReason reason) {
-        switch (backup.state) {
-            case COMMITTED, ABORTED, DRAINING -> {
-                return false;
-            }
-            case RESERVED -> fail(backup, reason);
-            case COPYING -> {
-                backup.state = BackupState.DRAINING;
-                backup.abortReason = reason;
-            }
-            case SEALED -> {
-                if (backup.slot == null) {
-                    fail(backup, reason); // copies done: released when the group agrees
-                } else {
-                    backup.state = BackupState.DRAINING;
-                    backup.abortReason = reason;
-                }
-            }
-            default -> throw new IllegalStateException("unknown state " + backup.state);
-        }
-        return true;
-    }
 
     private boolean owns(Backup b) {
         return b != null && b.owner == this;
@@ -1131,54 +671,7 @@ public final class HiCacheController implements AutoCloseable {
         if (pages < 0 || sink == null) {
             throw new IllegalArgumentException("evictDevice(" + pages + ", " + sink + "): pages must be >= 0 and sink non-null");
         }
-        deviceEvictionListener.sink = sink;
-        deviceEvictionListener.writeBacks = 0;
-        int evicted = tree.evictDevice(pages, deviceEvictionListener);
-        deviceEvictionListener.sink = null;
-        issueWriteBacks();
-        return evicted;
-    }
-
-    /**
-     * Starts the copies of the write-back reservations waiting for a forward slot, all in one slot. Whether a slot is
-     * free depends on this rank's acks, so the reservations themselves never do (that would let the ranks' trees
-     * diverge): they wait, RESERVED, and a later {@link #poll()} issues them.
-     */
-    private void issueWriteBacks() {
-        if (writeBacksWaiting.isEmpty()) {
-            return;
-        }
-        ForwardSlot slot = slotPool.take();
-        if (slot == null) {
-            return;
-        }
-        slot.allLayers = true;
-        slot.writeBack = true;
-        slot.releasedGeneration = slot.generation; // no handle: the scheduler ends it
-        for (int i = 0; i < writeBacksWaiting.size(); i++) {
-            Backup b = writeBacksWaiting.get(i);
-            if (b.state == BackupState.RESERVED) {
-                b.slot = slot;
-                b.state = BackupState.COPYING;
-                slot.add(b);
-            }
-        }
-        writeBacksWaiting.clear();
-        try {
-            runtime.recordEvent(slot.endEvent, computeStream);
-            slot.endError = 0;
-        } catch (RuntimeException e) {
-            // a dead context (or a failing runtime) must not throw out of poll or evictDevice: the write-back fails
-            // like a copy (the submitter seals it without copying, its backups abort with CUDA_ERROR) and a sticky
-            // error stops the controller through the ack, as on every other path
-            slot.endError = e instanceof CudaException ce && ce.code() != 0 ? ce.code() : CudaError.UNKNOWN.code();
-            LOG.warn("HiCache write-back could not record its start event; its backups are aborted", e);
-        }
-        slot.command = ForwardSlot.CMD_COPY_ALL_NOW;
-        countFallback(FallbackReason.WRITE_BACK);
-        if (!commands.offer(slot)) {
-            throw new IllegalStateException("submitter command queue full");
-        }
+        return deviceEviction.evict(pages, sink);
     }
 
     /**
@@ -1192,116 +685,7 @@ public final class HiCacheController implements AutoCloseable {
         if (pages < 0) {
             throw new IllegalArgumentException("evictHost(" + pages + "): pages must be >= 0");
         }
-        int evicted = 0;
-        int step;
-        while (evicted < pages && (step = tree.evictHost(pages - evicted, hostEvictionListener)) > 0) {
-            evicted += step; // removing a leaf may expose its parent
-        }
-        return evicted;
-    }
-
-    private final class WriteBackEvictionListener implements DeviceEvictionListener {
-        RadixNode[] writeBackPath = new RadixNode[16];
-        DevicePageSink sink;
-        int writeBacks;
-
-        @Override
-        public boolean mayEvict(RadixNode node) {
-            if (writePolicy != WritePolicy.WRITE_BACK || node.isBackedUp()) {
-                return true;
-            }
-            // Contiguity: a leaf whose ancestors are not backed up yet is written back together with them,
-            // top-down (each reservation makes the next node's parent pending, i.e. backed up).
-            int depth = 0;
-            for (RadixNode p = node; p != null && !p.isRoot() && !p.isBackedUp(); p = p.parent()) {
-                if (depth == writeBackPath.length) {
-                    writeBackPath = java.util.Arrays.copyOf(writeBackPath, depth * 2);
-                }
-                writeBackPath[depth++] = p;
-            }
-            boolean ok = true;
-            for (int i = depth - 1; i >= 0; i--) {
-                RadixNode n = writeBackPath[i];
-                writeBackPath[i] = null;
-                ok = ok && n.pending() == null && tree.canBackUp(n) && writeBack(n);
-            }
-            return false;
-        }
-
-        private boolean writeBack(RadixNode node) {
-            Backup b = reserve(node, draftLayout != null);
-            if (b == null) {
-                metrics.countSkipped(WritePolicy.SkipReason.NO_ROOM, 1);
-                return false;
-            }
-            writeBacksWaiting.add(b);
-            writeBacks++;
-            return true;
-        }
-
-        @Override
-        public void onDeviceEvicted(RadixNode node, int[] pages, int offset, int count) {
-            sink.free(pages, offset, count);
-        }
-    }
-
-    /** True when the host budget has room for {@code cost}, after one host eviction pass if it had none. */
-    private boolean makeRoom(int cost) {
-        if (budget.overBy(cost) > 0) {
-            evictHostBudget(budget.overBy(cost));
-        }
-        return budget.overBy(cost) <= 0;
-    }
-
-    /**
-     * Allocates {@code owned} host pages for {@code holder} after {@link #makeRoom} said they fit. The budget bounds
-     * every rank's physical use, so a refusal means the accounting is broken.
-     */
-    private void allocateBudgeted(int owned, int[] hostPages, long holder) {
-        if (owned > 0 && allocator.allocate(owned, hostPages, 0, holder) < 0) {
-            throw new IllegalStateException("host allocator refused " + owned + " pages with budget "
-                + budget.usedPages() + "/" + budget.capacityPages() + " used: accounting bug");
-        }
-    }
-
-    /** A checking runtime learns the pages are free now (the draft pool shares the page ids). */
-    private void retireHostPages(int[] pages, int off, int n) {
-        hostPool.retirePages(pages, off, n);
-        if (draftPool != null) {
-            draftPool.retirePages(pages, off, n);
-        }
-    }
-
-    private void onHostEvicted(RadixNode node, HostValue value) {
-        HostPages hp = (HostPages) value;
-        if (hostTierObserver != null) {
-            hostTierObserver.onHostEvicting(node, hp);
-        }
-        int n = hp.ownedPageCount();
-        if (n > scratchPages.length) {
-            scratchPages = new int[Math.max(n, scratchPages.length * 2)];
-        }
-        hp.copyHostPages(scratchPages, 0);
-        if (n > 0) {
-            allocator.free(scratchPages, 0, n);
-            retireHostPages(scratchPages, 0, n);
-        }
-        LaneDescription l = hp.lanes();
-        budget.give(budget.costOf(l));
-        metrics.add(Metric.HOST_PAGES_EVICTED, n);
-    }
-
-    private void evictHostBudget(long needed) {
-        long target = budget.usedPages() - needed;
-        if (cpSize == 1) {
-            tree.evictHost((int) Math.min(Integer.MAX_VALUE, needed), hostEvictionListener);
-            return;
-        }
-        while (budget.usedPages() > target) {
-            if (tree.evictHost(1, hostEvictionListener) == 0) {
-                return;
-            }
-        }
+        return room.evict(pages);
     }
 
     /** A committed host value split by the tree (see {@link HostBudget#onSplit}). */
@@ -1327,6 +711,13 @@ public final class HiCacheController implements AutoCloseable {
             throw new IllegalStateException("this cache already has a storage tier attached; close it first");
         }
         tier = attachment;
+    }
+
+    /** Tells the attached tier, if any, that {@code b} committed (from {@link BackupBook}). Scheduler thread. */
+    void tierCommitted(Backup b) {
+        if (tier != null) {
+            tier.onCommitted(b);
+        }
     }
 
     /** Detaches {@code attachment} if it is the attached tier (it closed itself). Scheduler thread. */
@@ -1367,7 +758,7 @@ public final class HiCacheController implements AutoCloseable {
      */
     public void hostTierObserver(HostTierObserver observer) {
         checkOwner();
-        this.hostTierObserver = observer;
+        room.observer(observer);
     }
 
     /**
@@ -1396,22 +787,7 @@ public final class HiCacheController implements AutoCloseable {
      */
     public HostLease reserveHost(int startPage, int pages, int totalPages) {
         checkUsable();
-        if (pages < 1 || startPage < 0 || totalPages < startPage + pages) {
-            throw new IllegalArgumentException("reserveHost(startPage=" + startPage + ", pages=" + pages
-                + ", totalPages=" + totalPages + "): need pages >= 1 and startPage + pages <= totalPages");
-        }
-        int cost = budget.costOf(startPage, pages, totalPages);
-        if (!makeRoom(cost)) {
-            return null;
-        }
-        LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        int owned = lane.ownedCount();
-        int[] hostPages = new int[owned];
-        allocateBudgeted(owned, hostPages, LEASE_HOLDER_BASE + leaseSeq++);
-        budget.take(cost);
-        HostLease lease = new HostLease(this, hostPages, lane, cost);
-        openLeases.add(lease);
-        return lease;
+        return leases.reserve(startPage, pages, totalPages);
     }
 
     /**
@@ -1438,28 +814,7 @@ public final class HiCacheController implements AutoCloseable {
     public RadixNode publishHost(HostLease lease, int[] tokens, int from, int pages, byte[] hashes, int hashOff,
                                  boolean withDraft) {
         checkUsable();
-        checkLease(lease);
-        if (withDraft && draftPool == null) {
-            throw new IllegalArgumentException("publishHost(withDraft=true) but no draft KV layout is configured");
-        }
-        if (pages < 0 || pages > lease.pageCount()) {
-            throw new IllegalArgumentException("publishHost of " + pages + " pages outside [0, " + lease.pageCount()
-                + "]");
-        }
-        if (pages == 0) {
-            endLease(lease, 0);
-            return null;
-        }
-        LaneDescription l = lease.lanes;
-        LaneDescription head = pages == l.pageCount() ? l : l.slice(0, pages);
-        int owned = l.ownedCountBefore(pages);
-        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, withDraft,
-            cpSize == 1 ? null : this);
-        int startPage = l.startPage();
-        RadixNode node = tree.insertHost(tokens, from, (startPage + pages) * pageSize, startPage, value, hashes,
-            hashOff);
-        endLease(lease, node == null ? 0 : pages);
-        return node;
+        return leases.publish(lease, tokens, from, pages, hashes, hashOff, withDraft);
     }
 
     /**
@@ -1469,58 +824,20 @@ public final class HiCacheController implements AutoCloseable {
      */
     public boolean releaseHost(HostLease lease) {
         checkOwner();
-        if (lease == null || lease.owner != this) {
-            throw new IllegalArgumentException(lease + " does not belong to this controller");
-        }
-        if (lease.ended || closed) {
-            return false;
-        }
-        endLease(lease, 0);
-        return true;
+        return leases.end(lease, closed);
     }
 
     /** Prefetch leases not yet ended. Scheduler thread. */
     public int hostLeasesOpen() {
-        return openLeases.size();
-    }
-
-    private void checkLease(HostLease lease) {
-        if (lease == null || lease.owner != this) {
-            throw new IllegalArgumentException(lease + " does not belong to this controller");
-        }
-        if (lease.ended) {
-            throw new IllegalStateException(lease + " already ended");
-        }
-    }
-
-    /** Ends a lease whose first {@code keptPositions} positions were published: frees the rest. */
-    private void endLease(HostLease lease, int keptPositions) {
-        lease.ended = true;
-        openLeases.remove(lease);
-        LaneDescription l = lease.lanes;
-        int keptOwned = keptPositions == 0 ? 0 : l.ownedCountBefore(keptPositions);
-        int freeCount = lease.hostPages.length - keptOwned;
-        if (freeCount > 0) {
-            allocator.free(lease.hostPages, keptOwned, freeCount);
-        }
-        int keptBudget = keptPositions == 0 ? 0 : budget.costOf(l.startPage(), keptPositions, l.totalPages());
-        budget.give(lease.budgetPages - keptBudget);
+        return leases.openCount();
     }
 
     // ------------------------------------------------------------------ failure and close
 
     private void stopAfterStickyError() {
         LOG.error("HiCache stops: sticky CUDA error {} poisoned the context; aborting {} backups in flight",
-            stickyError.errorName(), fifo.size());
-        int aborted = 0;
-        for (int i = 0; i < fifo.size(); i++) {
-            Backup b = fifo.at(i);
-            if (!b.state.terminal()) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.CUDA_ERROR);
-                aborted++;
-            }
-        }
+            stickyError.errorName(), backups.size());
+        int aborted = backups.releaseAll(AbortReason.CUDA_ERROR);
         HiCacheEvents.stickyError(stickyError.errorName(), stickyError.code(), stickyError.call(), aborted, rank);
         // the entries stay, failed, so the other ranks learn of them through the agreement rounds; an agreement
         // across processes is told this rank is gone, so the group degrades without waiting for its timeout
@@ -1548,51 +865,12 @@ public final class HiCacheController implements AutoCloseable {
         }
         closed = true;
         ring.close(); // hooks and waitLayer throw from now on, touching nothing
-        if (submitterRunner != null) {
-            submitterRunner.close();
-            completionRunner.close();
-        }
-        quietly(() -> runtime.synchronizeStream(backupStream));
-        quietly(() -> runtime.synchronizeStream(loader.loadStream()));
+        resources.quiesce(); // agents stopped, queued copies finished
         loader.abandonAll();
-        while (!openLeases.isEmpty()) {
-            endLease(openLeases.get(openLeases.size() - 1), 0);
-        }
-        for (int i = 0; i < fifo.size(); i++) {
-            Backup b = fifo.at(i);
-            if (!b.state.terminal()) {
-                b.state = BackupState.DRAINING;
-                release(b, AbortReason.SHUTDOWN);
-            }
-        }
-        while (fifo.size() > 0) {
-            fifo.pop();
-        }
-        for (ForwardSlot s : slotPool.all()) {
-            for (CudaEvent e : s.targetEvents) {
-                quietly(() -> runtime.destroyEvent(e));
-            }
-            for (CudaEvent e : s.draftEvents) {
-                quietly(() -> runtime.destroyEvent(e));
-            }
-            quietly(() -> runtime.destroyEvent(s.endEvent));
-            quietly(() -> runtime.destroyEvent(s.finalEvent));
-            for (CudaEvent e : s.copiedEvents) {
-                quietly(() -> runtime.destroyEvent(e));
-            }
-        }
-        for (CudaEvent e : loaderEvents) {
-            quietly(() -> runtime.destroyEvent(e));
-        }
-        loader.destroy();
-        quietly(() -> runtime.destroyStream(backupStream));
-        if (ownsComputeStream) {
-            quietly(() -> runtime.destroyStream(computeStream));
-        }
-        if (draftPool != null) {
-            quietly(draftPool::close);
-        }
-        quietly(hostPool::close);
+        leases.endAll();
+        backups.releaseAll(AbortReason.SHUTDOWN);
+        backups.clear();
+        resources.release();
         allocator.close();
         agentErrors.logSummary();
     }
@@ -1600,14 +878,6 @@ public final class HiCacheController implements AutoCloseable {
     /** True once {@link #close()} ran. Any thread (a volatile read). */
     public boolean isClosed() {
         return closed;
-    }
-
-    private static void quietly(Runnable r) {
-        try {
-            r.run();
-        } catch (RuntimeException e) {
-            LOG.debug("ignored during cleanup", e);
-        }
     }
 
     private void checkHooksOpen(String call) {

@@ -1,0 +1,450 @@
+package io.hicache.core.internal;
+
+import io.hicache.core.AbortReason;
+import io.hicache.core.BackupListener;
+import io.hicache.core.BackupState;
+import io.hicache.core.WritePolicy;
+import io.hicache.core.cp.OwnerLanes;
+import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.core.internal.jfr.AgreementRoundEvent;
+import io.hicache.core.internal.jfr.HiCacheEvents;
+import io.hicache.core.internal.metrics.HiCacheMetrics;
+import io.hicache.core.metrics.Metric;
+import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTree;
+import io.hicache.radix.spi.HostValue;
+import org.jctools.queues.SpscArrayQueue;
+
+import java.util.List;
+import java.util.function.LongSupplier;
+
+/**
+ * The backup book of one controller: every backup from its reservation until the CP group agreed on it, in
+ * reservation order ({@link AgreedFifo}), and what happens to it — reserve (by hand or by the write policy), lease
+ * expiry, local failure and abort, and the agreement rounds that commit (publish the host value on the node) or
+ * release (pending mark, device lock, host pages and budget) the same backups on every rank.
+ *
+ * <p><b>Threads.</b> Scheduler thread only; the controller checks the thread and its state before calling. Commits
+ * and releases are counted in {@link #changes} for {@link HiCacheController#poll()}. Allocation-free in steady state
+ * except for the reservations themselves.
+ */
+final class BackupBook {
+    private final HiCacheController owner;
+    private final RadixTree tree;
+    private final HostRoom room;
+    private final HostBudget budget;
+    private final OwnerLanes lanes;
+    private final int cpSize;
+    private final int rank;
+    private final boolean hasDraft;
+    private final int targetLayers;
+    private final int draftLayers;
+    private final long targetPageBytes;
+    private final long draftPageBytes;
+    private final WritePolicy writePolicy;
+    private final int hitThreshold;
+    private final LongSupplier clock;
+    private final long leaseNs;
+    private final BackupListener listener;
+    private final HiCacheMetrics metrics;
+    private final SlotPool slotPool;
+    private final SpscArrayQueue<ForwardSlot> commands;
+    private long nextSeq;
+    private final AgreedFifo<Backup> fifo;
+    private final AgreedFifo.Retirer<Backup> backupRetirer = new AgreedFifo.Retirer<>() {
+        @Override
+        public void retireComplete(Backup b) {
+            if (b.invalidated && !b.state.terminal()) {
+                release(b, AbortReason.LOAD_FAILED); // never reported complete once its load failed; defensive
+            } else if (!b.state.terminal()) {
+                // complete everywhere; an abort asked for after this rank reported it complete lost the race, and
+                // the bytes are whole, so it commits like on every other rank
+                commit(b);
+            }
+        }
+
+        @Override
+        public void retireFailed(Backup b) {
+            if (!b.state.terminal()) {
+                release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
+                    : AbortReason.RANK_FAILED);
+            }
+        }
+
+        @Override
+        public int retireDegraded() {
+            return abortForRankFailure();
+        }
+
+        @Override
+        public void roundOpened(long round) {
+            roundEvent = HiCacheEvents.beginRound();
+        }
+
+        @Override
+        public void roundClosed(long round, int retired) {
+            HiCacheEvents.endRound(roundEvent, cpSize, round, retired, rank);
+            roundEvent = null;
+        }
+    };
+    /** The open round's JFR event, or null when none is open or the event is disabled. */
+    private AgreementRoundEvent roundEvent;
+    private int changes;
+    private RadixNode[] pathScratch = new RadixNode[64];
+
+    BackupBook(HiCacheController owner, ControllerConfig b, RadixTree tree, HostRoom room, HostBudget budget,
+               HiCacheMetrics metrics, SlotPool slotPool, SpscArrayQueue<ForwardSlot> commands, long targetPageBytes,
+               long draftPageBytes) {
+        this.owner = owner;
+        this.tree = tree;
+        this.room = room;
+        this.budget = budget;
+        this.lanes = b.lanes();
+        this.cpSize = b.cpSize();
+        this.rank = b.cpRank();
+        this.hasDraft = b.draftLayout() != null;
+        this.targetLayers = b.targetLayout().layerCount();
+        this.draftLayers = hasDraft ? b.draftLayout().layerCount() : 0;
+        this.targetPageBytes = targetPageBytes;
+        this.draftPageBytes = draftPageBytes;
+        this.writePolicy = b.writePolicy();
+        this.hitThreshold = b.hitThreshold();
+        this.clock = b.clock();
+        this.leaseNs = b.leaseNs();
+        this.listener = b.listener();
+        this.metrics = metrics;
+        this.slotPool = slotPool;
+        this.commands = commands;
+        this.fifo = new AgreedFifo<>(b.agreement(), rank);
+    }
+
+    /** Backups not yet agreed and retired. */
+    int size() {
+        return fifo.size();
+    }
+
+    /** The backup at {@code i} in reservation order. */
+    Backup at(int i) {
+        return fifo.at(i);
+    }
+
+    /** Commits and releases since the last {@link #resetChanges()}. */
+    int changes() {
+        return changes;
+    }
+
+    void resetChanges() {
+        changes = 0;
+    }
+
+    /**
+     * Releases every backup not yet terminal with {@code reason} at once (its copies drained or abandoned). The
+     * entries stay, failed, until {@link #clear()}.
+     *
+     * @return how many were released
+     */
+    int releaseAll(AbortReason reason) {
+        int released = 0;
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup b = fifo.at(i);
+            if (!b.state.terminal()) {
+                b.state = BackupState.DRAINING;
+                release(b, reason);
+                released++;
+            }
+        }
+        return released;
+    }
+
+    /** Drops every entry (close, after {@link #releaseAll}). */
+    void clear() {
+        while (fifo.size() > 0) {
+            fifo.pop();
+        }
+    }
+
+    /** See {@link HiCacheController#reserve}; the caller checked thread and state. */
+    Backup reserve(RadixNode node, boolean withDraft) {
+        if (node == null) {
+            throw new IllegalArgumentException("node must not be null");
+        }
+        if (withDraft && !hasDraft) {
+            throw new IllegalArgumentException("reserve(withDraft=true) but no draft KV layout is configured");
+        }
+        if (node.isRoot() || !node.isAttached()) {
+            throw new IllegalStateException("cannot back up " + node + ": it is the root or no longer in the tree");
+        }
+        if (node.pending() != null) {
+            throw new IllegalStateException("cannot reserve " + node + ": it already has a pending backup");
+        }
+        if (node.isHostResident()) {
+            throw new IllegalStateException("cannot reserve " + node + ": it is already backed up");
+        }
+        if (!tree.canBackUp(node)) {
+            throw new IllegalStateException("cannot reserve " + node + ": it holds no device pages or its parent is "
+                + "neither the root nor backed up (write-through contiguity)");
+        }
+        int pages = node.pageCount();
+        int startPage = 0;
+        for (RadixNode p = node.parent(); p != null && !p.isRoot(); p = p.parent()) {
+            startPage += p.pageCount();
+        }
+        int totalPages = startPage + pages;
+        int cost = budget.costOf(startPage, pages, totalPages);
+        if (!room.makeRoom(cost)) {
+            metrics.increment(Metric.RESERVE_NO_ROOM);
+            return null;
+        }
+        int[] offsets = new int[pages];
+        int owned = lanes.ownedOffsets(rank, startPage, pages, totalPages, cpSize, offsets);
+        int[] ownedIdx = owned == pages ? offsets : java.util.Arrays.copyOf(offsets, owned);
+        int[] hostPages = new int[owned];
+        long seq = nextSeq;
+        room.allocateBudgeted(owned, hostPages, seq);
+        int[] devicePages = new int[pages];
+        node.copyDevicePages(devicePages, 0);
+        LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
+        HostPages value = new HostPages(hostPages, lane, withDraft, cpSize == 1 ? null : owner);
+        long now = clock.getAsLong();
+        Backup b = new Backup(owner, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, cost, value, withDraft,
+            leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
+        tree.markPending(node, b);
+        tree.lock(node);
+        nextSeq++;
+        budget.take(cost);
+        fifo.add(b);
+        metrics.increment(Metric.BACKUPS_RESERVED);
+        return b;
+    }
+
+    /** See {@link HiCacheController#reserveByPolicy}; the caller checked thread and state. */
+    int reserveByPolicy(RadixNode node, boolean withDraft, List<Backup> out) {
+        if (node == null || out == null) {
+            throw new IllegalArgumentException("node and out must not be null");
+        }
+        if (node.isRoot()) {
+            return 0;
+        }
+        int depth = 0;
+        for (RadixNode p = node; p != null && !p.isRoot(); p = p.parent()) {
+            if (depth == pathScratch.length) {
+                pathScratch = java.util.Arrays.copyOf(pathScratch, depth * 2);
+            }
+            pathScratch[depth++] = p;
+        }
+        if (writePolicy == WritePolicy.WRITE_BACK) {
+            skipPath(depth - 1, WritePolicy.SkipReason.WRITE_BACK);
+            return 0;
+        }
+        int reserved = 0;
+        for (int i = depth - 1; i >= 0; i--) {
+            RadixNode n = pathScratch[i];
+            pathScratch[i] = null;
+            if (n.isBackedUp()) {
+                continue;
+            }
+            WritePolicy.SkipReason skip = null;
+            if (!n.hasDeviceValue()) {
+                skip = WritePolicy.SkipReason.NOT_ON_DEVICE;
+            } else if (n.hitCount() < hitThreshold) {
+                skip = WritePolicy.SkipReason.BELOW_HIT_THRESHOLD;
+            } else if (!tree.canBackUp(n)) {
+                skip = WritePolicy.SkipReason.ANCESTOR_SKIPPED; // its parent is neither the root nor backed up
+            } else {
+                Backup b = reserve(n, withDraft);
+                if (b == null) {
+                    skip = WritePolicy.SkipReason.NO_ROOM;
+                } else {
+                    out.add(b);
+                    reserved++;
+                }
+            }
+            if (skip != null) {
+                metrics.countSkipped(skip, 1);
+                skipPath(i - 1, WritePolicy.SkipReason.ANCESTOR_SKIPPED);
+                break;
+            }
+        }
+        return reserved;
+    }
+
+    /** Counts the nodes {@code pathScratch[0..upTo]} not backed up under {@code reason} and clears the scratch. */
+    private void skipPath(int upTo, WritePolicy.SkipReason reason) {
+        int skipped = 0;
+        for (int j = upTo; j >= 0; j--) {
+            if (!pathScratch[j].isBackedUp()) {
+                skipped++;
+            }
+            pathScratch[j] = null;
+        }
+        if (skipped > 0) {
+            metrics.countSkipped(reason, skipped);
+        }
+    }
+
+    /** Aborts the backups whose lease expired (a forward not sealed in time is cancelled). */
+    void expireLeases() {
+        if (leaseNs <= 0 || fifo.size() == 0) {
+            return;
+        }
+        long now = clock.getAsLong();
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup b = fifo.at(i);
+            if (b.leaseDeadlineNs > now) {
+                break;
+            }
+            if (b.state == BackupState.RESERVED) {
+                fail(b, AbortReason.LEASE_EXPIRED);
+            } else if ((b.state == BackupState.COPYING || b.state == BackupState.DRAINING) && b.slot != null
+                && !b.cancelSent) {
+                // the forward was not sealed in time: revoke its lease (its handle throws at its next hook) and
+                // have the submitter seal it after the copies already queued
+                ForwardSlot slot = b.slot;
+                for (int j = 0; j < slot.backupCount; j++) {
+                    Backup sb = slot.backups[j];
+                    sb.cancelSent = true;
+                    if (!sb.state.terminal()) {
+                        sb.state = BackupState.DRAINING;
+                        if (sb.abortReason == null) {
+                            sb.abortReason = AbortReason.LEASE_EXPIRED;
+                        }
+                    }
+                }
+                slot.command = ForwardSlot.CMD_CANCEL;
+                slotPool.revoke(slot);
+                if (!commands.offer(slot)) {
+                    throw new IllegalStateException("submitter command queue full");
+                }
+            }
+        }
+    }
+
+    /**
+     * Runs agreement rounds while their results are available at once (always for a group of one; with a blocking
+     * collective every round) and they retire something. Retiring depends only on agreed values, so every rank
+     * commits and releases the same backups in the same round: a backup aborted on a rank keeps its pending mark,
+     * device lock and host pages until then, and the ranks' trees never diverge.
+     */
+    void agree() {
+        for (int rounds = 0; rounds < 64 && fifo.size() > 0; rounds++) {
+            if (fifo.runRound(nextSeq, backupRetirer) <= 0) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * A degraded round (a rank of the group was declared failed, see {@link
+     * io.hicache.core.cp.RankAgreement#tryResult}): no backup in flight can be whole on every rank, so each aborts
+     * with {@link AbortReason#RANK_FAILED} and is released once its own copies have drained. Every later round is
+     * degraded too, so nothing commits until the group restarts.
+     */
+    private int abortForRankFailure() {
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup b = fifo.at(i);
+            if (b.state == BackupState.RESERVED || b.state == BackupState.SEALED && b.slot == null) {
+                fail(b, AbortReason.RANK_FAILED);
+            } else if (b.state == BackupState.COPYING || b.state == BackupState.SEALED) {
+                b.state = BackupState.DRAINING; // released when its forward is acknowledged
+                if (b.abortReason == null) {
+                    b.abortReason = AbortReason.RANK_FAILED;
+                }
+            }
+        }
+        int retired = 0;
+        while (fifo.size() > 0 && fifo.at(0).local != Backup.Local.UNRESOLVED) {
+            Backup b = fifo.pop();
+            retired++;
+            if (!b.state.terminal()) {
+                release(b, b.abortReason != null ? b.abortReason : AbortReason.RANK_FAILED);
+            }
+        }
+        return retired;
+    }
+
+    /** Marks a backup failed on this rank; it is released when the group agrees (see {@link #agree()}). */
+    void fail(Backup b, AbortReason reason) {
+        b.state = BackupState.DRAINING;
+        if (b.abortReason == null) {
+            b.abortReason = reason;
+        }
+        b.local = Backup.Local.FAILED;
+    }
+
+    private void commit(Backup b) {
+        if (b.fragmentCount == 1) {
+            tree.commitHost(b.node, b, b.hostValue);
+        } else {
+            HostValue rest = b.hostValue;
+            for (int i = 0; i < b.fragmentCount - 1; i++) {
+                RadixNode frag = b.fragments[i];
+                tree.commitHost(frag, b, rest.head(frag.pageCount()));
+                rest = rest.tail(frag.pageCount());
+            }
+            tree.commitHost(b.fragments[b.fragmentCount - 1], b, rest);
+        }
+        tree.unlock(b.node);
+        b.state = BackupState.COMMITTED;
+        metrics.increment(Metric.BACKUPS_COMMITTED);
+        long latencyNs = clock.getAsLong() - b.forwardEndNs;
+        metrics.commitLatencyNs().record(latencyNs);
+        HiCacheEvents.backupCommitted(b.pageCount, b.ownedCount * (targetPageBytes + (b.withDraft ? draftPageBytes : 0)),
+            targetLayers, b.withDraft ? draftLayers : 0, latencyNs, rank);
+        changes++;
+        if (listener != null) {
+            listener.onCommitted(b);
+        }
+        owner.tierCommitted(b);
+    }
+
+    /** Releases an aborted backup whose copies have drained: pending cleared, lock released, pages freed. */
+    private void release(Backup b, AbortReason reason) {
+        for (int i = 0; i < b.fragmentCount; i++) {
+            if (!b.fragments[i].isInvalidated()) {
+                tree.abortPending(b.fragments[i], b);
+            }
+        }
+        tree.unlock(b.node);
+        if (b.heldCount > 0) {
+            // device pages of fragments a failed load removed: their copies have drained, the engine gets them now
+            b.heldSink.free(b.heldPages, 0, b.heldCount);
+            b.heldCount = 0;
+        }
+        if (b.ownedCount > 0) {
+            room.freeWritten(b.hostPages, 0, b.ownedCount);
+        }
+        budget.give(b.budgetPages);
+        b.abortReason = reason;
+        b.state = BackupState.ABORTED;
+        b.local = Backup.Local.FAILED;
+        metrics.countAbort(reason);
+        HiCacheEvents.backupAborted(reason, b.pageCount, rank);
+        changes++;
+        if (listener != null) {
+            listener.onAborted(b, reason);
+        }
+    }
+
+    boolean markAborted(Backup backup, AbortReason reason) {
+        switch (backup.state) {
+            case COMMITTED, ABORTED, DRAINING -> {
+                return false;
+            }
+            case RESERVED -> fail(backup, reason);
+            case COPYING -> {
+                backup.state = BackupState.DRAINING;
+                backup.abortReason = reason;
+            }
+            case SEALED -> {
+                if (backup.slot == null) {
+                    fail(backup, reason); // copies done: released when the group agrees
+                } else {
+                    backup.state = BackupState.DRAINING;
+                    backup.abortReason = reason;
+                }
+            }
+            default -> throw new IllegalStateException("unknown state " + backup.state);
+        }
+        return true;
+    }
+}
