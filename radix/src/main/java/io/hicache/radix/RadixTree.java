@@ -5,7 +5,6 @@ import io.hicache.radix.spi.HostEvictionListener;
 import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.spi.PendingBackup;
 import io.hicache.radix.spi.PendingLoad;
-import java.util.ArrayDeque;
 import java.util.function.LongSupplier;
 
 /**
@@ -84,27 +83,27 @@ public final class RadixTree {
         return new Builder();
     }
 
-    private final int pageSize;
-    private final int pageShift;
+    final int pageSize;
+    final int pageShift;
     private final EvictionPolicy devicePolicy;
     private final EvictionPolicy hostPolicy;
     private final LongSupplier tickSource;
-    private final RadixNode root;
-    private final TierQueue deviceQueue;
-    private final TierQueue hostQueue;
+    final RadixNode root;
+    final TierQueue deviceQueue;
+    final TierQueue hostQueue;
 
     private long logicalTick;
     private long createSeq;
-    private long devicePagesCached;
-    private long devicePagesLocked;
-    private long devicePagesUnevictable;
-    private long hostPagesCommitted;
-    private long hostPagesPending;
-    private int nodeCount;
+    long devicePagesCached;
+    long devicePagesLocked;
+    long devicePagesUnevictable;
+    long hostPagesCommitted;
+    long hostPagesPending;
+    int nodeCount;
     private RadixNode lastInsertNode;
     private int lastInsertAdoptedPages;
     /** Told of tier transitions (KV events), or null. */
-    private io.hicache.radix.spi.TierObserver observer;
+    io.hicache.radix.spi.TierObserver observer;
 
     private RadixTree(Builder b) {
         if (b.pageSize < 1 || Integer.bitCount(b.pageSize) != 1) {
@@ -166,7 +165,7 @@ public final class RadixTree {
 
     // ------------------------------------------------------------------ validation
 
-    private static void checkRange(int[] array, String name, int from, int len) {
+    static void checkRange(int[] array, String name, int from, int len) {
         if (array == null) {
             throw new IllegalArgumentException(name + " must not be null");
         }
@@ -176,7 +175,7 @@ public final class RadixTree {
         }
     }
 
-    private static void checkRange(byte[] array, String name, int from, int len) {
+    static void checkRange(byte[] array, String name, int from, int len) {
         if (array == null) {
             throw new IllegalArgumentException(name + " must not be null");
         }
@@ -186,7 +185,7 @@ public final class RadixTree {
         }
     }
 
-    private void checkNode(RadixNode node, boolean allowRoot) {
+    void checkNode(RadixNode node, boolean allowRoot) {
         if (node == null) {
             throw new IllegalArgumentException("node must not be null");
         }
@@ -200,7 +199,7 @@ public final class RadixTree {
 
     // ------------------------------------------------------------------ child table
 
-    private int pageKey(int[] tokens, int off) {
+    int pageKey(int[] tokens, int off) {
         if (pageSize == 1) {
             return tokens[off];
         }
@@ -209,28 +208,6 @@ public final class RadixTree {
             h = (h ^ tokens[off + i]) * 0x01000193;
         }
         return h ^ (h >>> 15);
-    }
-
-    private static int slotOf(int key, int mask) {
-        int h = key * 0x9E3779B9;
-        return (h ^ (h >>> 16)) & mask;
-    }
-
-    private static int findSlot(RadixNode p, int key) {
-        int[] keys = p.childKeys;
-        if (keys == null) {
-            return -1;
-        }
-        RadixNode[] vals = p.childVals;
-        int mask = keys.length - 1;
-        for (int i = slotOf(key, mask); ; i = (i + 1) & mask) {
-            if (vals[i] == null) {
-                return -1;
-            }
-            if (keys[i] == key) {
-                return i;
-            }
-        }
     }
 
     private boolean samePage(int[] a, int aOff, int[] b, int bOff) {
@@ -242,9 +219,9 @@ public final class RadixTree {
         return true;
     }
 
-    private RadixNode findChild(RadixNode p, int[] tokens, int off) {
+    RadixNode findChild(RadixNode p, int[] tokens, int off) {
         int key = pageKey(tokens, off);
-        int slot = findSlot(p, key);
+        int slot = ChildTable.findSlot(p, key);
         if (slot < 0) {
             return null;
         }
@@ -258,118 +235,6 @@ public final class RadixTree {
             }
         }
         return null;
-    }
-
-    private static void addChild(RadixNode p, RadixNode c) {
-        int key = c.childKey;
-        int slot = findSlot(p, key);
-        if (slot >= 0) {
-            c.hashNext = p.childVals[slot];
-            p.childVals[slot] = c;
-            p.childCount++;
-            return;
-        }
-        if (p.childKeys == null) {
-            p.childKeys = new int[4];
-            p.childVals = new RadixNode[4];
-        } else if ((p.childSlots + 1) * 4 > p.childKeys.length * 3) {
-            rehash(p, p.childKeys.length * 2);
-        }
-        int mask = p.childKeys.length - 1;
-        int i = slotOf(key, mask);
-        while (p.childVals[i] != null) {
-            i = (i + 1) & mask;
-        }
-        p.childKeys[i] = key;
-        p.childVals[i] = c;
-        c.hashNext = null;
-        p.childSlots++;
-        p.childCount++;
-    }
-
-    private static void rehash(RadixNode p, int capacity) {
-        int[] oldKeys = p.childKeys;
-        RadixNode[] oldVals = p.childVals;
-        int[] keys = new int[capacity];
-        RadixNode[] vals = new RadixNode[capacity];
-        int mask = capacity - 1;
-        for (int j = 0; j < oldKeys.length; j++) {
-            if (oldVals[j] != null) {
-                int i = slotOf(oldKeys[j], mask);
-                while (vals[i] != null) {
-                    i = (i + 1) & mask;
-                }
-                keys[i] = oldKeys[j];
-                vals[i] = oldVals[j];
-            }
-        }
-        p.childKeys = keys;
-        p.childVals = vals;
-    }
-
-    private static void removeChild(RadixNode p, RadixNode c) {
-        int slot = findSlot(p, c.childKey);
-        if (slot < 0) {
-            throw new IllegalStateException("child " + c + " missing from its parent's table");
-        }
-        RadixNode head = p.childVals[slot];
-        if (head == c) {
-            if (c.hashNext != null) {
-                p.childVals[slot] = c.hashNext;
-                c.hashNext = null;
-                p.childCount--;
-                return;
-            }
-        } else {
-            RadixNode prev = head;
-            while (prev.hashNext != c) {
-                prev = prev.hashNext;
-                if (prev == null) {
-                    throw new IllegalStateException("child " + c + " missing from its hash chain");
-                }
-            }
-            prev.hashNext = c.hashNext;
-            c.hashNext = null;
-            p.childCount--;
-            return;
-        }
-        // delete the slot, shifting back the following run (linear probing)
-        int[] keys = p.childKeys;
-        RadixNode[] vals = p.childVals;
-        int mask = keys.length - 1;
-        int i = slot;
-        vals[i] = null;
-        for (int j = (i + 1) & mask; vals[j] != null; j = (j + 1) & mask) {
-            int home = slotOf(keys[j], mask);
-            boolean stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-            if (!stays) {
-                keys[i] = keys[j];
-                vals[i] = vals[j];
-                vals[j] = null;
-                i = j;
-            }
-        }
-        p.childSlots--;
-        p.childCount--;
-        if (p.childCount == 0) {
-            p.childKeys = null;
-            p.childVals = null;
-        }
-    }
-
-    private static void replaceChild(RadixNode p, RadixNode old, RadixNode neu) {
-        int slot = findSlot(p, old.childKey);
-        RadixNode c = p.childVals[slot];
-        neu.hashNext = old.hashNext;
-        old.hashNext = null;
-        if (c == old) {
-            p.childVals[slot] = neu;
-            return;
-        }
-        while (c.hashNext != old) {
-            c = c.hashNext;
-        }
-        c.hashNext = neu;
     }
 
     // ------------------------------------------------------------------ eligibility and counters
@@ -386,7 +251,7 @@ public final class RadixTree {
         return n.devPages == null && n.hostValue != null && n.childCount == 0 && n.hostRef == 0 && n.lockRef == 0;
     }
 
-    private void refresh(RadixNode n) {
+    void refresh(RadixNode n) {
         if (n == root) {
             return;
         }
@@ -394,11 +259,11 @@ public final class RadixTree {
         hostQueue.refresh(n, eligible(n, false));
     }
 
-    private static int lockedPages(RadixNode n) {
+    static int lockedPages(RadixNode n) {
         return n.devPages != null && n.lockRef > 0 ? n.pageCount : 0;
     }
 
-    private static int unevictablePages(RadixNode n) {
+    static int unevictablePages(RadixNode n) {
         return n.devPages != null && (n.lockRef > 0 || n.pending != null || n.loading != null) ? n.pageCount : 0;
     }
 
@@ -451,13 +316,13 @@ public final class RadixTree {
         p.keyLen = tokensK;
         p.pageCount = k;
         p.childKey = n.childKey;
-        replaceChild(parent, n, p);
+        ChildTable.replaceChild(parent, n, p);
         n.keyOff += tokensK;
         n.keyLen -= tokensK;
         n.pageCount -= k;
         n.childKey = pageKey(n.keyTokens, n.keyOff);
         n.parent = p;
-        addChild(p, n);
+        ChildTable.addChild(p, n);
         if (n.devPages != null) {
             p.devPages = n.devPages;
             p.devOff = n.devOff;
@@ -627,7 +492,7 @@ public final class RadixTree {
         n.devOff = keyLen;
         n.hitCount = 1;
         n.createSeq = ++createSeq;
-        addChild(parent, n);
+        ChildTable.addChild(parent, n);
         parent.deviceChildCount++;
         nodeCount++;
         devicePagesCached += pages;
@@ -637,7 +502,7 @@ public final class RadixTree {
         return n;
     }
 
-    private void adopt(RadixNode n, int[] pages, int from) {
+    void adopt(RadixNode n, int[] pages, int from) {
         int lockedBefore = lockedPages(n);
         int unevBefore = unevictablePages(n);
         n.devPages = java.util.Arrays.copyOfRange(pages, from, from + n.pageCount);
@@ -727,7 +592,7 @@ public final class RadixTree {
         n.hashBytes = hashes;
         n.hashOff = hashOff;
         n.createSeq = ++createSeq;
-        addChild(node, n);
+        ChildTable.addChild(node, n);
         nodeCount++;
         hostPagesCommitted += newPages;
         hostQueue.onResident(n, false);
@@ -981,18 +846,7 @@ public final class RadixTree {
      * @throws IllegalStateException if the node is not host-only or its parent is device evicted
      */
     public void attachDevice(RadixNode node, int[] pages, int from) {
-        checkNode(node, false);
-        checkRange(pages, "pages", from, node.pageCount);
-        if (node.devPages != null) {
-            throw new IllegalStateException("attachDevice on " + node + ": node already holds device pages");
-        }
-        if (node.parent != root && node.parent.devPages == null) {
-            throw new IllegalStateException("attachDevice on " + node + ": parent is device evicted; load a path top-down");
-        }
-        adopt(node, pages, from);
-        if (observer != null) {
-            observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
-        }
+        LoadTransitions.attachDevice(this, node, pages, from);
     }
 
     /**
@@ -1007,19 +861,7 @@ public final class RadixTree {
      *     or holds device pages (a loading parent included)
      */
     public void beginLoad(RadixNode node, int[] pages, int from, PendingLoad handle) {
-        checkNode(node, false);
-        checkRange(pages, "pages", from, node.pageCount);
-        if (handle == null) {
-            throw new IllegalArgumentException("pending load handle must not be null");
-        }
-        if (node.devPages != null || node.hostValue == null || node.loading != null) {
-            throw new IllegalStateException("beginLoad on " + node + ": node must be host-only and not loading");
-        }
-        if (node.parent != root && node.parent.devPages == null) {
-            throw new IllegalStateException("beginLoad on " + node + ": parent is device evicted; load a path top-down");
-        }
-        node.loading = handle;
-        adopt(node, pages, from);
+        LoadTransitions.beginLoad(this, node, pages, from, handle);
     }
 
     /**
@@ -1029,15 +871,7 @@ public final class RadixTree {
      * @throws IllegalStateException if the node is not loading with {@code handle}
      */
     public void finishLoad(RadixNode node, PendingLoad handle) {
-        checkLoading(node, handle, "finishLoad");
-        devicePagesUnevictable -= unevictablePages(node);
-        node.loading = null;
-        devicePagesUnevictable += unevictablePages(node);
-        refresh(node);
-        refresh(node.parent);
-        if (observer != null) {
-            observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
-        }
+        LoadTransitions.finishLoad(this, node, handle);
     }
 
     /**
@@ -1058,129 +892,7 @@ public final class RadixTree {
      * @throws IllegalStateException if the node is not loading with {@code handle}
      */
     public int failLoad(RadixNode node, PendingLoad handle, DeviceEvictionListener sink) {
-        checkLoading(node, handle, "failLoad");
-        if (sink == null) {
-            throw new IllegalArgumentException("sink must not be null");
-        }
-        int freed = invalidateBelow(node, sink);
-        devicePagesUnevictable -= unevictablePages(node);
-        devicePagesLocked -= lockedPages(node);
-        node.loading = null;
-        dropDevice(node);
-        refresh(node);
-        refresh(node.parent);
-        return freed;
-    }
-
-    private void checkLoading(RadixNode node, PendingLoad handle, String op) {
-        checkNode(node, false);
-        if (handle == null) {
-            throw new IllegalArgumentException("pending load handle must not be null");
-        }
-        if (node.loading != handle) {
-            throw new IllegalStateException(op + " of " + node + ": node must be loading with the given handle, but "
-                    + (node.loading == null ? "it is not loading" : "another load fills it"));
-        }
-    }
-
-    /** Invalidates the device nodes below {@code n} (see {@link #failLoad}); returns pages handed to the sink. */
-    private int invalidateBelow(RadixNode n, DeviceEvictionListener sink) {
-        if (n.deviceChildCount == 0) {
-            return 0;
-        }
-        RadixNode[] kids = new RadixNode[n.childCount];
-        int k = 0;
-        for (int s = 0; s < n.childVals.length; s++) {
-            for (RadixNode c = n.childVals[s]; c != null; c = c.hashNext) {
-                kids[k++] = c;
-            }
-        }
-        int freed = 0;
-        for (RadixNode c : kids) {
-            if (c.devPages == null) {
-                continue; // host-only: nothing below it is on device
-            }
-            if (c.hostValue == null) {
-                freed += removeInvalid(c, sink);
-                continue;
-            }
-            freed += invalidateBelow(c, sink);
-            int[] arr = c.devPages;
-            int off = c.devOff;
-            devicePagesUnevictable -= unevictablePages(c);
-            devicePagesLocked -= lockedPages(c);
-            boolean ownPages = c.loading == null;
-            if (ownPages && observer != null) {
-                observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, c);
-            }
-            c.loading = null;
-            dropDevice(c);
-            refresh(c);
-            if (ownPages) {
-                freed += c.pageCount;
-                sink.onDeviceEvicted(c, arr, off, c.pageCount);
-            }
-        }
-        refresh(n);
-        return freed;
-    }
-
-    /** Removes the device-only subtree at {@code top}, its pages to the sink and its refs off its ancestors. */
-    private int removeInvalid(RadixNode top, DeviceEvictionListener sink) {
-        int locks = top.lockRef;
-        int hostRefs = top.hostRef;
-        RadixNode parent = top.parent;
-        for (RadixNode x = parent; x != root; x = x.parent) {
-            if (x.lockRef == locks && locks > 0) {
-                devicePagesLocked -= lockedPages(x);
-                devicePagesUnevictable -= unevictablePages(x);
-                x.lockRef = 0;
-                devicePagesUnevictable += unevictablePages(x);
-            } else {
-                x.lockRef -= locks;
-            }
-            x.hostRef -= hostRefs;
-            refresh(x);
-        }
-        int freed = 0;
-        ArrayDeque<RadixNode> stack = new ArrayDeque<>();
-        ArrayDeque<RadixNode> order = new ArrayDeque<>();
-        stack.push(top);
-        while (!stack.isEmpty()) {
-            RadixNode x = stack.pop();
-            order.push(x); // children end up before their parent
-            if (x.childVals != null) {
-                for (int s = 0; s < x.childVals.length; s++) {
-                    for (RadixNode c = x.childVals[s]; c != null; c = c.hashNext) {
-                        stack.push(c);
-                    }
-                }
-            }
-        }
-        while (!order.isEmpty()) {
-            RadixNode x = order.pop();
-            int[] arr = x.devPages;
-            int off = x.devOff;
-            devicePagesLocked -= lockedPages(x);
-            devicePagesUnevictable -= unevictablePages(x);
-            if (observer != null) {
-                observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, x);
-            }
-            dropDevice(x);
-            removeNode(x);
-            x.lockRef = 0;
-            x.hostRef = 0;
-            x.invalidated = true;
-            freed += x.pageCount;
-            PendingBackup pending = x.pending;
-            if (pending != null) {
-                hostPagesPending -= x.pageCount;
-                pending.onInvalidated(x);
-            }
-            sink.onDeviceEvicted(x, arr, off, x.pageCount);
-            x.pending = null;
-        }
-        return freed;
+        return LoadTransitions.failLoad(this, node, handle, sink);
     }
 
     /**
@@ -1191,21 +903,10 @@ public final class RadixTree {
      *     is unlocked, not pending and has no device-resident child
      */
     public void detachDevice(RadixNode node) {
-        checkNode(node, false);
-        if (node.devPages == null || node.hostValue == null || node.lockRef != 0 || node.pending != null
-                || node.deviceChildCount != 0) {
-            throw new IllegalStateException("detachDevice on " + node + ": node must hold device pages and a"
-                    + " committed host value, be unlocked, not pending, and have no device-resident child");
-        }
-        if (observer != null) {
-            observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, node);
-        }
-        dropDevice(node);
-        refresh(node);
-        refresh(node.parent);
+        LoadTransitions.detachDevice(this, node);
     }
 
-    private void dropDevice(RadixNode n) {
+    void dropDevice(RadixNode n) {
         devicePagesCached -= n.pageCount;
         n.devPages = null;
         n.devOff = 0;
@@ -1216,9 +917,9 @@ public final class RadixTree {
         }
     }
 
-    private void removeNode(RadixNode n) {
+    void removeNode(RadixNode n) {
         RadixNode p = n.parent;
-        removeChild(p, n);
+        ChildTable.removeChild(p, n);
         deviceQueue.onNonResident(n);
         hostQueue.onNonResident(n);
         n.attached = false;
@@ -1360,119 +1061,6 @@ public final class RadixTree {
      * @throws IllegalStateException describing the first violation found
      */
     public void checkInvariants() {
-        long cached = 0;
-        long locked = 0;
-        long unevictable = 0;
-        long committed = 0;
-        long pendingPages = 0;
-        int nodes = 0;
-        int devResident = 0;
-        int hostResident = 0;
-        int devEligible = 0;
-        int hostEligible = 0;
-        ArrayDeque<RadixNode> stack = new ArrayDeque<>();
-        stack.push(root);
-        while (!stack.isEmpty()) {
-            RadixNode n = stack.pop();
-            int children = 0;
-            int deviceChildren = 0;
-            if (n.childVals != null) {
-                int slots = 0;
-                for (int s = 0; s < n.childVals.length; s++) {
-                    RadixNode c = n.childVals[s];
-                    if (c != null) {
-                        slots++;
-                    }
-                    for (; c != null; c = c.hashNext) {
-                        children++;
-                        if (c.parent != n || !c.attached) {
-                            throw new IllegalStateException("child " + c + " does not point back to its parent");
-                        }
-                        if (c.childKey != n.childKeys[s] || c.childKey != pageKey(c.keyTokens, c.keyOff)) {
-                            throw new IllegalStateException("child " + c + " filed under a stale first-page key");
-                        }
-                        if (findChild(n, c.keyTokens, c.keyOff) != c) {
-                            throw new IllegalStateException("child " + c + " not found by its first page");
-                        }
-                        if (c.devPages != null) {
-                            deviceChildren++;
-                        }
-                        stack.push(c);
-                    }
-                }
-                if (slots != n.childSlots) {
-                    throw new IllegalStateException("child table of " + n + " has " + slots + " slots, recorded "
-                            + n.childSlots);
-                }
-            }
-            if (children != n.childCount || deviceChildren != n.deviceChildCount) {
-                throw new IllegalStateException(n + " counts " + n.childCount + " children (" + n.deviceChildCount
-                        + " on device) but has " + children + " (" + deviceChildren + ")");
-            }
-            if (n == root) {
-                if (n.devPages != null || n.hostValue != null || n.pending != null || n.lockRef != 0 || n.hostRef != 0) {
-                    throw new IllegalStateException("root must hold no value or refs");
-                }
-                continue;
-            }
-            nodes++;
-            if (n.pageCount < 1 || n.keyLen != n.pageCount << pageShift) {
-                throw new IllegalStateException(n + " key of " + n.keyLen + " tokens is not " + n.pageCount
-                        + " whole pages");
-            }
-            if (n.devPages == null && n.hostValue == null) {
-                throw new IllegalStateException(n + " holds neither device pages nor a committed host value");
-            }
-            if (n.pending != null && (n.devPages == null || n.hostValue != null)) {
-                throw new IllegalStateException("pending " + n + " must hold device pages and no host value");
-            }
-            if (n.loading != null && (n.devPages == null || n.hostValue == null || n.pending != null)) {
-                throw new IllegalStateException("loading " + n + " must hold device pages and a host value, and no"
-                        + " pending backup");
-            }
-            if (n.invalidated) {
-                throw new IllegalStateException("invalidated " + n + " still in the tree");
-            }
-            if (n.devPages != null && n.parent != root && n.parent.devPages == null) {
-                throw new IllegalStateException("device-resident " + n + " under device-evicted parent");
-            }
-            if (n.hostValue != null && n.hostValue.pageCount() != n.pageCount) {
-                throw new IllegalStateException(n + " host value covers " + n.hostValue.pageCount() + " pages");
-            }
-            if (n.lockRef < 0 || n.hostRef < 0 || n.lockRef > n.parent.lockRef && n.parent != root
-                    || n.hostRef > n.parent.hostRef && n.parent != root) {
-                throw new IllegalStateException(n + " refs inconsistent with parent " + n.parent);
-            }
-            if (n.devPages != null) {
-                cached += n.pageCount;
-                devResident++;
-            } else {
-                hostResident++;
-            }
-            locked += lockedPages(n);
-            unevictable += unevictablePages(n);
-            if (n.hostValue != null) {
-                committed += n.pageCount;
-            }
-            if (n.pending != null) {
-                pendingPages += n.pageCount;
-            }
-            if (eligible(n, true)) {
-                devEligible++;
-            }
-            if (eligible(n, false)) {
-                hostEligible++;
-            }
-        }
-        if (cached != devicePagesCached || locked != devicePagesLocked || unevictable != devicePagesUnevictable
-                || committed != hostPagesCommitted || pendingPages != hostPagesPending || nodes != nodeCount) {
-            throw new IllegalStateException("counters drifted: cached " + devicePagesCached + "/" + cached
-                    + ", locked " + devicePagesLocked + "/" + locked + ", unevictable " + devicePagesUnevictable + "/"
-                    + unevictable + ", host committed " + hostPagesCommitted + "/" + committed + ", pending "
-                    + hostPagesPending + "/" + pendingPages + ", nodes " + nodeCount + "/" + nodes
-                    + " (recorded/actual)");
-        }
-        deviceQueue.check(this, deviceQueue instanceof LruQueue ? devResident : devEligible);
-        hostQueue.check(this, hostQueue instanceof LruQueue ? hostResident : hostEligible);
+        TreeInvariants.check(this);
     }
 }

@@ -1,0 +1,202 @@
+package io.hicache.radix;
+
+import io.hicache.radix.spi.DeviceEvictionListener;
+import io.hicache.radix.spi.PendingBackup;
+import io.hicache.radix.spi.PendingLoad;
+import java.util.ArrayDeque;
+
+/**
+ * Load-back transitions of a {@link RadixTree}: attaching and detaching device pages, beginning,
+ * finishing and failing a load, and invalidating the subtree a failed load leaves without valid KV.
+ * Static helpers the tree's public methods delegate to; they read and write its package-private state.
+ * Single-threaded like the tree.
+ */
+final class LoadTransitions {
+
+    private LoadTransitions() {
+    }
+
+    static void attachDevice(RadixTree t, RadixNode node, int[] pages, int from) {
+        t.checkNode(node, false);
+        RadixTree.checkRange(pages, "pages", from, node.pageCount);
+        if (node.devPages != null) {
+            throw new IllegalStateException("attachDevice on " + node + ": node already holds device pages");
+        }
+        if (node.parent != t.root && node.parent.devPages == null) {
+            throw new IllegalStateException("attachDevice on " + node + ": parent is device evicted; load a path top-down");
+        }
+        t.adopt(node, pages, from);
+        if (t.observer != null) {
+            t.observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
+        }
+    }
+
+    static void beginLoad(RadixTree t, RadixNode node, int[] pages, int from, PendingLoad handle) {
+        t.checkNode(node, false);
+        RadixTree.checkRange(pages, "pages", from, node.pageCount);
+        if (handle == null) {
+            throw new IllegalArgumentException("pending load handle must not be null");
+        }
+        if (node.devPages != null || node.hostValue == null || node.loading != null) {
+            throw new IllegalStateException("beginLoad on " + node + ": node must be host-only and not loading");
+        }
+        if (node.parent != t.root && node.parent.devPages == null) {
+            throw new IllegalStateException("beginLoad on " + node + ": parent is device evicted; load a path top-down");
+        }
+        node.loading = handle;
+        t.adopt(node, pages, from);
+    }
+
+    static void finishLoad(RadixTree t, RadixNode node, PendingLoad handle) {
+        checkLoading(t, node, handle, "finishLoad");
+        t.devicePagesUnevictable -= RadixTree.unevictablePages(node);
+        node.loading = null;
+        t.devicePagesUnevictable += RadixTree.unevictablePages(node);
+        t.refresh(node);
+        t.refresh(node.parent);
+        if (t.observer != null) {
+            t.observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
+        }
+    }
+
+    static int failLoad(RadixTree t, RadixNode node, PendingLoad handle, DeviceEvictionListener sink) {
+        checkLoading(t, node, handle, "failLoad");
+        if (sink == null) {
+            throw new IllegalArgumentException("sink must not be null");
+        }
+        int freed = invalidateBelow(t, node, sink);
+        t.devicePagesUnevictable -= RadixTree.unevictablePages(node);
+        t.devicePagesLocked -= RadixTree.lockedPages(node);
+        node.loading = null;
+        t.dropDevice(node);
+        t.refresh(node);
+        t.refresh(node.parent);
+        return freed;
+    }
+
+    static void detachDevice(RadixTree t, RadixNode node) {
+        t.checkNode(node, false);
+        if (node.devPages == null || node.hostValue == null || node.lockRef != 0 || node.pending != null
+                || node.deviceChildCount != 0) {
+            throw new IllegalStateException("detachDevice on " + node + ": node must hold device pages and a"
+                    + " committed host value, be unlocked, not pending, and have no device-resident child");
+        }
+        if (t.observer != null) {
+            t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, node);
+        }
+        t.dropDevice(node);
+        t.refresh(node);
+        t.refresh(node.parent);
+    }
+
+    static void checkLoading(RadixTree t, RadixNode node, PendingLoad handle, String op) {
+        t.checkNode(node, false);
+        if (handle == null) {
+            throw new IllegalArgumentException("pending load handle must not be null");
+        }
+        if (node.loading != handle) {
+            throw new IllegalStateException(op + " of " + node + ": node must be loading with the given handle, but "
+                    + (node.loading == null ? "it is not loading" : "another load fills it"));
+        }
+    }
+
+    /** Invalidates the device nodes below {@code n} (see {@link RadixTree#failLoad}); returns pages handed to the sink. */
+    static int invalidateBelow(RadixTree t, RadixNode n, DeviceEvictionListener sink) {
+        if (n.deviceChildCount == 0) {
+            return 0;
+        }
+        RadixNode[] kids = new RadixNode[n.childCount];
+        int k = 0;
+        for (int s = 0; s < n.childVals.length; s++) {
+            for (RadixNode c = n.childVals[s]; c != null; c = c.hashNext) {
+                kids[k++] = c;
+            }
+        }
+        int freed = 0;
+        for (RadixNode c : kids) {
+            if (c.devPages == null) {
+                continue; // host-only: nothing below it is on device
+            }
+            if (c.hostValue == null) {
+                freed += removeInvalid(t, c, sink);
+                continue;
+            }
+            freed += invalidateBelow(t, c, sink);
+            int[] arr = c.devPages;
+            int off = c.devOff;
+            t.devicePagesUnevictable -= RadixTree.unevictablePages(c);
+            t.devicePagesLocked -= RadixTree.lockedPages(c);
+            boolean ownPages = c.loading == null;
+            if (ownPages && t.observer != null) {
+                t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, c);
+            }
+            c.loading = null;
+            t.dropDevice(c);
+            t.refresh(c);
+            if (ownPages) {
+                freed += c.pageCount;
+                sink.onDeviceEvicted(c, arr, off, c.pageCount);
+            }
+        }
+        t.refresh(n);
+        return freed;
+    }
+
+    /** Removes the device-only subtree at {@code top}, its pages to the sink and its refs off its ancestors. */
+    static int removeInvalid(RadixTree t, RadixNode top, DeviceEvictionListener sink) {
+        int locks = top.lockRef;
+        int hostRefs = top.hostRef;
+        RadixNode parent = top.parent;
+        for (RadixNode x = parent; x != t.root; x = x.parent) {
+            if (x.lockRef == locks && locks > 0) {
+                t.devicePagesLocked -= RadixTree.lockedPages(x);
+                t.devicePagesUnevictable -= RadixTree.unevictablePages(x);
+                x.lockRef = 0;
+                t.devicePagesUnevictable += RadixTree.unevictablePages(x);
+            } else {
+                x.lockRef -= locks;
+            }
+            x.hostRef -= hostRefs;
+            t.refresh(x);
+        }
+        int freed = 0;
+        ArrayDeque<RadixNode> stack = new ArrayDeque<>();
+        ArrayDeque<RadixNode> order = new ArrayDeque<>();
+        stack.push(top);
+        while (!stack.isEmpty()) {
+            RadixNode x = stack.pop();
+            order.push(x); // children end up before their parent
+            if (x.childVals != null) {
+                for (int s = 0; s < x.childVals.length; s++) {
+                    for (RadixNode c = x.childVals[s]; c != null; c = c.hashNext) {
+                        stack.push(c);
+                    }
+                }
+            }
+        }
+        while (!order.isEmpty()) {
+            RadixNode x = order.pop();
+            int[] arr = x.devPages;
+            int off = x.devOff;
+            t.devicePagesLocked -= RadixTree.lockedPages(x);
+            t.devicePagesUnevictable -= RadixTree.unevictablePages(x);
+            if (t.observer != null) {
+                t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, x);
+            }
+            t.dropDevice(x);
+            t.removeNode(x);
+            x.lockRef = 0;
+            x.hostRef = 0;
+            x.invalidated = true;
+            freed += x.pageCount;
+            PendingBackup pending = x.pending;
+            if (pending != null) {
+                t.hostPagesPending -= x.pageCount;
+                pending.onInvalidated(x);
+            }
+            sink.onDeviceEvicted(x, arr, off, x.pageCount);
+            x.pending = null;
+        }
+        return freed;
+    }
+}
