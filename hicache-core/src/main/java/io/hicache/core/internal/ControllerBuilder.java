@@ -1,41 +1,16 @@
 package io.hicache.core.internal;
 
-import io.hicache.core.AbortReason;
 import io.hicache.core.BackupListener;
 import io.hicache.core.BackupMode;
-import io.hicache.core.BackupState;
-import io.hicache.core.DevicePageAllocator;
-import io.hicache.core.DevicePageSink;
 import io.hicache.core.LoadListener;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
-import io.hicache.core.internal.copy.CopyPlanner;
-import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.internal.memory.HostKvPool;
-import io.hicache.core.internal.memory.HostPageAllocator;
-import io.hicache.core.metrics.FallbackReason;
-import io.hicache.core.internal.metrics.HiCacheMetrics;
-import io.hicache.core.metrics.Metric;
-import io.hicache.cuda.CudaError;
-import io.hicache.cuda.CudaEvent;
-import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
-import io.hicache.radix.spi.DeviceEvictionListener;
-import io.hicache.radix.spi.HostEvictionListener;
-import io.hicache.radix.spi.HostValue;
-import io.hicache.radix.MatchResult;
-import io.hicache.radix.RadixNode;
-import io.hicache.radix.RadixTree;
-import org.agrona.ErrorHandler;
-import org.agrona.concurrent.AgentRunner;
-import org.jctools.queues.SpscArrayQueue;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import java.util.List;
 import java.util.function.LongSupplier;
 
 /**

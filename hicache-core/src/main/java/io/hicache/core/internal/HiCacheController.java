@@ -135,7 +135,6 @@ public final class HiCacheController implements AutoCloseable {
     // scheduler-owned state
     private Thread owner;
     private long nextSeq;
-    private long generation;
     private final AgreedFifo<Backup> fifo;
     private final AgreedFifo.Retirer<Backup> backupRetirer = new AgreedFifo.Retirer<>() {
         @Override
@@ -180,7 +179,6 @@ public final class HiCacheController implements AutoCloseable {
     private final long draftPageBytes;
     private int changes;
     private int[] scratchPages = new int[64];
-    private int[] scratchOffsets = new int[64];
     private RadixNode[] pathScratch = new RadixNode[64];
     private final HostEvictionListener hostEvictionListener = this::onHostEvicted;
     private final WriteBackEvictionListener deviceEvictionListener = new WriteBackEvictionListener();
@@ -259,10 +257,9 @@ public final class HiCacheController implements AutoCloseable {
             }
             HookRing hookRing = new HookRing(b.hookRingCapacity > 0 ? b.hookRingCapacity
                 : HookRing.capacityFor(slotCount, targetLayers + draftLayers + 1));
-            LongSupplier clk = clock;
             int tl = targetLayers;
             int dl = draftLayers;
-            SlotPool pool0 = new SlotPool(slots, s -> new ForwardHandle(s, runtime, compute, hookRing, clk, tl, dl));
+            SlotPool pool0 = new SlotPool(slots, s -> new ForwardHandle(s, runtime, compute, hookRing, tl, dl));
             int qcap = Math.max(4, slotCount * 2);
             SpscArrayQueue<ForwardSlot> cmds = new SpscArrayQueue<>(qcap);
             SpscArrayQueue<ForwardSlot> sealed = new SpscArrayQueue<>(qcap);
@@ -1107,7 +1104,6 @@ public final class HiCacheController implements AutoCloseable {
             throw new IllegalArgumentException("evictDevice(" + pages + ", " + sink + "): pages must be >= 0 and sink non-null");
         }
         deviceEvictionListener.sink = sink;
-        deviceEvictionListener.writeBacks = 0;
         int evicted = tree.evictDevice(pages, deviceEvictionListener);
         deviceEvictionListener.sink = null;
         issueWriteBacks();
@@ -1169,7 +1165,6 @@ public final class HiCacheController implements AutoCloseable {
     private final class WriteBackEvictionListener implements DeviceEvictionListener {
         RadixNode[] writeBackPath = new RadixNode[16];
         DevicePageSink sink;
-        int writeBacks;
 
         @Override
         public boolean mayEvict(RadixNode node) {
@@ -1201,7 +1196,6 @@ public final class HiCacheController implements AutoCloseable {
                 return false;
             }
             writeBacksWaiting.add(b);
-            writeBacks++;
             return true;
         }
 
