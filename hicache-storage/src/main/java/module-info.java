@@ -16,6 +16,8 @@
  * simulator. Not exported: the backends ({@code io.hicache.storage.file}, {@code io.hicache.storage.redis}) and the
  * shared machinery ({@code io.hicache.storage.internal}).
  */
+// "module": io.hicache.sim, the target of the qualified export below, is built after this module
+@SuppressWarnings("module")
 module io.hicache.storage {
     requires transitive io.hicache.core;
     requires redis.clients.jedis;
