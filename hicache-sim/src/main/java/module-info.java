@@ -5,7 +5,8 @@
 @SuppressWarnings("requires-automatic")
 module io.hicache.sim {
     requires transitive io.hicache.core;
-    requires io.hicache.storage;
+    // StorageOptions, in an exported package, names the storage policies
+    requires transitive io.hicache.storage;
     requires jdk.jfr;
     requires org.agrona;
     requires info.picocli;

@@ -88,7 +88,6 @@ final class Instance {
     private boolean dirty = true;
     private boolean stepping;
     private boolean deviceStep;
-    private long stepStartNs;
     private long stepEndNs;
     private int computeDoneRanks;
     private boolean wake;
@@ -528,7 +527,6 @@ final class Instance {
         layerNs = (layerNs + cp - 1) / cp;
         long durationNs = layerNs * (layers + draftLayers);
         stepping = true;
-        stepStartNs = now;
         steps++;
         busyNs += durationNs;
         // Backups run the hooks of a step that prefills (its own chunks' pages, and finished requests' pages
@@ -827,7 +825,7 @@ final class Instance {
         return (sim + pageSize - 1) / pageSize;
     }
 
-    /** The step that started at {@link #stepStartNs} ended at {@code now}: tokens come out, requests finish. */
+    /** The running step ended at {@code now}: tokens come out, requests finish. */
     private void endStep(long now) {
         stepping = false;
         if (deviceStep && timeline != null) {

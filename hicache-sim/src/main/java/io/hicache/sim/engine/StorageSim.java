@@ -37,7 +37,6 @@ final class StorageSim implements AutoCloseable {
     private final long simPageBytes;
     private final int pageSizeTokens;
     private final StorageTier.Prefetch[] scratch;
-    private final MatchResult[] rematch;
     private long storageHitPages;
     private long waitNs;
     private int prefetchQueuePeak;
@@ -70,7 +69,6 @@ final class StorageSim implements AutoCloseable {
                 // the controllers' trees hold one key per simulated page: thresholds count tree tokens
                 .withPrefetchThresholdTokens(options.prefetchThresholdTokens() / pageSizeTokens);
         this.scratch = new StorageTier.Prefetch[cp];
-        this.rematch = new MatchResult[cp];
     }
 
     /**
@@ -225,12 +223,8 @@ final class StorageSim implements AutoCloseable {
         long writePages = 0;
         long writeBytes = 0;
         long writeFailed = 0;
-        long started = 0;
-        long pages = 0;
-        long publishedPages = 0;
         long prefetchBytes = 0;
         long failed = 0;
-        long noRoom = 0;
         double writeBw = 0;
         double readBw = 0;
         for (StorageTier t : tiers) {
@@ -244,10 +238,10 @@ final class StorageSim implements AutoCloseable {
             readBw += m.prefetchBytesPerSecond();
         }
         var m0 = tiers[0].metrics();
-        started = m0.get(StorageMetric.PREFETCH_STARTED);
-        pages = m0.get(StorageMetric.PREFETCH_PAGES_REQUESTED);
-        publishedPages = m0.get(StorageMetric.PREFETCH_PAGES_PUBLISHED);
-        noRoom = m0.get(StorageMetric.PREFETCH_NO_ROOM);
+        long started = m0.get(StorageMetric.PREFETCH_STARTED);
+        long pages = m0.get(StorageMetric.PREFETCH_PAGES_REQUESTED);
+        long publishedPages = m0.get(StorageMetric.PREFETCH_PAGES_PUBLISHED);
+        long noRoom = m0.get(StorageMetric.PREFETCH_NO_ROOM);
         StoreStats s = store.stats();
         return new StorageResult(options.displayName(), storageHitPages * pageSizeTokens, writePages,
                 Math.round(writeBytes * trueBytesPerSimByte), writeFailed, s.putBytes(), s.getBytes(), writeBw, readBw,
