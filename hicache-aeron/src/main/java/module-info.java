@@ -6,7 +6,8 @@
 module io.hicache.aeron {
     requires transitive io.hicache.core;
     requires transitive io.aeron.client;
-    requires io.aeron.driver;
+    // EmbeddedDriver.launch returns the driver's MediaDriver
+    requires transitive io.aeron.driver;
     requires com.fasterxml.jackson.databind;
 
     exports io.hicache.aeron;

@@ -5,8 +5,10 @@
 @SuppressWarnings("requires-automatic")
 module io.hicache.sim {
     requires transitive io.hicache.core;
-    requires io.hicache.storage;
-    requires io.hicache.events;
+    // StorageOptions, in an exported package, names the storage policies
+    requires transitive io.hicache.storage;
+    // SimKvEvents, in an exported package, takes the events module's publisher
+    requires transitive io.hicache.events;
     requires jdk.jfr;
     requires org.agrona;
     requires info.picocli;

@@ -16,6 +16,8 @@
  * the simulator, which attaches {@code L3Tier} like an engine and uses the tier package for its modelled store. Not exported: the backends ({@code io.hicache.storage.file}, {@code io.hicache.storage.redis}) and the
  * shared machinery ({@code io.hicache.storage.internal}).
  */
+// "module": io.hicache.sim, the target of the qualified export below, is built after this module
+@SuppressWarnings("module")
 module io.hicache.storage {
     requires transitive io.hicache.core;
     requires redis.clients.jedis;

@@ -33,6 +33,8 @@ import java.util.TreeMap;
  * <p>Arguments: {@code --out FILE} (default docs/PERFORMANCE.md), {@code --full} (long runs),
  * {@code --command TEXT} (the command line to print), {@code --include REGEX} (a subset, for trying out).
  */
+// JMH's RunResult.getSecondaryResults() is a Map<String, Result> of the raw type
+@SuppressWarnings("rawtypes")
 public final class PerformanceReport {
     private static final double BLOCK_FLOOR = 20e6;
     private static final double TOKEN_FLOOR = 150e6;

@@ -443,7 +443,7 @@ public final class StorageBench {
             throws Exception {
         int slots = buffers.size();
         @SuppressWarnings("unchecked")
-        StoreOp<StoreResult>[] inFlight = new StoreOp[slots];
+        StoreOp<StoreResult>[] inFlight = (StoreOp<StoreResult>[]) new StoreOp<?>[slots];
         long start = System.nanoTime();
         int next = 0;
         int failed = 0;

@@ -582,6 +582,7 @@ public final class NativeCudaRuntime implements CudaRuntime {
         }
 
         /** Runs on a CUDA runtime thread. Must not throw: an exception escaping an upcall ends the JVM. */
+        @SuppressWarnings("UnusedMethod") // the upcall target, found by name through MethodHandles.lookup() above
         private static void onHostFn(MemorySegment userData) {
             Runnable fn = PENDING.remove(userData.address());
             if (fn == null) {

@@ -32,6 +32,10 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class CudaRuntimeContract {
 
+    /** For the subclass that names the runtime under test. */
+    protected CudaRuntimeContract() {
+    }
+
     /** Bytes of each test buffer: one page of a small layer, not a multiple of anything in particular. */
     protected static final int BYTES = 64 * 1024 + 96;
 
@@ -213,7 +217,7 @@ public abstract class CudaRuntimeContract {
             dsts[i] = devBatch + (long) to * page;
             dsts2[i] = devSingle + (long) to * page;
             srcs[i] = src + (long) i * page;
-            sizes[i] = page - (i % 2) * 64; // ragged sizes
+            sizes[i] = page - (i % 2) * 64L; // ragged sizes
         }
         long zeros = pinned((long) page * pages);
         host(zeros, (long) page * pages).fill((byte) 0);

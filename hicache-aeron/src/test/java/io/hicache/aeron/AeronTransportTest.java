@@ -2,7 +2,6 @@ package io.hicache.aeron;
 
 import io.aeron.Aeron;
 import io.aeron.driver.MediaDriver;
-import io.hicache.core.cp.RankAgreement;
 import org.agrona.CloseHelper;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;

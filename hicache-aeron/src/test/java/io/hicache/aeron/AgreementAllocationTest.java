@@ -92,7 +92,7 @@ class AgreementAllocationTest {
     void aeronRoundsAllocateNothing() throws Exception {
         assumeTrue(THREADS.isThreadAllocatedMemorySupported() && THREADS.isThreadAllocatedMemoryEnabled());
         String dir = Files.createTempDirectory("aeron-alloc").resolve("aeron").toString();
-        try (MediaDriver driver = EmbeddedDriver.launch(dir, 100_000);
+        try (MediaDriver _ = EmbeddedDriver.launch(dir, 100_000);
              Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(dir))) {
             AeronRankGroup[] g = new AeronRankGroup[2];
             RankAgreement[] a = new RankAgreement[2];

@@ -24,7 +24,7 @@ final class InMemoryGroup {
         this.cores = new AgreementCore[n];
         this.dead = new boolean[n];
         @SuppressWarnings("unchecked")
-        ArrayDeque<byte[]>[] in = new ArrayDeque[n];
+        ArrayDeque<byte[]>[] in = (ArrayDeque<byte[]>[]) new ArrayDeque<?>[n];
         this.inbox = in;
         for (int r = 0; r < n; r++) {
             int from = r;

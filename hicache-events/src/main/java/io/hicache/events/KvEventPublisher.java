@@ -78,7 +78,7 @@ public final class KvEventPublisher implements AutoCloseable {
         try {
             pub = ctx.createSocket(SocketType.PUB);
             pub.setSndHWM(config.sendHighWaterMark());
-            pub.setLinger(config.closeFlushMillis());
+            pub.setLinger((int) Math.min(Integer.MAX_VALUE, config.closeFlushMillis()));
             boundEndpoint = bind(pub, config.endpoint(), "KV events endpoint");
             if (config.replayEndpoint() != null) {
                 replay = ctx.createSocket(SocketType.ROUTER);
@@ -175,6 +175,7 @@ public final class KvEventPublisher implements AutoCloseable {
      *
      * @throws IllegalStateException if the publisher is closed or the controller already has a live observer
      */
+    @SuppressWarnings("exports") // the benchmarks run on the class path and have controllers, not facades
     public void attach(HiCacheController controller, int dataParallelRank) {
         if (stopping) {
             throw new IllegalStateException("KV event publisher is closed");
@@ -229,13 +230,13 @@ public final class KvEventPublisher implements AutoCloseable {
 
     /**
      * A tier observer that hashes blocks exactly as a publisher does and hands each to {@code sink} in process
-     * (no queue, no encoding, no sockets); set it on a cache with {@code HiCacheController.tierObserver}. The
-     * sink runs on the cache's scheduler thread.
+     * (no queue, no encoding, no sockets); {@link #observe} sets it on a cache. The sink runs on
+     * the cache's scheduler thread.
      *
      * @param pageSize tokens per page of the cache
      * @param extraKey hashed into every block hash (see {@link BlockHasher})
      */
-    public static io.hicache.radix.spi.TierObserver observer(int pageSize, long extraKey, BlockEventSink sink) {
+    static io.hicache.radix.spi.TierObserver observer(int pageSize, long extraKey, BlockEventSink sink) {
         if (pageSize < 1 || sink == null) {
             throw new IllegalArgumentException("observer needs pageSize >= 1 and a sink, got " + pageSize + ", " + sink);
         }

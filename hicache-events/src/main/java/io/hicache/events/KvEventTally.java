@@ -20,6 +20,11 @@ public final class KvEventTally {
     private long orphans;
     private long removedUnknown;
 
+    /** An empty tally. */
+    public KvEventTally() {
+        // counts start at zero
+    }
+
     /** Adds a batch. */
     public void accept(KvEventBatch batch) {
         Map<Long, Integer> h = held.computeIfAbsent(batch.dataParallelRank() == null ? -1 : batch.dataParallelRank(),

@@ -46,6 +46,8 @@ import java.util.Objects;
  * <p>Thread-safety: construct and {@link #bindTo} from any thread (the tier's metrics are any-thread); the meters
  * may be read at any time, concurrently with the cache's threads.
  */
+// L3Tier is in io.hicache.storage, an optional dependency (requires static): a caller that passes a tier reads it.
+@SuppressWarnings("exports")
 public final class L3TierMetricsBinder implements MeterBinder {
     private final WeakReference<L3Tier> tierRef;
     private final int pageSize;

@@ -68,6 +68,10 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
     private long backedUpTokens;
     private long hostPagesPeak;
 
+    /** An engine for one run at a time; {@link #run} sets it up for each configuration. */
+    public CacheOnlyEngine() {
+    }
+
     @Override
     public SimResult run(SimConfig config, TraceSource trace, ProgressListener progress) {
         long startNs = System.nanoTime();

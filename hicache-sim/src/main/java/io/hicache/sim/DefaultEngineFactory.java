@@ -9,6 +9,10 @@ import io.hicache.sim.engine.ServingEngine;
  */
 public final class DefaultEngineFactory implements EngineFactory {
 
+    /** The factory the command line uses. */
+    public DefaultEngineFactory() {
+    }
+
     @Override
     public SimulationEngine create(SimConfig config) {
         if (config.cacheOnly()) {

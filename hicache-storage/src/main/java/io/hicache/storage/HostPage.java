@@ -59,6 +59,7 @@ public final class HostPage {
      * @throws IndexOutOfBoundsException when {@code hostPage} is outside the pool
      * @throws IllegalStateException     when the pool is closed
      */
+    @SuppressWarnings("exports") // HostKvPool: core-internal, exported only to this project's modules, its callers
     public static HostPage of(HostKvPool pool, int hostPage) {
         if (hostPage < 0 || hostPage >= pool.pageCount()) {
             throw new IndexOutOfBoundsException("hostPage " + hostPage + " out of [0, " + pool.pageCount() + ")");

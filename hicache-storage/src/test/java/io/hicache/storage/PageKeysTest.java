@@ -9,6 +9,7 @@ import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -154,7 +155,7 @@ class PageKeysTest {
     void onlyWellFormedHexParses() {
         String good = "5d85718ec594b982c252d0279e5966ffca33a5eaf2a455038d3ab331fde70cea";
         assertThat(PageKey.fromHex(good).hex()).isEqualTo(good);
-        for (String bad : new String[] {"", good.substring(1), good + "0", good.toUpperCase(),
+        for (String bad : new String[] {"", good.substring(1), good + "0", good.toUpperCase(Locale.ROOT),
                 "../" + good.substring(3), good.substring(0, 63) + "/", good.substring(0, 63) + "g"}) {
             assertThat(PageKey.isWellFormedHex(bad)).as(bad).isFalse();
             assertThatThrownBy(() -> PageKey.fromHex(bad)).isInstanceOf(IllegalArgumentException.class)

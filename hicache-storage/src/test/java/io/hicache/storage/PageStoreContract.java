@@ -22,6 +22,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /** The behaviour every {@link PageStore} backend shares, run over each of them. */
 public abstract class PageStoreContract {
     protected static final long PAGE = 16 * 1024;
+
+    /** For the subclass that names the backend under test. */
+    protected PageStoreContract() {
+    }
+
     protected final Arena arena = Arena.ofShared();
     private final List<PageStore> stores = new ArrayList<>();
 

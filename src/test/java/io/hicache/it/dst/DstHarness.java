@@ -214,7 +214,7 @@ final class DstHarness implements AutoCloseable {
 
         if (leases) {
             // drawn after the shared configuration, so the other suites' schedules stay as they were
-            this.leaseNs = 20_000 + rnd.nextInt(120_000);
+            this.leaseNs = 20_000L + rnd.nextInt(120_000);
             this.maxOpenForwards = 2 + rnd.nextInt(3);
             this.maxForwardsInFlight = 1 + rnd.nextInt(3);
         } else {
@@ -900,7 +900,7 @@ final class DstHarness implements AutoCloseable {
             switch (kind) {
                 case Forward.TARGET, Forward.TARGET_NO_HOOK -> {
                     int tag = nextTag++;
-                    long kernelNs = 1_000 + rnd.nextInt(20_000);
+                    long kernelNs = 1_000L + rnd.nextInt(20_000);
                     trace("forward " + f.id + " target layer " + layer + (kind == Forward.TARGET ? " + hook" : " WITHOUT hook") + " tag " + tag);
                     for (Rank rank : ranks) {
                         rank.rt.simulateKernel(rank.ctl.computeStream(), kernelNs);

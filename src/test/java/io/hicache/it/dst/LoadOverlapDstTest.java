@@ -619,7 +619,7 @@ class LoadOverlapDstTest {
 
         /** The request's forward on every rank: per layer wait for its loads, check the bytes landed, compute, hook. */
         void forward(Req q, List<List<Backup>> reserved) {
-            long layerNs = 500 + rnd.nextInt(20_000);
+            long layerNs = 500L + rnd.nextInt(20_000);
             for (int r = 0; r < cp; r++) {
                 Rank rank = ranks[r];
                 ForwardHandle h = rank.ctl.beginForward(reserved.get(r));
@@ -755,15 +755,15 @@ class LoadOverlapDstTest {
                         throw e;
                     }
                 } finally {
-                    if (!check) {
+                    if (check) {
+                        long uaf = rank.rt.useAfterFreeCount();
+                        SimulatedCudaRuntime.LeakReport leak = rank.rt.leakReport();
                         rank.rt.close();
-                        continue;
+                        assertThat(uaf).as("rank %d copies touching freed memory", rank.r).isZero();
+                        assertThat(leak.clean()).as("rank %d leak report %s", rank.r, leak).isTrue();
+                    } else {
+                        rank.rt.close();
                     }
-                    long uaf = rank.rt.useAfterFreeCount();
-                    SimulatedCudaRuntime.LeakReport leak = rank.rt.leakReport();
-                    rank.rt.close();
-                    assertThat(uaf).as("rank %d copies touching freed memory", rank.r).isZero();
-                    assertThat(leak.clean()).as("rank %d leak report %s", rank.r, leak).isTrue();
                 }
             }
         }

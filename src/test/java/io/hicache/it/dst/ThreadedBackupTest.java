@@ -458,7 +458,6 @@ class ThreadedBackupTest {
                 ctl.poll();
                 throwViolations();
                 long[] s = new long[registered.size()];
-                int inFlight = 0;
                 for (int i = 0; i < s.length; i++) {
                     BackupState st = registered.get(i).state();
                     s[i] = st == BackupState.COMMITTED ? 1 : st == BackupState.ABORTED ? 2 : 0;
@@ -469,7 +468,7 @@ class ThreadedBackupTest {
                         busy.add(jobOf.get(b));
                     }
                 }
-                inFlight = busy.size();
+                int inFlight = busy.size();
                 int done = 0;
                 for (Job j : requests) {
                     if (!j.computeDone) {

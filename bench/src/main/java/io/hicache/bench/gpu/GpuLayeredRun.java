@@ -26,6 +26,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -150,7 +151,7 @@ public final class GpuLayeredRun {
             cuda.deviceFree(kvBase);
         }
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("mode", mode.name().toLowerCase().replace('_', '-'));
+        m.put("mode", mode.name().toLowerCase(Locale.ROOT).replace('_', '-'));
         m.put("committed", metrics.get(Metric.BACKUPS_COMMITTED));
         m.put("commit_latency_p50_ms", GpuBandwidth.round(metrics.commitP50Ns() / 1e6));
         m.put("commit_latency_p99_ms", GpuBandwidth.round(metrics.commitP99Ns() / 1e6));

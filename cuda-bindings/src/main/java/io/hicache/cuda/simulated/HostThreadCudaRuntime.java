@@ -477,6 +477,7 @@ public final class HostThreadCudaRuntime implements CudaRuntime {
         lock.lock();
         try {
             checkOpen(call);
+            @SuppressWarnings("MustBeClosedChecker") // owned by the region's record, closed when it is freed
             Arena arena = Arena.ofShared();
             MemorySegment seg;
             try {

@@ -44,6 +44,7 @@ final class SimulatedMemory {
             throw cudaException(CudaError.MEMORY_ALLOCATION.code(), "cudaMalloc(" + bytes + " bytes; "
                     + liveDeviceBytes + " of " + config.deviceMemoryBytes() + " in use)");
         }
+        @SuppressWarnings("MustBeClosedChecker") // owned by the allocation's record, closed when it is freed
         Arena arena = Arena.ofShared();
         MemorySegment segment = arena.allocate(bytes, DEVICE_ALIGNMENT_BYTES);
         if (config.deviceMemoryFill() != 0) {
@@ -71,6 +72,7 @@ final class SimulatedMemory {
 
     long hostAlloc(long bytes) {
         CallChecks.requirePositiveBytes(bytes, "cudaHostAlloc");
+        @SuppressWarnings("MustBeClosedChecker") // owned by the allocation's record, closed when it is freed
         Arena arena = Arena.ofShared();
         MemorySegment segment = arena.allocate(bytes, HOST_ALIGNMENT_BYTES);
         long ptr = segment.address();

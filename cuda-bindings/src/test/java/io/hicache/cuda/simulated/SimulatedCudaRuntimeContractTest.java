@@ -250,7 +250,7 @@ class SimulatedCudaRuntimeContractTest {
                     rt.simulateKernel(compute, 1_000);
                     rt.recordEvent(events[i], compute);
                     rt.streamWaitEvent(backup, events[i]);
-                    rt.memcpyAsync(host + (i % 16) * 1024, dev + (i % 16) * 1024, 1024, CopyKind.DEVICE_TO_HOST, backup);
+                    rt.memcpyAsync(host + (i % 16) * 1024L, dev + (i % 16) * 1024L, 1024, CopyKind.DEVICE_TO_HOST, backup);
                     published.set(i + 1);
                 }
             } catch (Throwable t) {

@@ -166,8 +166,8 @@ class SimulatedCudaRuntimeFaultTest {
             sim.setOpListener((seq, type, stream, startNs, endNs, err) ->
                     log.append(seq).append('@').append(endNs).append(':').append(err).append(' '));
             for (int i = 0; i < 50; i++) {
-                sim.memcpyAsync(dev + i * 100, host + i * 100, 100, CopyKind.HOST_TO_DEVICE, a);
-                sim.memcpyAsync(host + 8192 + i * 100, dev + i * 100, 100, CopyKind.DEVICE_TO_HOST, b);
+                sim.memcpyAsync(dev + i * 100L, host + i * 100L, 100, CopyKind.HOST_TO_DEVICE, a);
+                sim.memcpyAsync(host + 8192 + i * 100L, dev + i * 100L, 100, CopyKind.DEVICE_TO_HOST, b);
             }
             sim.runUntilIdle();
             long durationNs = sim.nowNs();

@@ -174,26 +174,31 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     }
 
     /** Current state. Scheduler thread. */
+    @Override
     public BackupState state() {
         return state;
     }
 
     /** The reason it was aborted, or null. Scheduler thread. */
+    @Override
     public AbortReason abortReason() {
         return abortReason;
     }
 
     /** Whether it carries draft/MTP KV besides the target KV. */
+    @Override
     public boolean withDraft() {
         return withDraft;
     }
 
     /** Pages of the node (all positions, owned by any rank). */
+    @Override
     public int pageCount() {
         return pageCount;
     }
 
     /** Pages this rank copies (its owned positions). */
+    @Override
     public int ownedPageCount() {
         return ownedCount;
     }
@@ -215,6 +220,7 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     }
 
     /** The deepest fragment: the node reserved (it keeps the trailing pages across splits). */
+    @Override
     public RadixNode node() {
         return node;
     }

@@ -117,7 +117,7 @@ final class ControllerResources {
         HookRing hookRing = new HookRing(slotCount, b.hookRingCapacity() > 0 ? b.hookRingCapacity()
             : HookRing.capacityFor(targetLayers + draftLayers + 1));
         CudaRuntime rt = runtime;
-        SlotPool pool0 = new SlotPool(slots, s -> new ForwardHandle(s, rt, compute, hookRing, clock, targetLayers,
+        SlotPool pool0 = new SlotPool(slots, s -> new ForwardHandle(s, rt, compute, hookRing, targetLayers,
             draftLayers));
         int qcap = Math.max(4, slotCount * 2);
         SpscArrayQueue<ForwardSlot> cmds = new SpscArrayQueue<>(qcap);

@@ -1,6 +1,5 @@
 package io.hicache.core.internal;
 
-import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupMode;
 import io.hicache.cuda.CudaError;
@@ -8,7 +7,7 @@ import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 
-import java.util.function.LongSupplier;
+
 
 /**
  * The per-layer hooks of one forward pass, carried by the engine's forward thread.
@@ -43,7 +42,6 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
     private final CudaRuntime runtime;
     private final CudaStream computeStream;
     private final HookRing ring;
-    private final LongSupplier clock;
     private final int targetLayers;
     private final int draftLayers;
     private final long[] targetSeen;
@@ -58,13 +56,12 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
     /** Forward thread → scheduler for handles without a slot: free for the next forward without backups. */
     private volatile boolean released = true;
 
-    ForwardHandle(ForwardSlot slot, CudaRuntime runtime, CudaStream computeStream, HookRing ring, LongSupplier clock,
+    ForwardHandle(ForwardSlot slot, CudaRuntime runtime, CudaStream computeStream, HookRing ring,
                   int targetLayers, int draftLayers) {
         this.slot = slot;
         this.runtime = runtime;
         this.computeStream = computeStream;
         this.ring = ring;
-        this.clock = clock;
         this.targetLayers = targetLayers;
         this.draftLayers = draftLayers;
         this.targetSeen = new long[(targetLayers + 63) >>> 6];
@@ -90,6 +87,7 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
     }
 
     /** Hook: the target model has stored layer {@code layer} of this forward's KV. Forward thread. */
+    @Override
     public void targetLayerStored(int layer) {
         checkOpen("targetLayerStored");
         if (layer < 0 || layer >= targetLayers) {
@@ -106,6 +104,7 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
     }
 
     /** Hook: the draft/MTP model has stored its layer {@code layer} of this forward's KV. Forward thread. */
+    @Override
     public void draftLayerStored(int layer) {
         checkOpen("draftLayerStored");
         if (draftLayers == 0) {
@@ -131,6 +130,7 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
      * is still ended and handed to the submitter, which aborts its backups with {@link AbortReason#CUDA_ERROR} at
      * once; then the failure is rethrown. Forward thread; once. The handle gives its slot back when this returns.
      */
+    @Override
     public void endForward() {
         checkOpen("endForward");
         ended = true;
@@ -167,11 +167,13 @@ public final class ForwardHandle implements io.hicache.core.ForwardHooks {
     }
 
     /** True once {@link #endForward()} ran. */
+    @Override
     public boolean ended() {
         return ended;
     }
 
     /** Number of backups this forward carries (0 for a forward with nothing to back up). */
+    @Override
     public int backupCount() {
         return backupCount;
     }

@@ -58,26 +58,31 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
     }
 
     /** The engine's id of the request this load serves. */
+    @Override
     public long requestId() {
         return requestId;
     }
 
     /** Current state. */
+    @Override
     public State state() {
         return state;
     }
 
     /** The consumer token of the batch that issued this load ({@link HiCacheController#waitLayer}); -1 while queued. */
+    @Override
     public long consumer() {
         return consumer;
     }
 
     /** Pages loaded (the host-only chain's pages). */
+    @Override
     public int pageCount() {
         return pageCount;
     }
 
     /** Device page receiving chain page {@code i} (in sequence order after the device prefix). */
+    @Override
     public int devicePage(int i) {
         if (i < 0 || i >= pageCount) {
             throw new IndexOutOfBoundsException("page " + i + " outside [0, " + pageCount + ")");
@@ -86,11 +91,13 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
     }
 
     /** Nodes of the chain, top first. */
+    @Override
     public int nodeCount() {
         return nodes.length;
     }
 
     /** Chain node {@code i}, top first. */
+    @Override
     public RadixNode node(int i) {
         return nodes[i];
     }

@@ -1,6 +1,7 @@
 package io.hicache.core.metrics;
 
-import io.hicache.core.BackupMode;
+
+
 
 /** Why the controller copies every layer after the forward instead of layer by layer. */
 public enum FallbackReason {

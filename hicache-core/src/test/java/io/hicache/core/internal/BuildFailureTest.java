@@ -1,7 +1,5 @@
 package io.hicache.core.internal;
 
-import io.hicache.core.AbortReason;
-import io.hicache.core.BackupState;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;

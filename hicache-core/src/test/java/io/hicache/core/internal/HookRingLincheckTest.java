@@ -35,7 +35,7 @@ public class HookRingLincheckTest {
     public HookRingLincheckTest() {
         slot.reset(7);
         slot.hasDraft = true;
-        handle = new ForwardHandle(slot, new NoOpRuntime(), CudaStream.DEFAULT, ring, () -> 0L, LAYERS, LAYERS);
+        handle = new ForwardHandle(slot, new NoOpRuntime(), CudaStream.DEFAULT, ring, LAYERS, LAYERS);
         handle.begin(7);
     }
 
@@ -70,36 +70,37 @@ public class HookRingLincheckTest {
 
     /** A runtime whose every call succeeds and does nothing: the hooks only record events on it. */
     static final class NoOpRuntime implements CudaRuntime {
-        public int runtimeVersion() { return 0; }
-        public int driverVersion() { return 0; }
-        public int deviceCount() { return 1; }
-        public void setDevice(int device) { }
-        public String errorName(int code) { return "cudaError" + code; }
-        public String errorString(int code) { return "error " + code; }
-        public CudaStream createStream(int priority) { return new CudaStream(1); }
-        public void destroyStream(CudaStream stream) { }
-        public void synchronizeStream(CudaStream stream) { }
-        public void streamWaitEvent(CudaStream stream, CudaEvent event) { }
-        public CudaEvent createEvent(boolean disableTiming) { return new CudaEvent(1); }
-        public void destroyEvent(CudaEvent event) { }
-        public void recordEvent(CudaEvent event, CudaStream stream) { }
-        public int queryEventStatus(CudaEvent event) { return 0; }
-        public void synchronizeEvent(CudaEvent event) { }
-        public float eventElapsedMs(CudaEvent start, CudaEvent end) { return 0f; }
-        public long deviceMalloc(long bytes) { return 0; }
-        public void deviceFree(long devicePtr) { }
-        public long hostAlloc(long bytes, int flags) { return 0; }
-        public void hostFree(long hostPtr) { }
-        public void hostRegister(long hostPtr, long bytes, int flags) { }
-        public void hostUnregister(long hostPtr) { }
-        public MemorySegment hostMemory(long hostPtr, long bytes) { return MemorySegment.NULL; }
+        @Override public int runtimeVersion() { return 0; }
+        @Override public int driverVersion() { return 0; }
+        @Override public int deviceCount() { return 1; }
+        @Override public void setDevice(int device) { }
+        @Override public String errorName(int code) { return "cudaError" + code; }
+        @Override public String errorString(int code) { return "error " + code; }
+        @Override public CudaStream createStream(int priority) { return new CudaStream(1); }
+        @Override public void destroyStream(CudaStream stream) { }
+        @Override public void synchronizeStream(CudaStream stream) { }
+        @Override public void streamWaitEvent(CudaStream stream, CudaEvent event) { }
+        @Override public CudaEvent createEvent(boolean disableTiming) { return new CudaEvent(1); }
+        @Override public void destroyEvent(CudaEvent event) { }
+        @Override public void recordEvent(CudaEvent event, CudaStream stream) { }
+        @Override public int queryEventStatus(CudaEvent event) { return 0; }
+        @Override public void synchronizeEvent(CudaEvent event) { }
+        @Override public float eventElapsedMs(CudaEvent start, CudaEvent end) { return 0f; }
+        @Override public long deviceMalloc(long bytes) { return 0; }
+        @Override public void deviceFree(long devicePtr) { }
+        @Override public long hostAlloc(long bytes, int flags) { return 0; }
+        @Override public void hostFree(long hostPtr) { }
+        @Override public void hostRegister(long hostPtr, long bytes, int flags) { }
+        @Override public void hostUnregister(long hostPtr) { }
+        @Override public MemorySegment hostMemory(long hostPtr, long bytes) { return MemorySegment.NULL; }
         public MemorySegment deviceMemory(long devicePtr, long bytes) { return MemorySegment.NULL; }
-        public void memcpyAsync(long dst, long src, long bytes, CopyKind kind, CudaStream stream) { }
+        @Override public void memcpyAsync(long dst, long src, long bytes, CopyKind kind, CudaStream stream) { }
+        @Override
         public void memcpy2DAsync(long dst, long dstPitch, long src, long srcPitch, long widthBytes, long height,
                                   CopyKind kind, CudaStream stream) { }
-        public boolean supportsBatchedCopy() { return false; }
-        public void memcpyBatchAsync(long[] dsts, long[] srcs, long[] sizes, int count, CopyKind kind, CudaStream stream) { }
-        public void launchHostFunc(CudaStream stream, Runnable fn) { }
-        public void close() { }
+        @Override public boolean supportsBatchedCopy() { return false; }
+        @Override public void memcpyBatchAsync(long[] dsts, long[] srcs, long[] sizes, int count, CopyKind kind, CudaStream stream) { }
+        @Override public void launchHostFunc(CudaStream stream, Runnable fn) { }
+        @Override public void close() { }
     }
 }

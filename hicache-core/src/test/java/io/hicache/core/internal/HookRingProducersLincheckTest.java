@@ -39,7 +39,7 @@ public class HookRingProducersLincheckTest {
     public HookRingProducersLincheckTest() {
         stalledSlot.reset(3);
         nextSlot.reset(9);
-        next = new ForwardHandle(nextSlot, new HookRingLincheckTest.NoOpRuntime(), CudaStream.DEFAULT, ring, () -> 0L,
+        next = new ForwardHandle(nextSlot, new HookRingLincheckTest.NoOpRuntime(), CudaStream.DEFAULT, ring,
             LAYERS, 0);
         next.begin(9);
     }

@@ -214,7 +214,6 @@ class LoadBackTest {
             c.loadBack(m, 1, 1 << 20, allocator(rig));
             long t0 = rig.rt[0].nowNs();
             long consumer = c.startLoading();
-            long[] copyDone = new long[4];
             long[] attentionStart = new long[4];
             // per layer: wait, then a marker kernel whose start we observe through a host function
             for (int l = 0; l < 4; l++) {

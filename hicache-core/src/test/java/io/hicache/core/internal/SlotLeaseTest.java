@@ -2,7 +2,6 @@ package io.hicache.core.internal;
 
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupState;
-import io.hicache.core.ThreadingMode;
 import io.hicache.radix.RadixNode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

@@ -39,7 +39,8 @@ final class FleetStepper implements AutoCloseable {
         this.threads = Math.max(1, Math.min(threads, instances.length));
         this.caller = Thread.currentThread();
         this.workers = new Thread[this.threads - 1];
-        this.leaks = new java.util.List[instances.length];
+        this.leaks = (java.util.List<io.hicache.cuda.simulated.SimulatedCudaRuntime.LeakReport>[])
+                new java.util.List<?>[instances.length];
         this.ops = new long[instances.length];
         for (int k = 1; k < this.threads; k++) {
             int part = k;

@@ -214,12 +214,8 @@ final class StorageSim implements AutoCloseable {
         long writePages = 0;
         long writeBytes = 0;
         long writeFailed = 0;
-        long started = 0;
-        long pages = 0;
-        long publishedPages = 0;
         long prefetchBytes = 0;
         long failed = 0;
-        long noRoom = 0;
         double writeBw = 0;
         double readBw = 0;
         for (L3Tier t : tiers) {
@@ -233,10 +229,10 @@ final class StorageSim implements AutoCloseable {
             readBw += m.prefetchBytesPerSecond();
         }
         var m0 = tiers[0].metrics();
-        started = m0.get(StorageMetric.PREFETCH_STARTED);
-        pages = m0.get(StorageMetric.PREFETCH_PAGES_REQUESTED);
-        publishedPages = m0.get(StorageMetric.PREFETCH_PAGES_PUBLISHED);
-        noRoom = m0.get(StorageMetric.PREFETCH_NO_ROOM);
+        long started = m0.get(StorageMetric.PREFETCH_STARTED);
+        long pages = m0.get(StorageMetric.PREFETCH_PAGES_REQUESTED);
+        long publishedPages = m0.get(StorageMetric.PREFETCH_PAGES_PUBLISHED);
+        long noRoom = m0.get(StorageMetric.PREFETCH_NO_ROOM);
         StoreStats s = store.stats();
         return new StorageResult(options.displayName(), storageHitPages * pageSizeTokens, writePages,
                 Math.round(writeBytes * trueBytesPerSimByte), writeFailed, s.putBytes(), s.getBytes(), writeBw, readBw,

@@ -66,7 +66,7 @@ public record ComputeModel(ModelPreset model, GpuPreset gpu, double flopsEfficie
         }
         double flops = 2.0 * model.activeParamsPerLayer() * newTokens
                 + (double) model.attnFlopsPerContextToken() * newTokens * (contextTokens + (newTokens + 1) / 2.0);
-        double weightBytes = (double) Math.min(model.totalParamsPerLayer(),
+        double weightBytes = Math.min(model.totalParamsPerLayer(),
                 model.activeParamsPerLayer() * (double) newTokens) * model.weightBytesPerParam();
         return Math.max(computeNs(flops), memoryNs(weightBytes));
     }
@@ -78,7 +78,7 @@ public record ComputeModel(ModelPreset model, GpuPreset gpu, double flopsEfficie
         }
         double flops = 2.0 * model.activeParamsPerLayer() * batch
                 + (double) model.attnFlopsPerContextToken() * contextTokens;
-        double bytes = (double) Math.min(model.totalParamsPerLayer(), model.activeParamsPerLayer() * (double) batch)
+        double bytes = Math.min(model.totalParamsPerLayer(), model.activeParamsPerLayer() * (double) batch)
                 * model.weightBytesPerParam()
                 + (double) contextTokens * model.kvBytesPerTokenPerLayer();
         return Math.max(computeNs(flops), memoryNs(bytes));

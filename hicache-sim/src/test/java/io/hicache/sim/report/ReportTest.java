@@ -64,7 +64,7 @@ class ReportTest {
     void commitLatencyUsesNearestRank() {
         long[] samples = new long[200];
         for (int i = 0; i < 100; i++) {
-            samples[i] = 100 - i;
+            samples[i] = 100L - i;
         }
         SimResult.CommitLatency l = SimResult.CommitLatency.of(samples, 100);
         assertThat(l).isEqualTo(new SimResult.CommitLatency(50, 99, 100));

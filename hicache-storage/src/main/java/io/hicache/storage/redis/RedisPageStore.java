@@ -69,7 +69,7 @@ import java.util.zip.CRC32C;
  * is dropped, and the retry reconnects.
  *
  * <p><b>Security.</b> {@code AUTH} with a password or an ACL user and password (from the location or
- * {@link StoreConfig#redisCredentials}), TLS with {@code rediss://} (server certificate and host name
+ * {@link StoreConfig.Builder#redisCredentials}), TLS with {@code rediss://} (server certificate and host name
  * verified against the JVM trust store or {@link StoreConfig#redisTlsCaCertificate()} / {@code ?cacert=}).
  * {@link #open} authenticates once: a wrong password or an untrusted certificate is one
  * {@link IllegalStateException} naming the endpoint and the cause, never the password. Credentials

@@ -99,11 +99,11 @@ final class TierPrefetcher {
             return null;
         }
         int pages = Math.min(missing, MAX_PREFETCH_BATCHES * maxBatch); // owned pages per rank <= positions
-        long units = (pages + cpSize - 1) / cpSize;
+        long units = ((long) pages + cpSize - 1) / cpSize;
         if (prefetchUnitsHeld + units > prefetchCapUnits) {
             long room = prefetchCapUnits - prefetchUnitsHeld;
             pages = (int) Math.min(pages, room * cpSize);
-            units = (pages + cpSize - 1) / cpSize;
+            units = ((long) pages + cpSize - 1) / cpSize;
         }
         if (pages <= 0 || (long) pages * pageSize <= cfg.prefetchThresholdTokens()) {
             metrics.increment(StorageMetric.PREFETCH_NO_ROOM);

@@ -96,6 +96,7 @@ final class TierWriter {
         long draftBytes = draft ? views.draftPageBytes() : 0;
         long stride = pageBytes + draftBytes;
         // the host pages are freed when this returns: copy them out now
+        @SuppressWarnings("MustBeClosedChecker") // owned by the Write, closed when the write completes
         Arena arena = Arena.ofShared();
         MemorySegment staging = arena.allocate(stride * n, 64);
         List<HostPage> staged = new ArrayList<>(n);

@@ -1,6 +1,5 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.BackupHandle;
 import io.hicache.core.internal.Backup;
 import io.hicache.core.DevicePageSink;
 import io.hicache.core.internal.ForwardHandle;

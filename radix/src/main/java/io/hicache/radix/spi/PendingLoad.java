@@ -1,6 +1,5 @@
 package io.hicache.radix.spi;
 
-import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
 
 /**

@@ -264,8 +264,8 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         // FAILED: the pages went back to the pool and the match below finds only what is on the device
     }
 
-    @Override
     /** Closes the cache (its host memory is freed) and frees the device KV pool. Idempotent. */
+    @Override
     public void close() {
         if (closed) {
             return;

@@ -59,6 +59,7 @@ class JlamaHiCacheTest {
 
     @ParameterizedTest(name = "load overlapped with the prefill: {0}")
     @ValueSource(booleans = {false, true})
+    @SuppressWarnings("try") // closes the engine inside its try to check what it freed; close() is idempotent
     void aPrefixLoadedBackFromTheHostContinuesWithTheLogitsOfRecomputation(boolean overlap) {
         int[] b = tokens(3, PROMPT + SUFFIX);
         int[] a = Arrays.copyOf(b, PROMPT);

@@ -1,6 +1,5 @@
 package io.hicache.core.internal.copy;
 
-import io.hicache.core.internal.Backup;
 import io.hicache.cuda.CopyKind;
 
 /** Which way a {@link CopyPlan} moves KV pages. Immutable; thread-safe. */

@@ -416,6 +416,7 @@ public final class HostKvPool implements AutoCloseable {
                 throw new InsufficientHostMemoryException("host KV pool (" + pages + " pages x "
                         + shape.bytesPerPageAllLayers() + " bytes, " + layout + ")", total, available);
             }
+            @SuppressWarnings("MustBeClosedChecker") // owned by the pool, closed by its close(), or below on failure
             Arena arena = Arena.ofShared();
             try {
                 HostKvPool pool = memoryKind == HostMemoryKind.HOST_ALLOC
@@ -430,6 +431,7 @@ public final class HostKvPool implements AutoCloseable {
             }
         }
 
+        @SuppressWarnings("restricted") // reinterpret: the pinned memory lives as long as the pool's arena
         private HostKvPool allocatePinned(Arena arena, int pages, long total) {
             long base = runtime.hostAlloc(total, CudaRuntime.HOST_ALLOC_PORTABLE);
             try {
