@@ -51,7 +51,9 @@ public final class Decision {
         StringBuilder out = new StringBuilder(String.format(Locale.ROOT,
                 "Decision: a host tier of %s tokens (%s) takes TTFT p99 from %,.0f to %,.0f ms (%.2fx) and output "
                         + "throughput %.2fx; block hit %.3f vs %.3f without one.",
-                best.config().hostCapacityText(), best.config().backupMode().cliName(), b.ttftMs().p99(),
+                best.config().hostUnlimited() ? "unlimited"
+                        : String.format(Locale.ROOT, "%,d", best.config().hostCapacityTokens()),
+                best.config().backupMode().cliName(), b.ttftMs().p99(),
                 s.ttftMs().p99(), ratio(s.ttftMs().p99(), b.ttftMs().p99()),
                 ratio(s.throughputOutputTokensPerS(), b.throughputOutputTokensPerS()), best.blockHitRatio(),
                 base.blockHitRatio()));
