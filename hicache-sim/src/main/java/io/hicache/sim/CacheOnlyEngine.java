@@ -91,12 +91,7 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
                 int deviceHit = match.deviceTokenCount();
                 int hostHit = match.hostTokenCount();
                 hits.record(r, count, deviceHit, hostHit);
-                insert(tokens, count, match.devicePageCount());
-                RadixNode last = tree.lastInsertNode();
-                if (hostWrites && config.writePolicy() != WritePolicy.WRITE_BACK) {
-                    writeThrough(last, config.writePolicy() == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1);
-                }
-                evictToCapacity(last);
+                cache(tokens, count, match.devicePageCount());
                 if (r.coversAnswer()) {
                     // the answer joins the cache when the request finishes (cache_finished_req), before the next
                     // turn of its conversation: an upper bound for a timed run whose turns wait for answers
@@ -105,12 +100,7 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
                     // the last answer token's KV is never computed: the prompt plus output - 1 tokens are cached
                     long decodedKv = (long) (r.outputLength() - 1) * config.blockTokens() / r.blockSize();
                     int kv = (int) Math.min(all, count + Math.max(0, decodedKv));
-                    insert(tokens, kv, 0); // page ids are opaque here: the tree keeps those it has
-                    last = tree.lastInsertNode();
-                    if (hostWrites && config.writePolicy() != WritePolicy.WRITE_BACK) {
-                        writeThrough(last, config.writePolicy() == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1);
-                    }
-                    evictToCapacity(last);
+                    cache(tokens, kv, 0); // page ids are opaque here: the tree keeps those it has
                 }
                 hostPagesPeak = Math.max(hostPagesPeak, tree.hostPagesCommitted());
                 progress.onRequestsDone(++done);
@@ -153,6 +143,16 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
         this.backupsNoRoom = 0;
         this.backedUpTokens = 0;
         this.hostPagesPeak = 0;
+    }
+
+    /** Inserts {@code tokens[0, count)}, backs up its path by the write policy, then evicts down to capacity. */
+    private void cache(int[] tokens, int count, int deviceHitPages) {
+        insert(tokens, count, deviceHitPages);
+        RadixNode last = tree.lastInsertNode();
+        if (hostWrites && config.writePolicy() != WritePolicy.WRITE_BACK) {
+            writeThrough(last, config.writePolicy() == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1);
+        }
+        evictToCapacity(last);
     }
 
     private void insert(int[] tokens, int count, int deviceHitPages) {
