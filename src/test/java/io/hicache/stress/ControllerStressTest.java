@@ -114,7 +114,10 @@ class ControllerStressTest {
         long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.max(1, seconds() / 2));
         InProcessRankAgreement agreement = new InProcessRankAgreement(2);
         Rank[] ranks = {new Rank(seed, 0, 2, agreement, 96, 0.003, true), new Rank(seed, 1, 2, agreement, 96, 0.0, true)};
-        CyclicBarrier epochEnd = new CyclicBarrier(2);
+        // one stop decision for both ranks, taken by the barrier's action: each rank reading the clock itself let
+        // one rank stop while the other began an epoch whose agreement rounds then never closed
+        AtomicBoolean stopAll = new AtomicBoolean();
+        CyclicBarrier epochEnd = new CyclicBarrier(2, () -> stopAll.set(System.nanoTime() >= deadlineNs));
         AtomicReference<Throwable> failure = new AtomicReference<>();
         long[] ops = new long[2];
         List<List<Backup>> all = List.of(new ArrayList<>(), new ArrayList<>());
@@ -132,9 +135,7 @@ class ControllerStressTest {
                         List<Backup> mine = all.get(rank);
                         while (true) {
                             epochEnd.await(60, TimeUnit.SECONDS);
-                            boolean stop = System.nanoTime() >= deadlineNs;
-                            epochEnd.await(60, TimeUnit.SECONDS);
-                            if (stop) {
+                            if (stopAll.get()) {
                                 break;
                             }
                             ops[rank] += r.epoch(rnd, mine);
