@@ -52,7 +52,7 @@ public class AgreementRoundBenchmark {
     private Thread[] peers;
     private volatile boolean running;
     private long round;
-    private final long[] out = new long[3];
+    private final RankAgreement.Result out = new RankAgreement.Result();
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
@@ -85,7 +85,7 @@ public class AgreementRoundBenchmark {
     private void peer(int rank) {
         RankAgreement a = agreements[rank];
         IdleStrategy idle = new BackoffIdleStrategy(100, 10, 1_000, 50_000);
-        long[] result = new long[3];
+        RankAgreement.Result result = new RankAgreement.Result();
         for (long k = 0; running; k++) {
             a.contribute(rank, k, k, Long.MAX_VALUE);
             idle.reset();
@@ -105,10 +105,11 @@ public class AgreementRoundBenchmark {
         while (!a.tryResult(0, round, out)) {
             Thread.onSpinWait();
         }
-        if (out[2] != 0) {
-            throw new IllegalStateException("a rank was declared failed during the benchmark");
+        if (out.degraded()) {
+            throw new IllegalStateException("ranks 0b" + Long.toBinaryString(out.failedRanks())
+                + " were declared failed during the benchmark");
         }
-        return out[0] + round++;
+        return out.minCompletedPrefix() + round++;
     }
 
     @TearDown(Level.Trial)

@@ -240,7 +240,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         }
 
         @Override
-        public boolean tryResult(int rank, long round, long[] out) {
+        public boolean tryResult(int rank, long round, Result out) {
             checkRank(rank);
             synchronized (AeronRankGroup.this) {
                 if (!core.tryResult(round, out)) {
@@ -250,7 +250,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
                     }
                 }
                 if (round == openRound) {
-                    if (out.length < 3 || out[2] == 0) {
+                    if (out.decided()) {
                         latencies.record(clock.nanoTime() - contributedAtNs); // degraded rounds are decided locally
                     }
                     openRound = -1;

@@ -1,5 +1,6 @@
 package io.hicache.aeron;
 
+import io.hicache.core.cp.RankAgreement;
 import org.agrona.DirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -156,17 +157,14 @@ public final class AgreementCore {
     }
 
     /**
-     * Fills {@code out[0..1]} with the group minima of {@code round} and {@code out[2]} (when present) with 0, or,
-     * for a degraded round, {@code out[0..1]} with {@link Long#MIN_VALUE} and {@code out[2]} with the mask of failed
-     * ranks (never 0); returns false while the round is undecided.
+     * Writes round {@code round}'s result into {@code out}: {@link RankAgreement.Result#setDecided} with the group
+     * minima, or, for a degraded round, {@link RankAgreement.Result#setDegraded} with the mask of failed ranks
+     * (never 0: every degradation names a rank); returns false, leaving {@code out} untouched, while the round is
+     * undecided. Allocation-free.
      */
-    public boolean tryResult(long round, long[] out) {
+    public boolean tryResult(long round, RankAgreement.Result out) {
         if (round >= degradedFrom) {
-            out[0] = Long.MIN_VALUE;
-            out[1] = Long.MIN_VALUE;
-            if (out.length > 2) {
-                out[2] = failedMask;
-            }
+            out.setDegraded(failedMask);
             return true;
         }
         if (round > lastNormalRound || round <= lastNormalRound - RING) {
@@ -176,11 +174,7 @@ public final class AgreementCore {
         if (ringRound[s] != round) {
             return false;
         }
-        out[0] = ringCompleted[s];
-        out[1] = ringFailed[s];
-        if (out.length > 2) {
-            out[2] = 0;
-        }
+        out.setDecided(ringCompleted[s], ringFailed[s]);
         return true;
     }
 

@@ -2,6 +2,7 @@ package io.hicache.aeron;
 
 import io.aeron.Aeron;
 import io.aeron.driver.MediaDriver;
+import io.hicache.core.cp.RankAgreement;
 import org.agrona.CloseHelper;
 import org.agrona.concurrent.SystemNanoClock;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -51,7 +52,7 @@ class AeronTransportTest {
         for (int r = 0; r < n; r++) {
             groups[r] = new AeronRankGroup(aeron, channel, 11, config(5, 55, n, r), SystemNanoClock.INSTANCE, 64);
         }
-        long[] out = new long[3];
+        RankAgreement.Result out = new RankAgreement.Result();
         for (long round = 0; round < 20; round++) {
             for (int r = 0; r < n; r++) {
                 groups[r].backupAgreement().contribute(r, round, round * 10 + r, r == 1 ? round * 10 + 5 : Long.MAX_VALUE);
@@ -66,7 +67,9 @@ class AeronTransportTest {
                     got = groups[r].backupAgreement().tryResult(r, round, out);
                 }
                 assertThat(got).as("%s: round %d on rank %d", channel, round, r).isTrue();
-                assertThat(out).containsExactly(round * 10, round * 10 + 5, 0);
+                assertThat(out.decided()).as("%s: round %d on rank %d: %s", channel, round, r, out).isTrue();
+                assertThat(out.minCompletedPrefix()).isEqualTo(round * 10);
+                assertThat(out.minFirstFailedSeq()).isEqualTo(round * 10 + 5);
             }
         }
         assertThat(groups[0].backupRoundLatencies()).hasSize(20);
@@ -87,7 +90,7 @@ class AeronTransportTest {
         var pub = aeron.addPublication("aeron:ipc", 12);
         UnsafeBuffer junk = new UnsafeBuffer(new byte[Wire.LENGTH]);
         Wire.encode(junk, Wire.CONTRIBUTION, 9, 5, 55, 1, 0, 0, -1, -1, 0, 0);
-        long[] out = new long[3];
+        RankAgreement.Result out = new RankAgreement.Result();
         otherGroup.backupAgreement().contribute(1, 0, -1, -1);
         wrongToken.backupAgreement().contribute(1, 0, -1, -1);
         bigGroup.backupAgreement().contribute(3, 0, -1, -1);
@@ -105,7 +108,9 @@ class AeronTransportTest {
             got = g0.backupAgreement().tryResult(0, 0, out) && g1.backupAgreement().tryResult(1, 0, out);
         }
         assertThat(got).isTrue();
-        assertThat(out).containsExactly(7, Long.MAX_VALUE, 0); // the strays' -1 never counted
+        assertThat(out.decided()).as("%s", out).isTrue();
+        assertThat(out.minCompletedPrefix()).isEqualTo(7); // the strays' -1 never counted
+        assertThat(out.minFirstFailedSeq()).isEqualTo(Long.MAX_VALUE);
         while (g0.droppedFrames() < 4 && System.nanoTime() < deadline) {
             g0.doWork();
         }

@@ -42,7 +42,7 @@ class AgreementAllocationTest {
         final UnsafeBuffer[][] ring = new UnsafeBuffer[2][64];
         final int[] head = new int[2];
         final int[] tail = new int[2];
-        final long[] out = new long[3];
+        final RankAgreement.Result out = new RankAgreement.Result();
         long now;
         long round;
 
@@ -101,7 +101,7 @@ class AgreementAllocationTest {
                     new AgreementConfig(1, 2, 2, r, 10_000_000_000L, 100_000_000L), SystemNanoClock.INSTANCE, 0);
                 a[r] = g[r].backupAgreement();
             }
-            long[] out = new long[3];
+            RankAgreement.Result out = new RankAgreement.Result();
             long[] round = {0};
             Runnable body = () -> {
                 for (int i = 0; i < 500; i++) {

@@ -2,10 +2,12 @@ package io.hicache.aeron;
 
 import io.hicache.aeron.cluster.RankWorkload;
 import io.hicache.core.AbortReason;
+import io.hicache.core.cp.RankAgreement;
 import io.hicache.cuda.CudaError;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * Real controllers (one per rank, each on its own simulated device) agreeing through the protocol, stepped in one
@@ -81,6 +83,13 @@ class ControllersOverProtocolTest {
                     continue;
                 }
                 assertThat(g.cores[r].isDegraded()).as("victim %d rank %d", victim, r).isTrue();
+                // what the controller's agreement loop read: a degraded result naming the victim, without minima
+                RankAgreement.Result result = new RankAgreement.Result();
+                assertThat(g.agreement(r).tryResult(r, g.cores[r].degradedFromRound(), result)).isTrue();
+                assertThat(result.degraded()).as("victim %d rank %d: %s", victim, r, result).isTrue();
+                assertThat(result.failedRanks()).isEqualTo(1L << victim);
+                assertThatThrownBy(result::minCompletedPrefix).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("carries no minima");
                 assertThat(w[r].abortedRankFailed()).as("victim %d rank %d", victim, r).isPositive();
                 assertThat(w[r].committed()).as("nothing commits after the death").isLessThanOrEqualTo(12);
                 assertThat(w[r].controller().backupsInFlight()).isZero();

@@ -72,7 +72,7 @@ final class InMemoryGroup {
             }
 
             @Override
-            public boolean tryResult(int r, long round, long[] out) {
+            public boolean tryResult(int r, long round, Result out) {
                 pump(rank);
                 return cores[rank].tryResult(round, out);
             }

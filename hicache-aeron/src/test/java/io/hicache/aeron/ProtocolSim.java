@@ -1,5 +1,6 @@
 package io.hicache.aeron;
 
+import io.hicache.core.cp.RankAgreement;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.util.ArrayList;
@@ -48,7 +49,7 @@ final class ProtocolSim {
 
     private final PriorityQueue<Frame> network = new PriorityQueue<>();
     private long frameSeq;
-    private final long[] out = new long[3];
+    private final RankAgreement.Result out = new RankAgreement.Result();
 
     private record Frame(long deliverAtNs, long seq, int to, byte[] bytes) implements Comparable<Frame> {
         @Override
@@ -174,7 +175,10 @@ final class ProtocolSim {
         AgreementCore core = cores[r];
         if (open[r]) {
             if (core.tryResult(round[r], out)) {
-                decisions.get(r).put(round[r], out.clone());
+                // {min completed, min failed, 0} for a decided round, {0, 0, failed ranks} for a degraded one
+                decisions.get(r).put(round[r], out.decided()
+                    ? new long[] {out.minCompletedPrefix(), out.minFirstFailedSeq(), 0}
+                    : new long[] {0, 0, out.failedRanks()});
                 open[r] = false;
                 round[r]++;
                 nextContributionNs[r] = nowNs + random.nextLong(3 * STEP_NS);

@@ -63,17 +63,14 @@ public final class InProcessRankAgreement implements RankAgreement {
     }
 
     @Override
-    public synchronized boolean tryResult(int rank, long round, long[] out) {
+    public synchronized boolean tryResult(int rank, long round, Result out) {
         checkRank(rank);
+        java.util.Objects.requireNonNull(out, "out");
         int slot = (int) (round % RING);
         if (slotRound[slot] != round || slotContributions[slot] != size) {
             return false;
         }
-        out[0] = slotMinCompleted[slot];
-        out[1] = slotMinFailed[slot];
-        if (out.length > 2) {
-            out[2] = 0;
-        }
+        out.setDecided(slotMinCompleted[slot], slotMinFailed[slot]);
         return true;
     }
 

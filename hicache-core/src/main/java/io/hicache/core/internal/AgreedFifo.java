@@ -9,7 +9,8 @@ import io.hicache.core.cp.RankAgreement;
  * that item as failed. Retiring depends only on agreed values, so every rank retires the same items in the same
  * round. Backups and loads each keep one, on separate agreement channels.
  *
- * <p>Owned by the scheduler thread; allocation-free except when the ring grows.
+ * <p>Owned by the scheduler thread; allocation-free except when the ring grows (one result holder, reused every
+ * round).
  */
 final class AgreedFifo<T extends AgreedFifo.Item> {
 
@@ -33,7 +34,7 @@ final class AgreedFifo<T extends AgreedFifo.Item> {
         void retireFailed(T item);
 
         /**
-         * A degraded round: the agreement declared a rank of the group failed (third result slot non-zero), so
+         * A degraded round: the agreement declared a rank of the group failed ({@link RankAgreement.Result#degraded()}), so
          * nothing in flight can complete everywhere. Retires what it can (items resolved on this rank) and returns
          * how many.
          */
@@ -51,7 +52,7 @@ final class AgreedFifo<T extends AgreedFifo.Item> {
     private final SeqRing<T> items = new SeqRing<>(64);
     private final RankAgreement agreement;
     private final int rank;
-    private final long[] agreed = new long[3];
+    private final RankAgreement.Result agreed = new RankAgreement.Result();
     private long round;
     private boolean roundOpen;
 
@@ -106,13 +107,13 @@ final class AgreedFifo<T extends AgreedFifo.Item> {
         }
         roundOpen = false;
         long closed = round++;
-        if (agreed[2] != 0) {
+        if (agreed.degraded()) {
             int retired = retirer.retireDegraded();
             retirer.roundClosed(closed, retired);
             return retired;
         }
-        long completeBelow = agreed[0];
-        long firstFailed = agreed[1];
+        long completeBelow = agreed.minCompletedPrefix();
+        long firstFailed = agreed.minFirstFailedSeq();
         long limit = Math.min(completeBelow, firstFailed);
         int retired = 0;
         while (items.size() > 0 && items.at(0).seq() < limit) {

@@ -1,6 +1,7 @@
 package io.hicache.core.lincheck;
 
 import io.hicache.core.cp.InProcessRankAgreement;
+import io.hicache.core.cp.RankAgreement;
 import org.jetbrains.lincheck.datastructures.IntGen;
 import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;
@@ -37,7 +38,7 @@ public class RankAgreementLincheckTest {
 
     private final class Rank {
         final int rank;
-        final long[] out = new long[2];
+        final RankAgreement.Result out = new RankAgreement.Result();
         long round;
         boolean open;
 
@@ -57,7 +58,7 @@ public class RankAgreementLincheckTest {
             }
             open = false;
             long r = round++;
-            return r * 1000 + out[0] * 10 + (out[1] == Long.MAX_VALUE ? 0 : 1);
+            return r * 1000 + out.minCompletedPrefix() * 10 + (out.minFirstFailedSeq() == Long.MAX_VALUE ? 0 : 1);
         }
     }
 }

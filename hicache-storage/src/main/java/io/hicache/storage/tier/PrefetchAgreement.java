@@ -12,7 +12,7 @@ import io.hicache.core.cp.RankAgreement;
  * do not carry. The round protocol is the same ({@link RankAgreement}: contribute once per round, then poll for the
  * result), on a channel of its own.
  *
- * <p>A <em>degraded</em> round (the agreement declared a rank of the group failed, third result slot non-zero) agrees
+ * <p>A <em>degraded</em> round (the agreement declared a rank of the group failed, {@link RankAgreement.Result#degraded()}) agrees
  * on nothing: its prefetch publishes nothing, and so does every later one (every later round is degraded too).
  *
  * <p>Owned by the scheduler thread; allocation-free.
@@ -23,7 +23,7 @@ final class PrefetchAgreement {
 
     private final RankAgreement agreement;
     private final int rank;
-    private final long[] agreed = new long[3];
+    private final RankAgreement.Result agreed = new RankAgreement.Result();
     private long round;
     private boolean roundOpen;
 
@@ -51,6 +51,6 @@ final class PrefetchAgreement {
         }
         roundOpen = false;
         round++;
-        return agreed[2] != 0 ? 0 : Math.max(0, agreed[0]);
+        return agreed.degraded() ? 0 : Math.max(0, agreed.minCompletedPrefix());
     }
 }

@@ -41,15 +41,12 @@ public final class LocalRankAgreement implements RankAgreement {
     }
 
     @Override
-    public synchronized boolean tryResult(int rank, long round, long[] out) {
+    public synchronized boolean tryResult(int rank, long round, Result out) {
+        java.util.Objects.requireNonNull(out, "out");
         if (round != this.round) {
             return false;
         }
-        out[0] = completedPrefix;
-        out[1] = firstFailedSeq;
-        if (out.length > 2) {
-            out[2] = 0;
-        }
+        out.setDecided(completedPrefix, firstFailedSeq);
         return true;
     }
 }
