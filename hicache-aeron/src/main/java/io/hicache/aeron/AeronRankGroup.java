@@ -242,6 +242,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         @Override
         public boolean tryResult(int rank, long round, Result out) {
             checkRank(rank);
+            java.util.Objects.requireNonNull(out, "out");
             synchronized (AeronRankGroup.this) {
                 if (!core.tryResult(round, out)) {
                     doWork();

@@ -106,7 +106,7 @@ public interface RankAgreement {
         }
 
         /**
-         * The failed ranks of a degraded round, bit {@code r} set for rank {@code r}; never 0.
+         * The failed ranks of a degraded round, bit {@code r} set for rank {@code r} (ranks 0 to 63); never 0.
          *
          * @throws IllegalStateException unless {@link #degraded()}
          */
