@@ -140,7 +140,8 @@ public final class StoreConfig {
     public String toString() {
         return "StoreConfig{maxBatchPages=" + maxBatchPages + ", ioThreads=" + ioThreads + ", maxQueuedOps="
                 + maxQueuedOps + ", retryAttempts=" + retryAttempts + ", retryBackoffMs=" + retryBackoffMinMs
-                + ".." + retryBackoffMaxMs + ", fileCapacityBytes=" + fileCapacityBytes + ", fileQuotaBytes=" + fileQuotaBytes
+                + ".." + retryBackoffMaxMs + ", fileCapacityBytes=" + fileCapacityBytes
+                + ", fileQuotaBytes=" + fileQuotaBytes
                 + ", fileDirectIo="
                 + fileDirectIo + ", fileFsync=" + fileFsync + ", redisTimeoutMs=" + redisTimeoutMs
                 + ", redisUser=" + (redisUser == null ? "-" : "set") + ", redisPassword="

@@ -220,13 +220,15 @@ public final class Soak {
         long token = new java.security.SecureRandom().nextLong();
         List<Process> procs = new ArrayList<>();
         for (int r = 0; r < ranks; r++) {
-            List<String> cmd = new ArrayList<>(List.of(java, "-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            List<String> cmd = new ArrayList<>(List.of(java, "-Xms32m", "-Xmx192m", "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
                 "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "--enable-native-access=ALL-UNNAMED",
                 "--sun-misc-unsafe-memory-access=allow", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
                 SoakRank.class.getName(), "--ranks", Integer.toString(ranks), "--rank", Integer.toString(r),
                 "--draft-layers", Integer.toString(draftLayers), "--seed", Long.toString(seed), "--epoch",
                 Integer.toString(epoch), "--group-id", Long.toString(groupId), "--token", Long.toString(token),
-                "--aeron-dir", driver.aeronDirectoryName(), "--until-ms", Long.toString(endMs), "--stats", dir.resolve("stats-" + r + ".properties").toString(),
+                "--aeron-dir", driver.aeronDirectoryName(), "--until-ms", Long.toString(endMs), "--stats",
+                dir.resolve("stats-" + r + ".properties").toString(),
                 "--member-timeout-ms", Long.toString(memberTimeoutMs), "--lease-ms", Long.toString(leaseMs),
                 "--run-dir", dir.toString(), "--cuda-faults", Double.toString(cudaFaults), "--cuda-event-faults",
                 Double.toString(eventFaults)));

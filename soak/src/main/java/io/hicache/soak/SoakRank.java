@@ -51,10 +51,12 @@ import java.util.function.BooleanSupplier;
 
 /**
  * One rank process of the soak ({@link Soak} starts them): joins the epoch's CP group over Aeron, drives a
- * {@link HiCache} on a {@link HostThreadCudaRuntime} with draft layers and an L3 tier on Redis through the public API
- * as an engine would, on a workload every rank derives from the same seed (so all ranks schedule identically), and
- * verifies every page a load brings back, target and draft, byte for byte against {@link KvPattern}. It writes its
- * counters to {@code --stats} every second and at the end (with the leaks found after closing everything).
+ * {@link HiCache} on a {@link HostThreadCudaRuntime} (wrapped by {@link CountingRuntime}, which injects copy-launch
+ * and event-wait errors) with draft layers and an L3 tier on Redis or on a file store with a quota (a full disk)
+ * through the public API as an engine would, on a workload every rank derives from the same seed (so all ranks
+ * schedule identically), and verifies every page a load brings back, target and draft, byte for byte against
+ * {@link KvPattern}. It writes its counters to {@code --stats} every second and at the end (with the leaks found
+ * after closing everything).
  *
  * <p>The epoch ends at {@code --until-ms} (wall clock) or 3 s after a peer was declared failed (the coordinator
  * killed it; the rank goes on serving in the degraded group meanwhile): the rank drains, closes and reports. Exit status: 0 done, 2 bad arguments, 3 a wait that no failure explains

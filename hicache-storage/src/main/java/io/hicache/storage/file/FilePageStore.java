@@ -697,6 +697,7 @@ public final class FilePageStore extends AbstractPageStore {
     @Override
     public String toString() {
         return "FilePageStore{" + root + ", capacityBytes=" + config.fileCapacityBytes()
-                + (config.fileQuotaBytes() > 0 ? ", quotaBytes=" + config.fileQuotaBytes() : "") + ", directIo=" + directIo + "}";
+                + (config.fileQuotaBytes() > 0 ? ", quotaBytes=" + config.fileQuotaBytes() : "")
+                + ", directIo=" + directIo + "}";
     }
 }
