@@ -18,6 +18,7 @@ public final class StoreConfig {
     private final long retryBackoffMinMs;
     private final long retryBackoffMaxMs;
     private final long fileCapacityBytes;
+    private final long fileQuotaBytes;
     private final boolean fileDirectIo;
     private final boolean fileFsync;
     private final long redisTimeoutMs;
@@ -34,6 +35,7 @@ public final class StoreConfig {
         retryBackoffMinMs = b.retryBackoffMinMs;
         retryBackoffMaxMs = b.retryBackoffMaxMs;
         fileCapacityBytes = b.fileCapacityBytes;
+        fileQuotaBytes = b.fileQuotaBytes;
         fileDirectIo = b.fileDirectIo;
         fileFsync = b.fileFsync;
         redisTimeoutMs = b.redisTimeoutMs;
@@ -87,6 +89,18 @@ public final class StoreConfig {
         return fileCapacityBytes;
     }
 
+    /**
+     * File backend: bytes the store's objects may hold before a write fails as on a full disk (0 = no quota,
+     * default). Unlike {@link #fileCapacityBytes()} nothing is evicted: a write that would pass the quota fails
+     * with the {@code IOException} a full file system gives ({@code "No space left on device"}), so the store's
+     * retry, backoff and {@code FAILED} handling of a full disk can be exercised without root (a small file
+     * system needs a mount). Counted over the objects this store knows (found at open, plus its own puts, less
+     * its evictions and removals): several processes sharing a directory each count their own view.
+     */
+    public long fileQuotaBytes() {
+        return fileQuotaBytes;
+    }
+
     /** File backend: read and write page data with {@code O_DIRECT} where sizes allow (default false). */
     public boolean fileDirectIo() {
         return fileDirectIo;
@@ -126,7 +140,9 @@ public final class StoreConfig {
     public String toString() {
         return "StoreConfig{maxBatchPages=" + maxBatchPages + ", ioThreads=" + ioThreads + ", maxQueuedOps="
                 + maxQueuedOps + ", retryAttempts=" + retryAttempts + ", retryBackoffMs=" + retryBackoffMinMs
-                + ".." + retryBackoffMaxMs + ", fileCapacityBytes=" + fileCapacityBytes + ", fileDirectIo="
+                + ".." + retryBackoffMaxMs + ", fileCapacityBytes=" + fileCapacityBytes
+                + ", fileQuotaBytes=" + fileQuotaBytes
+                + ", fileDirectIo="
                 + fileDirectIo + ", fileFsync=" + fileFsync + ", redisTimeoutMs=" + redisTimeoutMs
                 + ", redisUser=" + (redisUser == null ? "-" : "set") + ", redisPassword="
                 + (redisPassword == null ? "-" : "***") + ", redisTlsCaCertificate=" + redisTlsCaCertificate
@@ -142,6 +158,7 @@ public final class StoreConfig {
         private long retryBackoffMinMs = 20;
         private long retryBackoffMaxMs = 2000;
         private long fileCapacityBytes;
+        private long fileQuotaBytes;
         private boolean fileDirectIo;
         private boolean fileFsync;
         private long redisTimeoutMs = 5000;
@@ -181,6 +198,12 @@ public final class StoreConfig {
 
         public Builder fileCapacityBytes(long v) {
             fileCapacityBytes = v;
+            return this;
+        }
+
+        /** See {@link StoreConfig#fileQuotaBytes()}. */
+        public Builder fileQuotaBytes(long v) {
+            fileQuotaBytes = v;
             return this;
         }
 
@@ -229,6 +252,7 @@ public final class StoreConfig {
             check(retryBackoffMinMs >= 0 && retryBackoffMaxMs >= retryBackoffMinMs,
                     "retry backoff must satisfy 0 <= min <= max, was " + retryBackoffMinMs + ".." + retryBackoffMaxMs + " ms");
             check(fileCapacityBytes >= 0, "fileCapacityBytes must be >= 0 (0 = unlimited), was " + fileCapacityBytes);
+            check(fileQuotaBytes >= 0, "fileQuotaBytes must be >= 0 (0 = no quota), was " + fileQuotaBytes);
             check(redisTimeoutMs >= 1 && redisTimeoutMs <= Integer.MAX_VALUE,
                     "redisTimeoutMs must be in [1, " + Integer.MAX_VALUE + "], was " + redisTimeoutMs);
             if (redisConnections == 0) {

@@ -8,14 +8,19 @@ import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A {@link CudaRuntime} that forwards every call, counts the streams and events alive (so the soak can report the
- * ones a closed cache left behind) and fails a seeded share of copy launches with {@code
- * cudaErrorLaunchOutOfResources} (701, not sticky), as a real launch that the driver refuses. Thread-safe as the
- * runtime it wraps.
+ * ones a closed cache left behind) and injects two seeded faults: a share of copy launches fails with {@code
+ * cudaErrorLaunchOutOfResources} (701, not sticky), as a real launch that the driver refuses; and a share of event
+ * waits ({@code cudaEventQuery} through {@link #queryEventStatus}/{@link #queryEvent}, {@code cudaEventSynchronize})
+ * that find their event complete answer {@code cudaErrorUnknown} (999, not sticky) instead, as a device reporting
+ * that the work the event covers failed. The failed event keeps answering the error until it is recorded again, as
+ * a real event does. Thread-safe as the runtime it wraps.
  */
 final class CountingRuntime implements CudaRuntime {
     private final CudaRuntime d;
@@ -24,11 +29,40 @@ final class CountingRuntime implements CudaRuntime {
     private final AtomicLong copyFaults = new AtomicLong();
     private final SplittableRandom faults;
     private final double copyFaultProbability;
+    private final AtomicLong eventFaults = new AtomicLong();
+    private final double eventFaultProbability;
+    /** Events whose completion was turned into a failure; cleared when the event is recorded again. */
+    private final Set<CudaEvent> failedEvents = ConcurrentHashMap.newKeySet();
 
-    CountingRuntime(CudaRuntime delegate, long seed, double copyFaultProbability) {
+    CountingRuntime(CudaRuntime delegate, long seed, double copyFaultProbability, double eventFaultProbability) {
         this.d = delegate;
         this.faults = new SplittableRandom(seed);
         this.copyFaultProbability = copyFaultProbability;
+        this.eventFaultProbability = eventFaultProbability;
+    }
+
+    /** Event waits made to fail on purpose (each event counted once per recording). */
+    long eventFaults() {
+        return eventFaults.get();
+    }
+
+    /** The status an event wait reports: the device's, or 999 for a completed event drawn (or already) failed. */
+    private int eventStatus(CudaEvent event, int status) {
+        if (status != 0 || eventFaultProbability <= 0) {
+            return status;
+        }
+        if (failedEvents.contains(event)) {
+            return CudaError.UNKNOWN.code();
+        }
+        boolean fail;
+        synchronized (faults) {
+            fail = faults.nextDouble() < eventFaultProbability;
+        }
+        if (fail && failedEvents.add(event)) {
+            eventFaults.incrementAndGet();
+            return CudaError.UNKNOWN.code();
+        }
+        return status;
     }
 
     /** Copy launches failed on purpose. */
@@ -91,14 +125,39 @@ final class CountingRuntime implements CudaRuntime {
 
     @Override
     public void destroyEvent(CudaEvent event) {
+        failedEvents.remove(event);
         d.destroyEvent(event);
         events.decrementAndGet();
     }
 
-    @Override public void recordEvent(CudaEvent event, CudaStream stream) { d.recordEvent(event, stream); }
-    @Override public int queryEventStatus(CudaEvent event) { return d.queryEventStatus(event); }
-    @Override public boolean queryEvent(CudaEvent event) { return d.queryEvent(event); }
-    @Override public void synchronizeEvent(CudaEvent event) { d.synchronizeEvent(event); }
+    @Override
+    public void recordEvent(CudaEvent event, CudaStream stream) {
+        d.recordEvent(event, stream);
+        failedEvents.remove(event); // new work: its own outcome
+    }
+
+    @Override
+    public int queryEventStatus(CudaEvent event) {
+        return eventStatus(event, d.queryEventStatus(event));
+    }
+
+    @Override
+    public boolean queryEvent(CudaEvent event) {
+        int code = queryEventStatus(event);
+        if (code == 0 || code == CudaError.NOT_READY.code()) {
+            return code == 0;
+        }
+        throw new CudaException(code, d.errorName(code), d.errorString(code), "cudaEventQuery");
+    }
+
+    @Override
+    public void synchronizeEvent(CudaEvent event) {
+        d.synchronizeEvent(event);
+        int code = eventStatus(event, 0);
+        if (code != 0) {
+            throw new CudaException(code, d.errorName(code), d.errorString(code), "cudaEventSynchronize");
+        }
+    }
     @Override public float eventElapsedMs(CudaEvent start, CudaEvent end) { return d.eventElapsedMs(start, end); }
     @Override public long deviceMalloc(long bytes) { return d.deviceMalloc(bytes); }
     @Override public void deviceFree(long devicePtr) { d.deviceFree(devicePtr); }

@@ -22,10 +22,12 @@ import java.util.stream.Stream;
 
 /**
  * {@code scripts/soak}: runs {@code --ranks} {@link SoakRank} processes that agree over Aeron IPC (an embedded media
- * driver in this process), with an L3 tier on a real {@code redis-server} this process starts on 127.0.0.1, for
+ * driver in this process), with an L3 tier on a real {@code redis-server} this process starts on 127.0.0.1 (or, with
+ * {@code --l3 file}, on a file store in one directory with a quota that fails writes as a full disk does), for
  * {@code --minutes}, under faults drawn from {@code --seed}: in each epoch one rank is killed ({@code kill -9}) and
- * the group restarts as a new epoch (new group id, fresh caches, the same Redis); Redis is killed ({@code kill -9})
- * and restarted (empty: no persistence) on a schedule; the ranks themselves stall forwards past their lease. Prints
+ * the group restarts as a new epoch (new group id, fresh caches, the same L3); Redis is killed ({@code kill -9})
+ * and restarted (empty: no persistence) on a schedule, or the full disk is freed between epochs; the ranks
+ * themselves stall forwards past their lease and fail copy launches and event waits. Prints
  * a JSON line per minute and a final one (last line of stdout); exit 0 only when the run was clean: no mismatch,
  * something verified, no leak, every rank that was not killed exited 0.
  *
@@ -41,7 +43,11 @@ public final class Soak {
     private final long memberTimeoutMs = 1_000;
     private final long leaseMs = 250;
     private final double cudaFaults;
+    private final double eventFaults;
+    private final boolean fileStore;
+    private final long fileQuotaBytes;
     private final SplittableRandom faults;
+    private int diskFreed;
     private Process redis;
     private int redisPort;
     private int redisRestarts;
@@ -50,13 +56,17 @@ public final class Soak {
     private int epochs;
     private final List<Long> forwardsPerMinute = new ArrayList<>();
     private final List<Long> residentMbPerMinute = new ArrayList<>();
+    private final List<Long> residentMbPerRankPerMinute = new ArrayList<>();
     private final List<Long> directBytesPerMinute = new ArrayList<>();
     private final List<Process> live = new ArrayList<>();
     private long lastForwards;
 
     private Soak(double minutes, int ranks, int draftLayers, long seed, Path out, String redisServer,
-                 double cudaFaults) {
+                 double cudaFaults, double eventFaults, boolean fileStore, long fileQuotaBytes) {
         this.cudaFaults = cudaFaults;
+        this.eventFaults = eventFaults;
+        this.fileStore = fileStore;
+        this.fileQuotaBytes = fileQuotaBytes;
         this.minutes = minutes;
         this.ranks = ranks;
         this.draftLayers = draftLayers;
@@ -74,6 +84,9 @@ public final class Soak {
         Path out = null;
         String redis = null;
         double cudaFaults = 0.002;
+        double eventFaults = 0.001;
+        String l3 = "redis";
+        double quotaMb = 8;
         try {
             for (int i = 0; i < args.length; i += 2) {
                 if (i + 1 >= args.length) {
@@ -88,6 +101,9 @@ public final class Soak {
                     case "--out" -> out = Path.of(v);
                     case "--redis-server" -> redis = v;
                     case "--cuda-faults" -> cudaFaults = Double.parseDouble(v);
+                    case "--cuda-event-faults" -> eventFaults = Double.parseDouble(v);
+                    case "--l3" -> l3 = v;
+                    case "--file-quota-mb" -> quotaMb = Double.parseDouble(v);
                     default -> throw new IllegalArgumentException("unknown flag " + args[i]);
                 }
             }
@@ -95,8 +111,15 @@ public final class Soak {
                 throw new IllegalArgumentException("need 0 < --minutes <= 1440, 2 <= --ranks <= 8 (a kill needs a "
                     + "survivor), 0 <= --draft-layers <= 4");
             }
-            if (out == null || redis == null) {
-                throw new IllegalArgumentException("--out and --redis-server are required");
+            if (!l3.equals("redis") && !l3.equals("file")) {
+                throw new IllegalArgumentException("--l3 must be redis or file, was " + l3);
+            }
+            if (cudaFaults < 0 || cudaFaults >= 1 || eventFaults < 0 || eventFaults >= 1 || !(quotaMb > 0)) {
+                throw new IllegalArgumentException("need 0 <= --cuda-faults, --cuda-event-faults < 1 and "
+                    + "--file-quota-mb > 0");
+            }
+            if (out == null || (redis == null && l3.equals("redis"))) {
+                throw new IllegalArgumentException("--out and (for --l3 redis) --redis-server are required");
             }
         } catch (IllegalArgumentException e) {
             System.err.println("soak: " + e.getMessage());
@@ -104,22 +127,29 @@ public final class Soak {
             return;
         }
         Files.createDirectories(out);
-        System.exit(new Soak(minutes, ranks, draft, seed, out, redis, cudaFaults).run());
+        System.exit(new Soak(minutes, ranks, draft, seed, out, redis, cudaFaults, eventFaults, l3.equals("file"),
+            (long) (quotaMb * 1024 * 1024)).run());
     }
 
     private int run() throws Exception {
         long startMs = System.currentTimeMillis();
         long endMs = startMs + (long) (minutes * 60_000);
-        System.err.printf("soak: %.1f min, %d ranks, %d draft layers, seed %d, out %s%n", minutes, ranks, draftLayers,
-            seed, out);
+        System.err.printf("soak: %.1f min, %d ranks, %d draft layers, seed %d, L3 %s, out %s%n", minutes, ranks,
+            draftLayers, seed, fileStore ? "file (quota " + fileQuotaBytes + " B)" : "redis", out);
         try (MediaDriver driver = EmbeddedDriver.launch(out.resolve("aeron").toString(), 1_000_000)) {
-            redisPort = freePort();
-            startRedis();
-            long nextRedisKill = startMs + (long) ((0.3 + 0.2 * faults.nextDouble()) * (endMs - startMs));
+            long nextRedisKill = Long.MAX_VALUE;
+            if (!fileStore) {
+                redisPort = freePort();
+                startRedis();
+                nextRedisKill = startMs + (long) ((0.3 + 0.2 * faults.nextDouble()) * (endMs - startMs));
+            }
             long nextReport = startMs + 60_000;
             while (System.currentTimeMillis() < endMs - 10_000) {
                 // one epoch: a fresh group; one rank killed part-way when the epoch has time for it
                 int epoch = epochs++;
+                if (fileStore && epoch > 0 && faults.nextBoolean()) {
+                    freeDisk(); // between epochs: no rank has the store open
+                }
                 Path dir = Files.createDirectories(out.resolve("epoch-" + epoch));
                 List<Process> procs = startRanks(driver, epoch, dir, endMs);
                 if (procs == null) {
@@ -190,16 +220,22 @@ public final class Soak {
         long token = new java.security.SecureRandom().nextLong();
         List<Process> procs = new ArrayList<>();
         for (int r = 0; r < ranks; r++) {
-            List<String> cmd = List.of(java, "-Xms32m", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            List<String> cmd = new ArrayList<>(List.of(java, "-Xms32m", "-Xmx192m", "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
                 "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED", "--enable-native-access=ALL-UNNAMED",
                 "--sun-misc-unsafe-memory-access=allow", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp,
                 SoakRank.class.getName(), "--ranks", Integer.toString(ranks), "--rank", Integer.toString(r),
                 "--draft-layers", Integer.toString(draftLayers), "--seed", Long.toString(seed), "--epoch",
                 Integer.toString(epoch), "--group-id", Long.toString(groupId), "--token", Long.toString(token),
-                "--aeron-dir", driver.aeronDirectoryName(), "--redis-port", Integer.toString(redisPort),
-                "--until-ms", Long.toString(endMs), "--stats", dir.resolve("stats-" + r + ".properties").toString(),
+                "--aeron-dir", driver.aeronDirectoryName(), "--until-ms", Long.toString(endMs), "--stats",
+                dir.resolve("stats-" + r + ".properties").toString(),
                 "--member-timeout-ms", Long.toString(memberTimeoutMs), "--lease-ms", Long.toString(leaseMs),
-                "--run-dir", dir.toString(), "--cuda-faults", Double.toString(cudaFaults));
+                "--run-dir", dir.toString(), "--cuda-faults", Double.toString(cudaFaults), "--cuda-event-faults",
+                Double.toString(eventFaults)));
+            cmd.addAll(fileStore
+                ? List.of("--l3", "file", "--l3-dir", l3Dir().toString(), "--file-quota-bytes",
+                    Long.toString(fileQuotaBytes))
+                : List.of("--l3", "redis", "--redis-port", Integer.toString(redisPort)));
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("rank-" + r + ".log").toFile()).start();
             procs.add(p);
@@ -239,6 +275,25 @@ public final class Soak {
         }
     }
 
+    private Path l3Dir() {
+        return out.resolve("l3-file");
+    }
+
+    /** The operator frees the full disk: every object of the file store is deleted (the directories stay). */
+    private void freeDisk() throws IOException {
+        Path objects = l3Dir().resolve("objects");
+        if (!Files.isDirectory(objects)) {
+            return;
+        }
+        try (Stream<Path> files = Files.walk(objects)) {
+            for (Path f : files.filter(Files::isRegularFile).toList()) {
+                Files.deleteIfExists(f);
+            }
+        }
+        diskFreed++;
+        System.err.println("soak: file store emptied (the full disk freed)");
+    }
+
     private void restartRedis() throws IOException, InterruptedException {
         System.err.println("soak: kill -9 redis-server, restart it");
         redis.destroyForcibly();
@@ -272,14 +327,18 @@ public final class Soak {
                 }
             }
         }
+        int measured = 0;
         for (Process p : live) {
-            resident += residentKb(p.pid());
+            long kb = residentKb(p.pid());
+            resident += kb;
+            measured += kb > 0 ? 1 : 0;
         }
         long forwards = sum.getOrDefault("forwards", 0L);
         if (!last) {
             forwardsPerMinute.add(forwards - lastForwards);
             lastForwards = forwards;
             residentMbPerMinute.add(resident / 1024);
+            residentMbPerRankPerMinute.add(measured == 0 ? 0 : resident / 1024 / measured);
             directBytesPerMinute.add(direct);
         }
         Map<String, Object> j = new LinkedHashMap<>();
@@ -291,17 +350,22 @@ public final class Soak {
         j.put("ranks_killed", ranksKilled);
         for (String k : List.of("requests", "forwards", "backups_reserved", "backups_committed", "loads_verified",
             "loads_verified_after_l3", "bytes_verified", "mismatches", "stalls", "hooks_refused_after_lease",
-            "host_pages_evicted", "l3_prefetches", "cuda_faults_injected")) {
+            "host_pages_evicted", "l3_prefetches", "cuda_faults_injected", "cuda_event_faults_injected")) {
             j.put(k, sum.getOrDefault(k, 0L));
         }
         j.put("aborts", obj(sum, "aborts.", "lease_expired", "rank_failed", "cuda_error")
             .replace("}", ",\"load_failed\":" + sum.getOrDefault("loads_failed", 0L) + "}"));
-        j.put("l3", obj(sum, "l3.", "puts", "gets", "misses", "corrupt", "backend_errors", "failed_pages"));
+        j.put("l3_store", fileStore ? "\"file\"" : "\"redis\"");
+        j.put("l3", obj(sum, "l3.", "puts", "gets", "prefetch_pages_requested", "misses", "failed_prefetch_pages",
+            "get_misses", "corrupt", "backend_errors", "failed_pages", "disk_full_errors"));
         j.put("redis_restarts", redisRestarts);
+        j.put("disk_freed", diskFreed);
         j.put("forwards_per_minute", forwardsPerMinute.toString().replace(" ", ""));
         j.put("resident_mb_per_minute", residentMbPerMinute.toString().replace(" ", ""));
         j.put("direct_bytes_per_minute", directBytesPerMinute.toString().replace(" ", ""));
         if (last) {
+            j.put("rss_per_rank_mb_per_minute", residentMbPerRankPerMinute.toString().replace(" ", ""));
+            j.put("rss_growth_last_half_mb", growthLastHalf(residentMbPerRankPerMinute));
             String leaks = obj(sum, "leaks.", "pinned_host_bytes", "device_bytes", "streams", "events", "threads");
             j.put("leaks", leaks);
             j.put("rank_errors", rankErrors);
@@ -317,6 +381,18 @@ public final class Soak {
             b.append('"').append(k).append("\":").append(v);
         });
         return b.append('}').toString();
+    }
+
+    /**
+     * Memory growth over the last half of the run: the mean RSS per live rank at the last per-minute sample less
+     * the one at the middle sample (minute ceil(n/2) of n); {@code null} with fewer than two samples.
+     */
+    static String growthLastHalf(List<Long> perMinute) {
+        int n = perMinute.size();
+        if (n < 2) {
+            return "null";
+        }
+        return Long.toString(perMinute.get(n - 1) - perMinute.get((n - 1) / 2));
     }
 
     private static String obj(Map<String, Long> sum, String prefix, String... keys) {

@@ -23,9 +23,11 @@ import io.hicache.storage.L3Prefetch;
 import io.hicache.storage.L3Tier;
 import io.hicache.storage.PageStore;
 import io.hicache.storage.PageStores;
+import io.hicache.storage.StorageMetric;
 import io.hicache.storage.StorageTierConfig;
 import io.hicache.storage.StoreConfig;
 import io.hicache.storage.StoreStats;
+import io.hicache.storage.file.FilePageStore;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.SystemNanoClock;
@@ -49,10 +51,12 @@ import java.util.function.BooleanSupplier;
 
 /**
  * One rank process of the soak ({@link Soak} starts them): joins the epoch's CP group over Aeron, drives a
- * {@link HiCache} on a {@link HostThreadCudaRuntime} with draft layers and an L3 tier on Redis through the public API
- * as an engine would, on a workload every rank derives from the same seed (so all ranks schedule identically), and
- * verifies every page a load brings back, target and draft, byte for byte against {@link KvPattern}. It writes its
- * counters to {@code --stats} every second and at the end (with the leaks found after closing everything).
+ * {@link HiCache} on a {@link HostThreadCudaRuntime} (wrapped by {@link CountingRuntime}, which injects copy-launch
+ * and event-wait errors) with draft layers and an L3 tier on Redis or on a file store with a quota (a full disk)
+ * through the public API as an engine would, on a workload every rank derives from the same seed (so all ranks
+ * schedule identically), and verifies every page a load brings back, target and draft, byte for byte against
+ * {@link KvPattern}. It writes its counters to {@code --stats} every second and at the end (with the leaks found
+ * after closing everything).
  *
  * <p>The epoch ends at {@code --until-ms} (wall clock) or 3 s after a peer was declared failed (the coordinator
  * killed it; the rank goes on serving in the degraded group meanwhile): the rank drains, closes and reports. Exit status: 0 done, 2 bad arguments, 3 a wait that no failure explains
@@ -108,8 +112,9 @@ public final class SoakRank {
         for (int i = 0; i + 1 < args.length; i += 2) {
             a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         }
+        boolean file = "file".equals(a.getOrDefault("l3", "redis"));
         for (String k : List.of("ranks", "rank", "draft-layers", "seed", "epoch", "group-id", "token", "aeron-dir",
-            "redis-port", "until-ms", "stats", "member-timeout-ms", "lease-ms", "run-dir")) {
+            file ? "l3-dir" : "redis-port", "until-ms", "stats", "member-timeout-ms", "lease-ms", "run-dir")) {
             if (!a.containsKey(k)) {
                 System.err.println("soak rank: --" + k + " is required");
                 System.exit(2);
@@ -177,7 +182,8 @@ public final class SoakRank {
     private void open() {
         device = new HostThreadCudaRuntime();
         runtime = new CountingRuntime(device, Long.parseLong(a.get("seed")) * 31 + rank,
-            Double.parseDouble(a.getOrDefault("cuda-faults", "0")));
+            Double.parseDouble(a.getOrDefault("cuda-faults", "0")),
+            Double.parseDouble(a.getOrDefault("cuda-event-faults", "0")));
         DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS).pageSizeTokens(PAGE)
             .bytesPerTokenPerBuffer(16).pageCount(DEVICE_PAGES);
         target = tb.packedFrom(runtime.deviceMalloc(tb.packedBytes())).build();
@@ -198,7 +204,13 @@ public final class SoakRank {
         for (int p = DEVICE_PAGES - 1; p >= 0; p--) {
             freePages[freeCount++] = p;
         }
-        store = PageStores.open("redis://127.0.0.1:" + a.get("redis-port"), StoreConfig.defaults());
+        if ("file".equals(a.getOrDefault("l3", "redis"))) {
+            // a directory shared by the ranks, with a quota that fails writes as a full disk does
+            store = PageStores.open("file:" + a.get("l3-dir"), StoreConfig.builder()
+                .fileQuotaBytes(Long.parseLong(a.getOrDefault("file-quota-bytes", "0"))).build());
+        } else {
+            store = PageStores.open("redis://127.0.0.1:" + a.get("redis-port"), StoreConfig.defaults());
+        }
         KeyNamespace ns = KeyNamespace.builder().modelId("hicache-soak").kvDtype("bf16").pageSizeTokens(PAGE)
             .hostLayout(cache.hostPool().layout()).role(KeyNamespace.Role.TARGET).cp(ranks, rank).build();
         StorageTierConfig tc = StorageTierConfig.DEFAULT.withPrefetchThresholdTokens(PAGE);
@@ -467,10 +479,19 @@ public final class SoakRank {
         c.put("aborts.cuda_error", mt.abortedBy(AbortReason.CUDA_ERROR));
         c.put("host_pages_evicted", mt.get(Metric.HOST_PAGES_EVICTED));
         c.put("cuda_faults_injected", runtime.copyFaults());
+        c.put("cuda_event_faults_injected", runtime.eventFaults());
         StoreStats s = store.stats();
         c.put("l3.puts", s.putPages());
         c.put("l3.gets", s.getHitPages());
-        c.put("l3.misses", s.missPages());
+        // a miss: a page position a prefetch asked for that was not published (the store lacked it, or its read
+        // failed: failed_prefetch_pages); the store's own get misses are keys gone between exists and get
+        long requested = l3.metrics().get(StorageMetric.PREFETCH_PAGES_REQUESTED);
+        long published = l3.metrics().get(StorageMetric.PREFETCH_PAGES_PUBLISHED);
+        c.put("l3.prefetch_pages_requested", requested);
+        c.put("l3.misses", requested - published);
+        c.put("l3.failed_prefetch_pages", l3.metrics().get(StorageMetric.PREFETCH_FAILED_PAGES));
+        c.put("l3.get_misses", s.missPages());
+        c.put("l3.disk_full_errors", store instanceof FilePageStore f ? f.diskFullErrors() : 0L);
         c.put("l3.corrupt", s.corruptPages());
         c.put("l3.backend_errors", s.errors());
         c.put("l3.failed_pages", s.failedPages());

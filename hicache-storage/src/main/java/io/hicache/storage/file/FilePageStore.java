@@ -35,6 +35,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.zip.CRC32C;
 
 /**
@@ -60,7 +61,9 @@ import java.util.zip.CRC32C;
  *
  * <p><b>Capacity.</b> With {@link StoreConfig#fileCapacityBytes()} set, the least recently used objects
  * (by this process's puts and gets; after a restart, by modification time) are deleted when a put would
- * exceed it; a page larger than the capacity is {@link StoreStatus#REJECTED}.
+ * exceed it; a page larger than the capacity is {@link StoreStatus#REJECTED}. With
+ * {@link StoreConfig#fileQuotaBytes()} set, a write that would pass the quota fails as on a full disk
+ * ({@code "No space left on device"}); {@link #diskFullErrors()} counts those and real ENOSPC/EDQUOT failures.
  *
  * <p><b>O_DIRECT.</b> With {@link StoreConfig#fileDirectIo()}, page data moves with {@code O_DIRECT}
  * (Java's {@code com.sun.nio.file.ExtendedOpenOption.DIRECT}) when every segment of the page is native memory whose
@@ -99,6 +102,9 @@ public final class FilePageStore extends AbstractPageStore {
     private static final FileAttribute<Set<PosixFilePermission>> FILE_ATTR =
             PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------"));
     private static final String STAGING_SUFFIX = ".tmp";
+    /** The text of ENOSPC ({@code strerror}), as the JDK puts it in the {@code IOException} of a full disk. */
+    private static final String NO_SPACE = "No space left on device";
+    private final LongAdder diskFullErrors = new LongAdder();
 
     private final Path root;
     private final Path objects;
@@ -321,21 +327,28 @@ public final class FilePageStore extends AbstractPageStore {
                 status[i] = (byte) StoreStatus.REJECTED.ordinal();
                 continue;
             }
-            writeObject(key, page);
+            try {
+                writeObject(key, page, fileBytes);
+            } catch (IOException e) {
+                if (isDiskFull(e)) {
+                    diskFullErrors.increment();
+                }
+                throw e;
+            }
             remember(key, fileBytes, true);
             evictOverCapacity(key);
             status[i] = (byte) StoreStatus.OK.ordinal();
         }
     }
 
-    private void writeObject(PageKey key, HostPage page) throws IOException {
+    private void writeObject(PageKey key, HostPage page, long fileBytes) throws IOException {
         Path tmp = staging.resolve(key.hex() + "." + pid + "." + stagingNonce + "-" + STAGING_SEQ.incrementAndGet() + STAGING_SUFFIX);
         boolean published = false;
         try {
             CRC32C crc = crcs.get();
             crc.reset();
             boolean direct = useDirect(page);
-            writeData(tmp, page, crc, direct, key);
+            writeData(tmp, page, crc, direct, key, fileBytes);
             Path target = objectPath(key);
             try {
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -366,7 +379,8 @@ public final class FilePageStore extends AbstractPageStore {
      * Writes the page's data and then its marker to a new staging file. With O_DIRECT the marker ends a
      * zero-padded block so the object stays block-aligned and one descriptor writes all of it.
      */
-    private void writeData(Path tmp, HostPage page, CRC32C crc, boolean direct, PageKey key) throws IOException {
+    private void writeData(Path tmp, HostPage page, CRC32C crc, boolean direct, PageKey key, long fileBytes)
+            throws IOException {
         OpenOption[] opts = direct
                 ? new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE, DIRECT}
                 : new OpenOption[] {StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE};
@@ -379,6 +393,7 @@ public final class FilePageStore extends AbstractPageStore {
         bufs[n] = direct ? directTail(key, page.byteSize(), (int) crc.getValue())
                 : marker(key, page.byteSize(), (int) crc.getValue());
         try (FileChannel ch = FileChannel.open(tmp, Set.of(opts), FILE_ATTR)) {
+            checkQuota(key, fileBytes);
             int first = 0;
             while (first < bufs.length) {
                 ch.write(bufs, first, bufs.length - first);
@@ -577,6 +592,37 @@ public final class FilePageStore extends AbstractPageStore {
 
     // ---------------------------------------------------------------- index and capacity
 
+    /**
+     * With {@link StoreConfig#fileQuotaBytes()} set: fails as a full file system does when the object would take
+     * the store past its quota (the staging file exists by then and is deleted, as after a real ENOSPC).
+     */
+    private void checkQuota(PageKey key, long fileBytes) throws IOException {
+        long quota = config.fileQuotaBytes();
+        if (quota <= 0) {
+            return;
+        }
+        synchronized (index) {
+            Entry old = index.get(key);
+            if (indexedBytes - (old == null ? 0 : old.fileBytes) + fileBytes > quota) {
+                throw new IOException(NO_SPACE + " (file store quota of " + quota + " bytes reached)");
+            }
+        }
+    }
+
+    /** True for the errors of a full file system or an exhausted disk quota (ENOSPC, EDQUOT). */
+    static boolean isDiskFull(IOException e) {
+        String m = e instanceof java.nio.file.FileSystemException fse ? fse.getReason() : e.getMessage();
+        return m != null && (m.startsWith(NO_SPACE) || m.startsWith("Disk quota exceeded"));
+    }
+
+    /**
+     * Writes that failed because the file system was full or a disk quota exhausted (ENOSPC, EDQUOT, or
+     * {@link StoreConfig#fileQuotaBytes()}), counting each failed attempt (the store retries a batch).
+     */
+    public long diskFullErrors() {
+        return diskFullErrors.sum();
+    }
+
     private void remember(PageKey key, long fileBytes, boolean verified) {
         synchronized (index) {
             Entry old = index.put(key, new Entry(fileBytes, verified));
@@ -650,6 +696,8 @@ public final class FilePageStore extends AbstractPageStore {
 
     @Override
     public String toString() {
-        return "FilePageStore{" + root + ", capacityBytes=" + config.fileCapacityBytes() + ", directIo=" + directIo + "}";
+        return "FilePageStore{" + root + ", capacityBytes=" + config.fileCapacityBytes()
+                + (config.fileQuotaBytes() > 0 ? ", quotaBytes=" + config.fileQuotaBytes() : "")
+                + ", directIo=" + directIo + "}";
     }
 }

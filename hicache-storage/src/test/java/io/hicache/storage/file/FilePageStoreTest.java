@@ -280,6 +280,38 @@ class FilePageStoreTest {
     }
 
     @Test
+    void quotaFailsWritesAsAFullDiskDoesKeepsReadsAndRecoversWhenSpaceIsFreed() throws IOException {
+        long object = PAGE + FilePageStore.MARKER_BYTES;
+        FilePageStore s = store(StoreConfig.builder().fileQuotaBytes(3 * object).retryAttempts(2)
+            .retryBackoffMs(1, 5).build());
+        List<PageKey> keys = keys(5, 11);
+        List<HostPage> src = pages(arena, 5, PAGE, 500);
+        assertThat(await(s.put(keys.subList(0, 3), src.subList(0, 3))).allOk()).isTrue();
+        // the fourth object would pass the quota: the write fails (retried, then FAILED), nothing is evicted
+        StoreResult full = await(s.put(keys.subList(3, 4), src.subList(3, 4)));
+        assertThat(full.status(0)).isEqualTo(StoreStatus.FAILED);
+        assertThat(s.diskFullErrors()).isEqualTo(2);
+        assertThat(s.stats().evictedPages()).isZero();
+        assertThat(s.stats().failedPages()).isEqualTo(1);
+        assertThat(s.distinctErrors().keySet()).singleElement().asString().contains("No space left on device");
+        // no staging file is left behind, the committed objects still read back
+        try (var staged = Files.list(tmp.resolve("l3/staging"))) {
+            assertThat(staged).isEmpty();
+        }
+        List<HostPage> dst = blanks(arena, src.subList(0, 3));
+        assertThat(await(s.get(keys.subList(0, 3), dst)).allOk()).isTrue();
+        assertThat(sameBytes(src.get(2), dst.get(2))).isTrue();
+        assertThat(await(s.existsPrefix(keys.subList(3, 4)))).isZero();
+        // rewriting a stored key needs no more room; removing one frees room for the next write
+        assertThat(pollUntil(10_000, () -> await(s.put(keys.subList(0, 1), src.subList(0, 1))).allOk())).isTrue();
+        assertThat(pollUntil(10_000, () -> await(s.remove(keys.subList(1, 2))).allOk())).isTrue();
+        assertThat(pollUntil(10_000, () -> await(s.put(keys.subList(3, 4), src.subList(3, 4))).allOk())).isTrue();
+        assertThat(s.stats().storedBytes()).isEqualTo(3 * object);
+        assertThatThrownBy(() -> StoreConfig.builder().fileQuotaBytes(-1).build())
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("fileQuotaBytes");
+    }
+
+    @Test
     void directIoRoundTripsAlignedPagesAndFallsBackForOthers() throws IOException {
         FilePageStore s = store(StoreConfig.builder().fileDirectIo(true).build());
         List<PageKey> keys = keys(3, 8);
