@@ -7,7 +7,7 @@
  *
  * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
  * the mutable metrics, the JDK Flight Recorder events) is internal; the few packages the storage tier and the
- * Micrometer binder build on are exported to them alone. The Flight Recorder events are named {@code io.hicache.*};
+ * KV-event publisher build on are exported to them alone. The Flight Recorder events are named {@code io.hicache.*};
  * a recording enables them by name ({@link io.hicache.core.HiCache#flightRecorderEventNames()}).
  */
 // Qualified exports may name modules that are not part of every build; Agrona is an automatic module with
@@ -28,11 +28,11 @@ module io.hicache.core {
     exports io.hicache.core.memory;
     exports io.hicache.core.metrics;
 
-    // Each internal package goes only to the project's modules that use it: the storage tier, the Micrometer
-    // binder and the KV-event publisher. The simulator drives the cache through the exported API, as an engine does.
-    exports io.hicache.core.internal to io.hicache.storage, io.hicache.micrometer, io.hicache.events;
+    // Each internal package goes only to the project's modules that use it: the storage tier and the KV-event
+    // publisher. The simulator and the Micrometer binder use the exported API (the binder reads
+    // HiCache.metricsView()), as an engine does.
+    exports io.hicache.core.internal to io.hicache.storage, io.hicache.events;
     exports io.hicache.core.internal.cp to io.hicache.storage;
     exports io.hicache.core.internal.memory to io.hicache.storage;
-    exports io.hicache.core.internal.metrics to io.hicache.micrometer;
     exports io.hicache.core.internal.log to io.hicache.storage;
 }

@@ -46,11 +46,11 @@ import java.util.function.Supplier;
  * host pool view, backups, loads, hooks and {@code waitLayer}, eviction, agent work, {@link #computeStream()},
  * {@link #backupStream()}, {@link #loadStream()})
  * throws {@link IllegalStateException} naming "closed" without touching CUDA; {@link #metrics()}, {@link #metric},
- * {@link #isClosed()}, {@link #stickyError()} and the configuration accessors ({@link #rank()},
- * {@link #targetLayers()}, {@link #draftLayers()}) keep answering, and {@code close} is idempotent. A CUDA error while copying aborts only the backups
- * or loads it touched (their pages are released, nothing is published); a sticky CUDA error (the device is
- * lost) stops the cache: {@link #stickyError()} reports it and later scheduler calls throw
- * {@link IllegalStateException}.
+ * {@link #metricsView()}, {@link #isClosed()}, {@link #stickyError()} and the configuration accessors
+ * ({@link #rank()}, {@link #pageSize()}, {@link #targetLayers()}, {@link #draftLayers()}) keep answering, and
+ * {@code close} is idempotent. A CUDA error while copying aborts only the backups or loads it touched (their
+ * pages are released, nothing is published); a sticky CUDA error (the device is lost) stops the cache:
+ * {@link #stickyError()} reports it and later scheduler calls throw {@link IllegalStateException}.
  */
 public final class HiCache implements AutoCloseable {
     private final HiCacheController controller;
@@ -355,6 +355,16 @@ public final class HiCache implements AutoCloseable {
         return controller.metrics().get(metric);
     }
 
+    /**
+     * The live counters and histograms, read in place: for a meter registry that reads them on every scrape without
+     * the copies a {@link #metrics()} snapshot makes (hicache-micrometer binds its meters to it). The same object for
+     * the cache's life. Any thread, allocation-free; also after {@link #close()}, when it keeps the final values. See
+     * {@link MetricsSnapshot.View} for what a racy read returns.
+     */
+    public MetricsSnapshot.View metricsView() {
+        return controller.metrics().view();
+    }
+
     /** A read-only view of the host pool. Scheduler thread, as every call on it; each throws once closed. */
     public HostPoolView hostPool() {
         return hostPoolView;
@@ -406,6 +416,11 @@ public final class HiCache implements AutoCloseable {
     /** This rank in its CP group (0 without one). Any thread. */
     public int rank() {
         return controller.rank();
+    }
+
+    /** Tokens per page of the KV layouts. Any thread; also after {@link #close()}. */
+    public int pageSize() {
+        return controller.pageSize();
     }
 
     /** Target layers per forward. Any thread. */

@@ -2,11 +2,9 @@ package io.hicache.micrometer;
 
 import io.hicache.core.AbortReason;
 import io.hicache.core.HiCache;
-import io.hicache.core.internal.FacadeAccess;
-import io.hicache.core.internal.metrics.HiCacheMetrics;
-import io.hicache.core.internal.metrics.LatencyHistogram;
 import io.hicache.core.metrics.FallbackReason;
 import io.hicache.core.metrics.Metric;
+import io.hicache.core.metrics.MetricsSnapshot;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.FunctionTimer;
 import io.micrometer.core.instrument.Gauge;
@@ -30,9 +28,10 @@ import java.util.function.ToLongFunction;
  *
  * <p>Shaped like Micrometer's own cache binders: the binder keeps only a {@link WeakReference} to the cache,
  * and every meter is a function meter ({@link FunctionCounter}, {@link FunctionTimer}, {@link Gauge},
- * {@link TimeGauge}) that reads the cache's live lock-free counters when the registry is scraped (no snapshot is
- * allocated), so binding adds nothing to the cache's hot paths and a closed, unreachable cache is not kept alive
- * (its meters then report {@code NaN}). Every meter carries the tags {@value #CACHE_TAG} (the name given here) and
+ * {@link TimeGauge}) that reads the cache's live lock-free counters through its public read-only view
+ * ({@link HiCache#metricsView()}) when the registry is scraped (no snapshot is allocated), so binding adds nothing to
+ * the cache's hot paths and a closed, unreachable cache is not kept alive (its meters then report {@code NaN}; a
+ * closed cache still reachable reports its final values). Every meter carries the tags {@value #CACHE_TAG} (the name given here) and
  * {@value #RANK_TAG} (the cache's CP rank), plus the tags passed in.
  *
  * <p>Meters, named dot-separated in lower case, in base units (a Prometheus registry renders
@@ -56,11 +55,20 @@ import java.util.function.ToLongFunction;
  *       {@code hicache.load.latency} (a load's issue to its copies' completion) — function timers from the
  *       cache's latency histograms, each with a {@code .max} time gauge and {@code .percentile} time
  *       gauges tagged {@code phi} (0.5, 0.99), as Micrometer names its own percentile gauges;</li>
- *   <li>{@code hicache.host.used} and {@code hicache.host.capacity} (pages of the host budget) — gauges.</li>
+ *   <li>{@code hicache.host.used} and {@code hicache.host.capacity} (pages of the host budget) — gauges;</li>
+ *   <li>{@code hicache.backup.bandwidth} (device to host, one sample per forward with backups) and
+ *       {@code hicache.load.bandwidth} (host to device, one sample per load batch) — transfer bandwidth histograms
+ *       in GB/s with SGLang's buckets, as a set of function counters: one per bucket, tagged {@code le} with the
+ *       bucket's upper bound as Prometheus writes it ({@code 0.1}, {@code 0.5}, {@code 1.0}, {@code 5.0},
+ *       {@code 10.0}, {@code 50.0}, {@code 100.0}, {@code +Inf}) and counting the samples at or below it
+ *       (cumulative, as a histogram's {@code _bucket} series), plus {@code .count} and {@code .sum} (GB/s summed).
+ *       A Prometheus registry renders them {@code hicache_backup_bandwidth_total{le="..."}}: {@code
+ *       histogram_quantile(0.5, sum by (le) (rate(hicache_backup_bandwidth_total[5m])))} is the median.</li>
  * </ul>
  *
  * <p>Thread-safety: {@link #bindTo} may be called from any thread, once per registry; the meters may be read
- * from any thread at any time, concurrently with the cache's threads.
+ * from any thread at any time (the registry's), concurrently with the cache's threads: each reads a value that one
+ * cache thread writes, racily but safely (see {@link MetricsSnapshot.View}).
  */
 public final class HiCacheMetricsBinder implements MeterBinder {
     /** Tag naming the cache, as in Micrometer's cache binders. */
@@ -69,6 +77,8 @@ public final class HiCacheMetricsBinder implements MeterBinder {
     public static final String RANK_TAG = "rank";
 
     private static final double[] PERCENTILES = {0.5, 0.99};
+    /** Prometheus' name of the bucket label of a histogram. */
+    private static final String LE_TAG = "le";
 
     private final WeakReference<HiCache> cacheRef;
     private final Tags tags;
@@ -115,9 +125,9 @@ public final class HiCacheMetricsBinder implements MeterBinder {
         if (cache == null) {
             return;
         }
-        // The meters hold the live metrics object weakly, as Micrometer's function meters do; it lives as long as
-        // the cache that owns it.
-        HiCacheMetrics m = FacadeAccess.controller(cache).metrics();
+        // The meters hold the live view weakly, as Micrometer's function meters do; the cache owns it (one object for
+        // its life), so it lives as long as the cache.
+        MetricsSnapshot.View m = cache.metricsView();
 
         counter(registry, m, "hicache.backup.reserved", "Backups reserved", Metric.BACKUPS_RESERVED);
         counter(registry, m, "hicache.backup.committed", "Backups committed: published as host hits on every rank",
@@ -174,9 +184,15 @@ public final class HiCacheMetricsBinder implements MeterBinder {
             .register(registry);
 
         latency(registry, m, "hicache.backup.commit.latency", "From the last layer stored to the commit",
-            HiCacheMetrics::commitLatencyNs);
+            MetricsSnapshot.View::commitLatency);
         latency(registry, m, "hicache.load.latency", "From a load's issue to its copies' completion",
-            HiCacheMetrics::loadLatencyNs);
+            MetricsSnapshot.View::loadLatency);
+        bandwidth(registry, m, "hicache.backup.bandwidth",
+            "Device-to-host bandwidth per forward with backups, GB/s (SGLang: backup_bandwidth)",
+            MetricsSnapshot.View::backupBandwidth);
+        bandwidth(registry, m, "hicache.load.bandwidth",
+            "Host-to-device bandwidth per load batch, GB/s (SGLang: prefetch_bandwidth, for its storage tier)",
+            MetricsSnapshot.View::loadBandwidth);
 
         Gauge.builder("hicache.host.used", m, x -> x.get(Metric.HOST_PAGES_USED))
             .description("Host pages held by reserved and committed backups")
@@ -184,7 +200,7 @@ public final class HiCacheMetricsBinder implements MeterBinder {
         Gauge.builder("hicache.host.capacity", m, x -> x.get(Metric.HOST_PAGES_CAPACITY))
             .description("Host pages the host budget allows")
             .baseUnit("pages").tags(tags).register(registry);
-        bindSglangAligned(registry, m, FacadeAccess.controller(cache).pageSize());
+        bindSglangAligned(registry, m, cache.pageSize());
     }
 
     /**
@@ -192,7 +208,7 @@ public final class HiCacheMetricsBinder implements MeterBinder {
      * SGLang's {@code sglang:hicache_host_used_tokens}, and so on; see docs/DASHBOARD.md), so dashboards and alerts
      * written for SGLang carry over by changing the prefix.
      */
-    private void bindSglangAligned(MeterRegistry registry, HiCacheMetrics m, int pageSize) {
+    private void bindSglangAligned(MeterRegistry registry, MetricsSnapshot.View m, int pageSize) {
         Gauge.builder("hicache.host.used.tokens", m, x -> (double) x.get(Metric.HOST_PAGES_USED) * pageSize)
             .description("Host KV tokens held by reserved and committed backups (SGLang: hicache_host_used_tokens)")
             .tags(tags).register(registry);
@@ -209,29 +225,50 @@ public final class HiCacheMetricsBinder implements MeterBinder {
             .tags(tags).tag("cache_source", "host").register(registry);
     }
 
-    private void counter(MeterRegistry registry, HiCacheMetrics m, String name, String description, Metric metric) {
+    private void counter(MeterRegistry registry, MetricsSnapshot.View m, String name, String description, Metric metric) {
         FunctionCounter.builder(name, m, x -> x.get(metric)).description(description).tags(tags).register(registry);
     }
 
-    private void bytes(MeterRegistry registry, HiCacheMetrics m, String name, String description, Metric metric,
+    private void bytes(MeterRegistry registry, MetricsSnapshot.View m, String name, String description, Metric metric,
                        Tags extra) {
         FunctionCounter.builder(name, m, x -> x.get(metric)).description(description).baseUnit(BaseUnits.BYTES)
             .tags(tags).tags(extra).register(registry);
     }
 
-    private void latency(MeterRegistry registry, HiCacheMetrics m, String name, String description,
-                         Function<HiCacheMetrics, LatencyHistogram> histogram) {
-        ToLongFunction<HiCacheMetrics> count = x -> histogram.apply(x).count();
-        ToDoubleFunction<HiCacheMetrics> sum = x -> histogram.apply(x).sum();
+    private void latency(MeterRegistry registry, MetricsSnapshot.View m, String name, String description,
+                         Function<MetricsSnapshot.View, MetricsSnapshot.LatencyView> histogram) {
+        ToLongFunction<MetricsSnapshot.View> count = x -> histogram.apply(x).count();
+        ToDoubleFunction<MetricsSnapshot.View> sum = x -> histogram.apply(x).sumNs();
         FunctionTimer.builder(name, m, count, sum, TimeUnit.NANOSECONDS)
             .description(description).tags(tags).register(registry);
-        TimeGauge.builder(name + ".max", m, TimeUnit.NANOSECONDS, x -> histogram.apply(x).max())
+        TimeGauge.builder(name + ".max", m, TimeUnit.NANOSECONDS, x -> histogram.apply(x).maxNs())
             .description(description + ": the largest").tags(tags).register(registry);
         for (double phi : PERCENTILES) {
-            TimeGauge.builder(name + ".percentile", m, TimeUnit.NANOSECONDS, x -> histogram.apply(x).quantile(phi))
+            TimeGauge.builder(name + ".percentile", m, TimeUnit.NANOSECONDS, x -> histogram.apply(x).quantileNs(phi))
                 .description(description + ": percentile").tags(tags).tag("phi", Double.toString(phi))
                 .register(registry);
         }
+    }
+
+    /**
+     * A bandwidth histogram as function counters: one per bucket (tag {@value #LE_TAG}, cumulative), its count and
+     * its sum, each read from the live histogram on a scrape.
+     */
+    private void bandwidth(MeterRegistry registry, MetricsSnapshot.View m, String name, String description,
+                           Function<MetricsSnapshot.View, MetricsSnapshot.BandwidthView> histogram) {
+        MetricsSnapshot.BandwidthView h = histogram.apply(m);
+        for (int i = 0; i < h.buckets(); i++) {
+            int bucket = i;
+            double bound = h.upperBound(i);
+            FunctionCounter.builder(name, m, x -> histogram.apply(x).cumulativeCount(bucket))
+                .description(description + ": samples at or below the bound")
+                .tags(tags).tag(LE_TAG, Double.isInfinite(bound) ? "+Inf" : Double.toString(bound))
+                .register(registry);
+        }
+        FunctionCounter.builder(name + ".count", m, x -> histogram.apply(x).count())
+            .description(description + ": samples").tags(tags).register(registry);
+        FunctionCounter.builder(name + ".sum", m, x -> histogram.apply(x).sumGbps())
+            .description(description + ": samples summed (GB/s)").tags(tags).register(registry);
     }
 
     private static String tagValue(Enum<?> e) {

@@ -1,7 +1,6 @@
 package io.hicache.micrometer;
 
 import io.hicache.core.HiCache;
-import io.hicache.core.internal.FacadeAccess;
 import io.hicache.storage.L3Tier;
 import io.hicache.storage.StorageMetric;
 import io.hicache.storage.StorageTierMetrics;
@@ -68,7 +67,7 @@ public final class L3TierMetricsBinder implements MeterBinder {
         Objects.requireNonNull(cacheName, "cacheName");
         Objects.requireNonNull(tags, "tags");
         this.tierRef = new WeakReference<>(tier);
-        this.pageSize = FacadeAccess.controller(cache).pageSize();
+        this.pageSize = cache.pageSize();
         this.tags = Tags.concat(tags, HiCacheMetricsBinder.CACHE_TAG, cacheName,
                 HiCacheMetricsBinder.RANK_TAG, Integer.toString(cache.rank()));
     }

@@ -129,6 +129,25 @@ class HiCacheMetricsBinderTest {
         double max = scrape.get(k("hicache_backup_commit_latency_max_seconds"));
         assertThat(scrape.get(k("hicache_backup_commit_latency_seconds_sum"))).as("two commits: max <= sum <= 2 max")
             .isBetween(max, 2 * max);
+
+        // bandwidth histograms: one sample per forward with backups (the aborted backup had no forward), one per load
+        assertBandwidth(scrape, "hicache_backup_bandwidth", 2, cache.metricsView().backupBandwidth().sumGbps());
+        assertBandwidth(scrape, "hicache_load_bandwidth", 1, cache.metricsView().loadBandwidth().sumGbps());
+    }
+
+    /** A bucket set with SGLang's bounds, cumulative, its +Inf bucket and count equal to {@code samples}. */
+    private static void assertBandwidth(Map<String, Double> scrape, String name, int samples, double sumGbps) {
+        List<String> bounds = List.of("0.1", "0.5", "1.0", "5.0", "10.0", "50.0", "100.0", "+Inf");
+        double previous = 0;
+        for (String le : bounds) {
+            Double bucket = scrape.get(k(name + "_total", "le=\"" + le + "\""));
+            assertThat(bucket).as(name + " le=" + le).isNotNull().isGreaterThanOrEqualTo(previous);
+            previous = bucket;
+        }
+        assertThat(previous).as(name + " le=+Inf").isEqualTo(samples);
+        assertThat(scrape).containsEntry(k(name + "_count_total"), (double) samples);
+        assertThat(sumGbps).isPositive();
+        assertThat(scrape.get(k(name + "_sum_total"))).isCloseTo(sumGbps, org.assertj.core.api.Assertions.within(1e-9));
     }
 
     @Test

@@ -126,7 +126,7 @@ final class ControllerResources {
         CopyPlanner tp = new CopyPlanner(targetLayout, pool, b.coalesce());
         CopyPlanner dp = draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce());
         SubmitterAgent sub = new SubmitterAgent(runtime, backupStream, tp, dp, b.batchedCopies(), targetLayers,
-            draftLayers, hookRing, slots, cmds, sealed, metrics, agentErrors);
+            draftLayers, hookRing, slots, cmds, sealed, metrics, agentErrors, clock);
         int loadCap = Math.max(8, b.loadBatchesInFlight());
         SpscArrayQueue<LoadSet> loadsIssued = new SpscArrayQueue<>(loadCap);
         SpscArrayQueue<LoadSet> loadAcks = new SpscArrayQueue<>(loadCap);

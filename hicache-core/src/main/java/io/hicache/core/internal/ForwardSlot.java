@@ -20,8 +20,8 @@ import io.hicache.cuda.CudaEvent;
  *       (volatile): {@link #hookMissingTarget}, {@link #hookMissingDraft}, {@link #endError};</li>
  *   <li>submitter: its private {@link #subGeneration}/{@link #subDone} (the only fields it reads to tell a stale
  *       hook message from a live one), the submitted-layer masks, {@link #cancelled}, the missing-layer flags,
- *       the submission error; reset by the submitter itself when it adopts a new generation, published to the
- *       completion agent through the sealed queue;</li>
+ *       the submission error, {@link #copiedBytes} and {@link #firstCopyNs}; reset by the submitter itself when it
+ *       adopts a new generation, published to the completion agent through the sealed queue;</li>
  *   <li>completion agent: {@link #status}, {@link #completedNs}, {@link #endNs}, published through the ack
  *       queue to the scheduler, which reads the submitter's and completion's results only after the ack.</li>
  * </ul>
@@ -90,6 +90,10 @@ final class ForwardSlot extends Tracked {
     boolean cancelled;
     boolean missingTarget;
     boolean missingDraft;
+    /** Bytes of the copies queued for the forward, target and draft (for the scheduler's bandwidth sample). */
+    long copiedBytes;
+    /** When the forward's first copy was submitted (the clock's nanoseconds, at least 1), 0 before. */
+    long firstCopyNs;
 
     ForwardSlot(int index, CudaEvent[] targetEvents, CudaEvent[] draftEvents, CudaEvent endEvent, CudaEvent finalEvent,
                 CudaEvent[] copiedEvents) {
@@ -132,6 +136,8 @@ final class ForwardSlot extends Tracked {
         cancelled = false;
         missingTarget = false;
         missingDraft = false;
+        copiedBytes = 0;
+        firstCopyNs = 0;
         submitError = 0;
         submitErrorCall = null;
         agentError = false;

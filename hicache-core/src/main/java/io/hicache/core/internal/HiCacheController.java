@@ -495,6 +495,9 @@ public final class HiCacheController implements AutoCloseable {
         if (slot.endNs > 0 && slot.completedNs > slot.endNs) {
             metrics.add(Metric.EXPOSED_BACKUP_NS, slot.completedNs - slot.endNs);
         }
+        if (status == 0 && !slot.agentError && slot.firstCopyNs > 0) {
+            metrics.backupBandwidth().record(slot.copiedBytes, slot.completedNs - slot.firstCopyNs);
+        }
         for (int i = 0; i < slot.backupCount; i++) {
             Backup b = slot.backups[i];
             b.forwardEndNs = slot.endNs;

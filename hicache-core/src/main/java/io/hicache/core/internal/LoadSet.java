@@ -17,6 +17,8 @@ final class LoadSet extends Tracked {
     LoadOp[] ops = new LoadOp[8];
     int opCount;
     long issuedNs;
+    /** Bytes of the batch's copies, target and draft (scheduler-written at issue, for its bandwidth sample). */
+    long bytes;
 
     LoadSet(int index, CudaEvent start, CudaEvent[] target, CudaEvent[] draft, CudaEvent fin) {
         super(fin);

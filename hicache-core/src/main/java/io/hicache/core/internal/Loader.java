@@ -271,6 +271,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         set.status = 0;
         set.generation = ++generation;
         set.issuedNs = clock.getAsLong();
+        set.bytes = 0;
         pairs.count = 0;
         drafts.count = 0;
         for (int q = 0; q < queuedCount; q++) {
@@ -305,12 +306,12 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
             int maxLayers = Math.max(layers, draftLayers);
             for (int l = 0; l < maxLayers; l++) {
                 if (l < layers) {
-                    issue(targetPlanner, l, pairs);
+                    set.bytes += issue(targetPlanner, l, pairs);
                     runtime.recordEvent(set.targetEvents[l], loadStream);
                 }
                 if (l < draftLayers) {
                     if (drafts.count > 0) {
-                        issue(draftPlanner, l, drafts);
+                        set.bytes += issue(draftPlanner, l, drafts);
                     }
                     runtime.recordEvent(set.draftEvents[l], loadStream);
                 }
@@ -353,14 +354,16 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         return (set.generation << INDEX_BITS) | set.index;
     }
 
-    private void issue(CopyPlanner planner, int layer, PagePairs p) {
+    /** Queues one layer's copies of {@code p} on the load stream; returns their bytes. */
+    private long issue(CopyPlanner planner, int layer, PagePairs p) {
         if (p.count == 0) {
-            return;
+            return 0;
         }
         planner.plan(layer, p.device, p.host, 0, p.count, CopyDirection.HOST_TO_DEVICE, plan);
         plan.issue(runtime, loadStream, batched);
         metrics.add(Metric.H2D_BYTES, plan.totalBytes());
         metrics.add(Metric.H2D_COPIES, batched && runtime.supportsBatchedCopy() ? 1 : plan.runCount());
+        return plan.totalBytes();
     }
 
     /** Forward thread: see {@link HiCacheController#waitLayer}. */
@@ -396,6 +399,9 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
                     metrics.add(Metric.LOAD_DURATION_NS, s.completedNs - op.issuedNs);
                     metrics.loadLatencyNs().record(s.completedNs - op.issuedNs);
                 }
+            }
+            if (s.status == 0 && !s.agentError) {
+                metrics.loadBandwidth().record(s.bytes, s.completedNs - s.issuedNs);
             }
             s.opCount = 0;
             s.inUse = false;

@@ -56,6 +56,7 @@ public final class SubmitterAgent implements Agent, HookRing.Handler {
     private final SpscArrayQueue<ForwardSlot> sealed;
     private final HiCacheMetrics metrics;
     private final AgentErrors errors;
+    private final java.util.function.LongSupplier clock;
     private final MessagePassingQueue.Consumer<ForwardSlot> onCommand = this::onCommand;
     /** Forwards whose final event could not be recorded (an unexpected exception): retried every duty cycle. */
     private final ForwardSlot[] unsealed;
@@ -67,7 +68,7 @@ public final class SubmitterAgent implements Agent, HookRing.Handler {
     SubmitterAgent(CudaRuntime runtime, CudaStream backupStream, CopyPlanner targetPlanner, CopyPlanner draftPlanner,
                    boolean batched, int targetLayers, int draftLayers, HookRing ring, ForwardSlot[] slots,
                    SpscArrayQueue<ForwardSlot> commands, SpscArrayQueue<ForwardSlot> sealed, HiCacheMetrics metrics,
-                   AgentErrors errors) {
+                   AgentErrors errors, java.util.function.LongSupplier clock) {
         this.runtime = runtime;
         this.backupStream = backupStream;
         this.targetPlanner = targetPlanner;
@@ -81,6 +82,7 @@ public final class SubmitterAgent implements Agent, HookRing.Handler {
         this.sealed = sealed;
         this.metrics = metrics;
         this.errors = errors;
+        this.clock = clock;
         this.unsealed = new ForwardSlot[slots.length];
     }
 
@@ -279,7 +281,11 @@ public final class SubmitterAgent implements Agent, HookRing.Handler {
                 targetPlanner.plan(layer, slot.target.device, slot.target.host, 0, slot.target.count,
                     CopyDirection.DEVICE_TO_HOST, plan);
             }
+            if (slot.firstCopyNs == 0) {
+                slot.firstCopyNs = Math.max(1, clock.getAsLong());
+            }
             plan.issue(runtime, backupStream, batched);
+            slot.copiedBytes += plan.totalBytes();
             if (waitForHook) {
                 runtime.recordEvent(slot.copiedEvents[draft ? targetLayers + layer : layer], backupStream);
             }

@@ -13,7 +13,8 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Every counter has one writing thread (see {@link Metric}); writers use {@link #add} (a plain read plus a
  * release store: no atomic read-modify-write is needed with a single writer), readers use {@link #get}
- * (acquire). Nothing allocates after construction except {@link #snapshot()}.
+ * (acquire). Nothing allocates after construction except {@link #snapshot()}. {@link #view()} is the read-only face
+ * the public API hands out ({@link io.hicache.core.HiCache#metricsView()}).
  */
 public final class HiCacheMetrics {
     private static final VarHandle ARRAY = MethodHandles.arrayElementVarHandle(long[].class);
@@ -24,6 +25,9 @@ public final class HiCacheMetrics {
     private final long[] skippedByReason = new long[io.hicache.core.WritePolicy.SkipReason.count()];
     private final LatencyHistogram commitLatencyNs = new LatencyHistogram();
     private final LatencyHistogram loadLatencyNs = new LatencyHistogram();
+    private final BandwidthHistogram backupBandwidth = new BandwidthHistogram();
+    private final BandwidthHistogram loadBandwidth = new BandwidthHistogram();
+    private final MetricsSnapshot.View view = new View();
 
     /** Adds {@code delta} to a counter. Only the counter's writing thread may call this. */
     public void add(Metric metric, long delta) {
@@ -96,6 +100,21 @@ public final class HiCacheMetrics {
         return loadLatencyNs;
     }
 
+    /** Device-to-host bandwidth, one sample per forward with backups (scheduler writes, at the forward's ack). */
+    public BandwidthHistogram backupBandwidth() {
+        return backupBandwidth;
+    }
+
+    /** Host-to-device bandwidth, one sample per load batch (scheduler writes, at the batch's ack). */
+    public BandwidthHistogram loadBandwidth() {
+        return loadBandwidth;
+    }
+
+    /** The read-only live view: always the same object, so a holder that keeps it weakly keeps it while this lives. */
+    public MetricsSnapshot.View view() {
+        return view;
+    }
+
     /** A consistent-enough copy of every counter for reports and logs. Allocates; any thread. */
     public MetricsSnapshot snapshot() {
         long[] copy = new long[values.length];
@@ -116,5 +135,55 @@ public final class HiCacheMetrics {
         }
         return new MetricsSnapshot(copy, aborts, fallbacks, skips, commitLatencyNs.count(), commitLatencyNs.quantile(0.5),
             commitLatencyNs.quantile(0.99), commitLatencyNs.max());
+    }
+
+    /** Reads only; a caller cannot reach the mutable metrics through it. */
+    private final class View implements MetricsSnapshot.View {
+        @Override
+        public long get(Metric metric) {
+            return HiCacheMetrics.this.get(nonNull(metric, "metric"));
+        }
+
+        @Override
+        public long abortedBy(AbortReason reason) {
+            return HiCacheMetrics.this.abortedBy(nonNull(reason, "reason"));
+        }
+
+        @Override
+        public long fallbacksBy(FallbackReason reason) {
+            return HiCacheMetrics.this.fallbacksBy(nonNull(reason, "reason"));
+        }
+
+        @Override
+        public long skippedBy(io.hicache.core.WritePolicy.SkipReason reason) {
+            return HiCacheMetrics.this.skippedBy(nonNull(reason, "reason"));
+        }
+
+        @Override
+        public MetricsSnapshot.LatencyView commitLatency() {
+            return commitLatencyNs.view();
+        }
+
+        @Override
+        public MetricsSnapshot.LatencyView loadLatency() {
+            return loadLatencyNs.view();
+        }
+
+        @Override
+        public MetricsSnapshot.BandwidthView backupBandwidth() {
+            return backupBandwidth.view();
+        }
+
+        @Override
+        public MetricsSnapshot.BandwidthView loadBandwidth() {
+            return loadBandwidth.view();
+        }
+    }
+
+    private static <T> T nonNull(T value, String name) {
+        if (value == null) {
+            throw new IllegalArgumentException(name + " must not be null");
+        }
+        return value;
     }
 }

@@ -1,5 +1,7 @@
 package io.hicache.core.internal.metrics;
 
+import io.hicache.core.metrics.MetricsSnapshot;
+
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
@@ -8,7 +10,8 @@ import java.lang.invoke.VarHandle;
  * percentile is within 12.5% of the recorded value. One writing thread; any thread reads. A record
  * updates a bucket, the maximum and the total, so it is bracketed by a sequence lock ({@link #version} odd
  * while a record is being written): readers retry until they read an even, unchanged version, so a reader
- * never sees the maximum of a record but not its count. No allocation after construction.
+ * never sees the maximum of a record but not its count. No allocation after construction. {@link #view()} is the
+ * read-only face handed out through the public API.
  */
 public final class LatencyHistogram {
     private static final int SUB_BITS = 3;
@@ -21,6 +24,12 @@ public final class LatencyHistogram {
     private volatile long total;
     private volatile long max;
     private volatile long sum;
+    private final MetricsSnapshot.LatencyView view = new View();
+
+    /** The read-only view of this histogram: always the same object. Any thread. */
+    public MetricsSnapshot.LatencyView view() {
+        return view;
+    }
 
     /** Records one value (negative values count as 0). Single writer. */
     public void record(long valueNs) {
@@ -127,5 +136,28 @@ public final class LatencyHistogram {
         long base = 1L << log;
         long step = 1L << (log - SUB_BITS);
         return base + (sub + 1) * step - 1;
+    }
+
+    /** Reads only; a caller cannot reach the histogram through it. */
+    private final class View implements MetricsSnapshot.LatencyView {
+        @Override
+        public long count() {
+            return LatencyHistogram.this.count();
+        }
+
+        @Override
+        public long sumNs() {
+            return LatencyHistogram.this.sum();
+        }
+
+        @Override
+        public long maxNs() {
+            return LatencyHistogram.this.max();
+        }
+
+        @Override
+        public long quantileNs(double q) {
+            return LatencyHistogram.this.quantile(q);
+        }
     }
 }
