@@ -401,8 +401,7 @@ final class Instance {
             scheduler.insertChunk(q);
         }
         long layerNs = fleet.compute.stepLayerNs(prefillTokens, attnPairs, decodes, scheduler.decodeContext(),
-                fleet.serving.tp());
-        layerNs = (layerNs + cp - 1) / cp;
+                fleet.serving.tp(), cp);
         long durationNs = layerNs * (layers + draftLayers);
         stepping = true;
         steps++;

@@ -60,8 +60,10 @@ import java.util.List;
  *   per instance ({@code / cp} per rank). Backup mode {@code none} or host capacity 0: no backups and no
  *   host tier.</li>
  *   <li><b>CP groups</b> run {@code cp} controllers with {@link io.hicache.core.cp.InProcessRankAgreement}s,
- *   stepped on this thread with identical scheduling and shared device page ids; a layer's compute is split
- *   evenly across the ranks.</li>
+ *   stepped on this thread with identical scheduling and shared device page ids; each rank holds the whole
+ *   model and {@code 1/cp} of every sequence, so prefill tokens and KV reads split over the ranks while every
+ *   rank runs each decoding token through the full weights
+ *   ({@link io.hicache.sim.model.ComputeModel#stepLayerNs(long, double, int, long, int, int)}).</li>
  * </ul>
  *
  * <h2>Real memory, true timing</h2>

@@ -96,6 +96,31 @@ public record ComputeModel(ModelPreset model, GpuPreset gpu, double flopsEfficie
      */
     public long stepLayerNs(long prefillTokens, double prefillAttnPairs, int decodeBatch, long decodeContextTokens,
                             int tp) {
+        return stepLayerNs(prefillTokens, prefillAttnPairs, decodeBatch, decodeContextTokens, tp, 1);
+    }
+
+    /**
+     * Time of one layer of one forward step on one rank of a context-parallel group of {@code cp} ranks, each an
+     * instance of {@code tp} GPUs holding the whole model and {@code 1/cp} of every sequence's tokens and KV: the
+     * prefill tokens and their attention pairs split over the ranks, the KV a decode step reads too, while every rank
+     * computes each decoding sequence's new token through the full weights (its attention over its own share of the
+     * context, merged across ranks; the merge's small exchange is not modelled). So a long prefill runs about
+     * {@code cp} times faster and a decode step, bound by its weight reads, hardly faster. {@code cp = 1} is
+     * {@link #stepLayerNs(long, double, int, long, int)}.
+     *
+     * @param cp context-parallel ranks (>= 1)
+     * @throws IllegalArgumentException if {@code cp < 1}
+     */
+    public long stepLayerNs(long prefillTokens, double prefillAttnPairs, int decodeBatch, long decodeContextTokens,
+                            int tp, int cp) {
+        if (cp < 1) {
+            throw new IllegalArgumentException("cp " + cp + " must be >= 1");
+        }
+        if (cp > 1) {
+            prefillTokens = (prefillTokens + cp - 1) / cp;
+            prefillAttnPairs /= cp;
+            decodeContextTokens = (decodeContextTokens + cp - 1) / cp;
+        }
         long tokens = prefillTokens + decodeBatch;
         if (tokens <= 0) {
             return 0;

@@ -180,6 +180,25 @@ class ServingModelTest {
                 .isBetween(1_000_000L, 1_250_000L);
     }
 
+    /**
+     * Context parallelism splits a sequence's tokens and KV over the ranks, not the weights: a long prefill runs
+     * about {@code cp} times faster, a decode step (bound by weight reads, each rank running every decoding token
+     * through the full weights) hardly faster. Dividing the whole step by {@code cp} made decode 8x too fast at CP 8.
+     */
+    @Test
+    void contextParallelismSplitsPrefillAndKvButNotTheDecodeWeightReads() {
+        ComputeModel m = ComputeModel.of(ModelPreset.DEEPSEEK_V3, GpuPreset.H200_PCIE5);
+        long prefill1 = m.stepLayerNs(65_536, 65_536 * 32_768.5, 0, 0, 8, 1);
+        long prefill8 = m.stepLayerNs(65_536, 65_536 * 32_768.5, 0, 0, 8, 8);
+        assertThat(prefill8).isLessThan(prefill1 / 6).isGreaterThan(prefill1 / 9);
+        long decode1 = m.stepLayerNs(0, 0, 32, 32 * 4_096L, 8, 1);
+        long decode8 = m.stepLayerNs(0, 0, 32, 32 * 4_096L, 8, 8);
+        assertThat(decode8).isLessThanOrEqualTo(decode1).isGreaterThan(decode1 / 2);
+        assertThat(m.stepLayerNs(8192, 8192 * 4096.5, 4, 9_000, 8, 1))
+            .isEqualTo(m.stepLayerNs(8192, 8192 * 4096.5, 4, 9_000, 8));
+        assertThatThrownBy(() -> m.stepLayerNs(1, 1, 0, 0, 8, 0)).hasMessageContaining("cp 0");
+    }
+
     @Test
     void everyEvictionPolicyButPriorityIsSpelledAndAccepted() {
         for (EvictionPolicy p : EvictionPolicy.values()) {
