@@ -3,12 +3,13 @@ package io.hicache.storage.tier;
 import io.hicache.core.cp.RankAgreement;
 
 /**
- * The CP group's agreement on the storage tier's rank-local progress, one round per {@link StorageTier#poll} while
- * anything awaits it: each rank contributes how many leading positions of the head prefetch landed whole on it
- * ({@link #NOT_LANDED} while its I/O runs) and how many host-protected node writes, in the order they were started,
- * are done on it. The round's result is the group minimum of each: the head prefetch ends (publishing the agreed
- * prefix) once it landed on every rank, and the node writes done on every rank lose their host protection. Without
- * a group (no agreement) the local values are the result at once.
+ * The CP group's agreement on the storage tier's rank-local progress, in rounds run by {@link StorageTier#poll} while
+ * anything awaits it (again in the same poll while a result moved something): each rank contributes how many leading
+ * positions of the head prefetch landed whole on it ({@link #NOT_LANDED} while its I/O runs) and how many
+ * host-protected node writes, in the order they were started, are done on it. The round's result is the group minimum
+ * of each: the head prefetch ends (publishing the agreed prefix) once it landed on every rank, and the node writes
+ * done on every rank lose their host protection. Without a group (no agreement) the local values are the result at
+ * once.
  *
  * <p>Why agree on writes: a write's host protection keeps its node from host eviction, and host eviction must pick
  * the same nodes on every rank (the trees, the host budget and every later prefetch decision depend on it), while
@@ -16,11 +17,11 @@ import io.hicache.core.cp.RankAgreement;
  * node's write starts, even on a rank with nothing of it to put) and dropped on every rank at the same point (the
  * round in which the last rank finished it).
  *
- * <p>Rounds are opened only while the tier has prefetches or write protections pending, which is agreed state, so
- * every rank opens the same rounds (a blocking collective answers each at once). Why not core's {@code AgreedFifo}:
- * that loop agrees on which items are complete; a prefetch needs a value agreed per item (its published length).
- * The round protocol is the same ({@link RankAgreement}: contribute once per round, then poll for the result), on a
- * channel of its own.
+ * <p>Rounds are opened only while the tier has prefetches or write protections pending and the last result moved
+ * something, which is agreed state, so every rank opens the same rounds (a blocking collective answers each at once).
+ * Why not core's {@code AgreedFifo}: that loop agrees on which items are complete; a prefetch needs a value agreed per
+ * item (its published length). The round protocol is the same ({@link RankAgreement}: contribute once per round, then
+ * poll for the result), on a channel of its own.
  *
  * <p>A <em>degraded</em> round (the agreement declared a rank of the group failed, third result slot non-zero) agrees
  * on nothing: a locally landed head prefetch publishes nothing, and so does every later one (every later round is

@@ -205,11 +205,15 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
             return 0;
         }
         int work = writer.poll() + prefetcher.poll();
-        // one round while anything awaits the group: prefetches and write protections are agreed state, so every
-        // rank opens the same rounds
-        if ((prefetcher.size() > 0 || writer.protectedCount() > 0)
+        // rounds while anything awaits the group and the last one moved something: what is pending and what a
+        // result moves are agreed state, so every rank opens the same rounds
+        while ((prefetcher.size() > 0 || writer.protectedCount() > 0)
                 && agreement.poll(prefetcher.headPositions(), writer.doneInOrder())) {
-            work += prefetcher.agreed(agreement.positions()) + writer.agreed(agreement.writesDone());
+            int moved = prefetcher.agreed(agreement.positions()) + writer.agreed(agreement.writesDone());
+            if (moved == 0) {
+                break;
+            }
+            work += moved;
         }
         updateDepths();
         return work;

@@ -26,9 +26,9 @@ import java.util.function.LongSupplier;
  * The L3 → L2 half of a {@link StorageTier}: leases host pages for the pages a match is missing
  * ({@link HiCacheController#reserveHost}) within a share of the host pool, checks existence and reads on the store's
  * threads, ends them in FIFO order with the landed prefix the group agreed ({@link PrefetchAgreement}, run by the
- * tier) and publishes only that prefix ({@link HiCacheController#publishHost}); the rest of the lease is freed. A published node is held
- * against host eviction until its request consumes it. A lease always ends: published, released on failure or
- * cancellation, or released by {@link #close}.
+ * tier) and publishes only that prefix ({@link HiCacheController#publishHost}); the rest of the lease is freed. A
+ * published node is held against host eviction until its request consumes it. A lease always ends: published,
+ * released on failure or cancellation, or released by {@link #close}.
  *
  * <p><b>Draft KV.</b> In a cache with draft/MTP layers every prefetched page must bring its draft part too (its draft
  * key, {@link PageHasher#draftKey}, read into the draft host pool's page of the same id): a page lands whole only
