@@ -3,54 +3,90 @@ package io.hicache.storage.tier;
 import io.hicache.core.cp.RankAgreement;
 
 /**
- * The CP group's agreement on landed prefetches, one round per prefetch in FIFO order: each rank contributes how
- * many leading positions of the head prefetch landed whole on it, and the round's result is the group minimum, the
- * prefix every rank publishes. Without a group (no agreement) the local value is the result at once.
+ * The CP group's agreement on the storage tier's rank-local progress, in rounds run by {@link StorageTier#poll} while
+ * anything awaits it (again in the same poll while a result moved something): each rank contributes how many leading
+ * positions of the head prefetch landed whole on it ({@link #NOT_LANDED} while its I/O runs) and how many
+ * host-protected node writes, in the order they were started, are done on it. The round's result is the group minimum
+ * of each: the head prefetch ends (publishing the agreed prefix) once it landed on every rank, and the node writes
+ * done on every rank lose their host protection. Without a group (no agreement) the local values are the result at
+ * once.
  *
- * <p>Why not core's {@code AgreedFifo}: that loop agrees on which items are complete (a completed prefix and a first
- * failure over sequence numbers); a prefetch needs a value agreed per item (its published length), which its rounds
- * do not carry. The round protocol is the same ({@link RankAgreement}: contribute once per round, then poll for the
- * result), on a channel of its own.
+ * <p>Why agree on writes: a write's host protection keeps its node from host eviction, and host eviction must pick
+ * the same nodes on every rank (the trees, the host budget and every later prefetch decision depend on it), while
+ * the store answers each rank in its own time. So a protection is taken on every rank at the same point (when the
+ * node's write starts, even on a rank with nothing of it to put) and dropped on every rank at the same point (the
+ * round in which the last rank finished it).
+ *
+ * <p>Rounds are opened only while the tier has prefetches or write protections pending and the last result moved
+ * something, which is agreed state, so every rank opens the same rounds (a blocking collective answers each at once).
+ * Why not core's {@code AgreedFifo}: that loop agrees on which items are complete; a prefetch needs a value agreed per
+ * item (its published length). The round protocol is the same ({@link RankAgreement}: contribute once per round, then
+ * poll for the result), on a channel of its own.
  *
  * <p>A <em>degraded</em> round (the agreement declared a rank of the group failed, {@link RankAgreement.Result#degraded()}) agrees
- * on nothing: its prefetch publishes nothing, and so does every later one (every later round is degraded too).
+ * on nothing: a locally landed head prefetch publishes nothing, and so does every later one (every later round is
+ * degraded too); write protections are dropped as the local writes finish.
  *
  * <p>Owned by the scheduler thread; allocation-free.
  */
 final class PrefetchAgreement {
-    /** {@link #tryAgree} has no result yet. */
-    static final long PENDING = -1;
+    /** The head prefetch's I/O is still running on this rank (or there is no prefetch). */
+    static final long NOT_LANDED = -1;
 
     private final RankAgreement agreement;
     private final int rank;
     private final RankAgreement.Result agreed = new RankAgreement.Result();
     private long round;
     private boolean roundOpen;
+    private long positions;
+    private long writesDone;
 
-    /** @param agreement the group's prefetch channel, or null for a rank alone */
+    /** @param agreement the group's storage-tier channel, or null for a rank alone */
     PrefetchAgreement(RankAgreement agreement, int rank) {
         this.agreement = agreement;
         this.rank = rank;
     }
 
     /**
-     * Contributes {@code localPositions} (>= 0) for the head prefetch (once per round) and returns the group's
-     * minimum, 0 for a degraded round, or {@link #PENDING} while other ranks have not contributed yet; call again
-     * with the same value until it answers.
+     * Contributes this rank's values if no round is open, and returns true when a round's result arrived (then read
+     * {@link #positions()} and {@link #writesDone()}); false while other ranks have not contributed yet.
+     *
+     * @param headPositions leading positions of the head prefetch landed whole here (>= 0), or {@link #NOT_LANDED}
+     * @param localWritesDone node writes done here, counted in the order they were started, since the tier began
      */
-    long tryAgree(long localPositions) {
+    boolean poll(long headPositions, long localWritesDone) {
         if (agreement == null) {
-            return localPositions;
+            positions = headPositions;
+            writesDone = localWritesDone;
+            return true;
         }
         if (!roundOpen) {
-            agreement.contribute(rank, round, localPositions, Long.MAX_VALUE);
+            agreement.contribute(rank, round, headPositions, localWritesDone);
             roundOpen = true;
         }
         if (!agreement.tryResult(rank, round, agreed)) {
-            return PENDING;
+            return false;
         }
         roundOpen = false;
         round++;
-        return agreed.degraded() ? 0 : Math.max(0, agreed.minCompletedPrefix());
+        if (agreed.degraded()) { // nothing is agreed any more
+            positions = headPositions < 0 ? NOT_LANDED : 0;
+            writesDone = localWritesDone;
+        } else {
+            // the agreement's two group minima carry this channel's two values, in the order contributed
+            positions = agreed.minCompletedPrefix();
+            writesDone = agreed.minFirstFailedSeq();
+        }
+        return true;
+    }
+
+    /** The last result's positions of the head prefetch every rank landed, or {@link #NOT_LANDED}. */
+    long positions() {
+        return positions;
+    }
+
+    /** The last result's count of node writes done on every rank. */
+    long writesDone() {
+        return writesDone;
     }
 }

@@ -44,8 +44,9 @@ import java.util.function.LongSupplier;
  * {@link BackupListener} and of host evictions as its {@link HostTierObserver}, and does the work in {@link #poll()}
  * (never inside the controller's callbacks, never on the forward path, so a device backup never waits for it). A
  * write first asks the store which of its keys exist and puts only the rest; keys known to be stored are not asked
- * again. While a write reads a node's host pages the node is host-protected (not host-evictable); write-back copies
- * the evicted pages into a bounded staging area first, since their host pages are freed at once.
+ * again. While a write reads a node's host pages the node is host-protected (not host-evictable; in a CP group the
+ * protection is dropped when every rank finished the write, so host eviction picks the same nodes everywhere);
+ * write-back copies the evicted pages into a bounded staging area first, since their host pages are freed at once.
  *
  * <p><b>Prefetch.</b> {@link #prefetch} leases host pages ({@link HiCacheController#reserveHost}) within a share of
  * the host pool, checks existence and reads on the store's threads. Completion is agreed in FIFO order through a
@@ -75,6 +76,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
     private final StorageTierCounters metrics = new StorageTierCounters();
     private final TierWriter writer;
     private final TierPrefetcher prefetcher;
+    private final PrefetchAgreement agreement;
     private boolean closed;
 
     /**
@@ -83,7 +85,8 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
      *
      * @param store     the store; shared by the ranks of a group (their keys differ by lane), not closed by the tier
      * @param namespace this rank's lane namespace ({@link KeyNamespace#NONE}: SGLang's unseeded keys)
-     * @param agreement the group's agreement for prefetch completions (a channel of its own), null for one rank
+     * @param agreement the group's agreement for prefetch completions and write protections (a channel of its own),
+     *                  null for one rank
      * @param clockNs   the clock of the timeout policy (the controller's clock)
      * @throws IllegalArgumentException on a null argument, or an agreement given exactly when {@code cpSize == 1}
      */
@@ -102,8 +105,9 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         HostViews views = new HostViews(controller.hostPool(), controller.draftHostPool());
         KnownKeys known = new KnownKeys();
         this.writer = new TierWriter(controller, store, config, metrics, hasher, views, known);
-        this.prefetcher = new TierPrefetcher(controller, store, config, metrics, hasher, views, known,
-                new PrefetchAgreement(agreement, controller.rank()), cpSize, clockNs);
+        this.prefetcher = new TierPrefetcher(controller, store, config, metrics, hasher, views, known, cpSize,
+                clockNs);
+        this.agreement = new PrefetchAgreement(agreement, controller.rank());
         store.registerHostMemory(controller.hostPool().segment());
         if (controller.draftHostPool() != null) {
             store.registerHostMemory(controller.draftHostPool().segment());
@@ -201,6 +205,16 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
             return 0;
         }
         int work = writer.poll() + prefetcher.poll();
+        // rounds while anything awaits the group and the last one moved something: what is pending and what a
+        // result moves are agreed state, so every rank opens the same rounds
+        while ((prefetcher.size() > 0 || writer.protectedCount() > 0)
+                && agreement.poll(prefetcher.headPositions(), writer.doneInOrder())) {
+            int moved = prefetcher.agreed(agreement.positions()) + writer.agreed(agreement.writesDone());
+            if (moved == 0) {
+                break;
+            }
+            work += moved;
+        }
         updateDepths();
         return work;
     }
@@ -248,6 +262,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         closed = true;
         boolean live = !ctl.isClosed();
         prefetcher.close(live);
+        writer.close(live);
         if (live) {
             ctl.hostTierObserver(null);
         }

@@ -25,10 +25,10 @@ import java.util.function.LongSupplier;
 /**
  * The L3 → L2 half of a {@link StorageTier}: leases host pages for the pages a match is missing
  * ({@link HiCacheController#reserveHost}) within a share of the host pool, checks existence and reads on the store's
- * threads, agrees on the landed prefix with the group in FIFO order ({@link PrefetchAgreement}) and publishes only
- * that prefix ({@link HiCacheController#publishHost}); the rest of the lease is freed. A published node is held
- * against host eviction until its request consumes it. A lease always ends: published, released on failure or
- * cancellation, or released by {@link #close}.
+ * threads, ends them in FIFO order with the landed prefix the group agreed ({@link PrefetchAgreement}, run by the
+ * tier) and publishes only that prefix ({@link HiCacheController#publishHost}); the rest of the lease is freed. A
+ * published node is held against host eviction until its request consumes it. A lease always ends: published,
+ * released on failure or cancellation, or released by {@link #close}.
  *
  * <p><b>Draft KV.</b> In a cache with draft/MTP layers every prefetched page must bring its draft part too (its draft
  * key, {@link PageHasher#draftKey}, read into the draft host pool's page of the same id): a page lands whole only
@@ -50,7 +50,6 @@ final class TierPrefetcher {
     private final PageHasher hasher;
     private final HostViews views;
     private final KnownKeys known;
-    private final PrefetchAgreement agreement;
     private final int cpSize;
     private final int pageSize;
     private final LongSupplier clockNs;
@@ -61,8 +60,7 @@ final class TierPrefetcher {
     private long prefetchUnitsHeld;
 
     TierPrefetcher(HiCacheController ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
-                   PageHasher hasher, HostViews views, KnownKeys known, PrefetchAgreement agreement, int cpSize,
-                   LongSupplier clockNs) {
+                   PageHasher hasher, HostViews views, KnownKeys known, int cpSize, LongSupplier clockNs) {
         this.ctl = ctl;
         this.tree = ctl.tree();
         this.store = store;
@@ -71,7 +69,6 @@ final class TierPrefetcher {
         this.hasher = hasher;
         this.views = views;
         this.known = known;
-        this.agreement = agreement;
         this.cpSize = cpSize;
         this.pageSize = tree.pageSize();
         this.clockNs = clockNs;
@@ -176,13 +173,36 @@ final class TierPrefetcher {
         }
     }
 
-    /** Advances every prefetch's I/O, agrees on landed ones and ends them; returns work done. */
+    /** Advances every prefetch's I/O; returns work done. */
     int poll() {
         int work = 0;
         for (Prefetch p : prefetches) {
             work += advance(p);
         }
-        return work + agree();
+        return work;
+    }
+
+    /** This rank's value for the head prefetch: its landed positions, or {@link PrefetchAgreement#NOT_LANDED}. */
+    long headPositions() {
+        Prefetch head = prefetches.peekFirst();
+        return head == null || head.state != Prefetch.State.LANDED ? PrefetchAgreement.NOT_LANDED
+                : head.localPositions;
+    }
+
+    /**
+     * The group agreed that the head prefetch landed on every rank with {@code positions} leading positions whole
+     * ({@link PrefetchAgreement#NOT_LANDED}: not yet): ends it, publishing them.
+     *
+     * @return work done
+     */
+    int agreed(long positions) {
+        Prefetch head = prefetches.peekFirst();
+        if (positions < 0 || head == null || head.state != Prefetch.State.LANDED) {
+            return 0;
+        }
+        prefetches.pollFirst();
+        end(head, (int) Math.min(positions, head.pages));
+        return 1;
     }
 
     /**
@@ -339,25 +359,6 @@ final class TierPrefetcher {
         int positions = goodOwned < p.ownedOffsets.length ? p.ownedOffsets[goodOwned] : p.pages;
         p.localPositions = p.cancelled ? 0 : positions;
         p.state = Prefetch.State.LANDED;
-    }
-
-    /** Agrees on landed prefetches in FIFO order and ends them. */
-    private int agree() {
-        int work = 0;
-        while (!prefetches.isEmpty()) {
-            Prefetch head = prefetches.peekFirst();
-            if (head.state != Prefetch.State.LANDED) {
-                return work;
-            }
-            long positions = agreement.tryAgree(head.localPositions);
-            if (positions == PrefetchAgreement.PENDING) {
-                return work;
-            }
-            prefetches.pollFirst();
-            end(head, (int) Math.min(positions, head.pages));
-            work++;
-        }
-        return work;
     }
 
     private void end(Prefetch p, int positions) {

@@ -19,6 +19,7 @@ import io.hicache.storage.StoreResult;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -28,6 +29,12 @@ import java.util.List;
  * the controller's callbacks). A write asks the store which of its keys exist and puts only the rest; keys known to
  * be stored are not asked again. While a write reads a node's host pages the node is host-protected; write-back
  * copies evicted pages into a bounded staging area first, since their host pages are freed at once.
+ *
+ * <p><b>Protection in a CP group.</b> Host eviction must pick the same nodes on every rank, so a node's protection is
+ * agreed state: taken when its write starts (on every rank, at the same point, even where this lane has nothing of
+ * it to put) and dropped, in the order taken, once the group agrees that every rank finished it
+ * ({@link PrefetchAgreement}, run by the tier; see {@link #doneInOrder} and {@link #agreed}), never when this rank's
+ * store answered.
  *
  * <p><b>Draft KV.</b> In a cache with draft/MTP layers a page whose host copy carries its draft KV is written as two
  * objects: its draft part under its draft key ({@link PageHasher#draftKey}), then its target part under its key, and
@@ -48,6 +55,9 @@ final class TierWriter {
     private final int maxBatch;
     private final ArrayList<Write> writes = new ArrayList<>();
     private final ArrayList<RadixNode> committed = new ArrayList<>();
+    /** Protected nodes in the order their writes started, until the group agrees every rank finished them. */
+    private final ArrayDeque<NodeWrite> protectedWrites = new ArrayDeque<>();
+    private long releasedWrites;
     private int stagedPages;
     private boolean closing;
 
@@ -67,6 +77,50 @@ final class TierWriter {
     /** Write batches not yet done. */
     int size() {
         return writes.size();
+    }
+
+    /** Node writes whose protection awaits the group's agreement (agreed state: the same on every rank). */
+    int protectedCount() {
+        return protectedWrites.size();
+    }
+
+    /** Node writes done on this rank, counted in the order they started (released ones plus the done head run). */
+    long doneInOrder() {
+        long done = releasedWrites;
+        for (NodeWrite t : protectedWrites) {
+            if (t.batches > 0) {
+                break;
+            }
+            done++;
+        }
+        return done;
+    }
+
+    /**
+     * The group agreed that the first {@code writesDone} node writes are done on every rank: drops their protection.
+     *
+     * @return work done
+     */
+    int agreed(long writesDone) {
+        int work = 0;
+        while (releasedWrites < writesDone && !protectedWrites.isEmpty()) {
+            NodeWrite t = protectedWrites.pollFirst();
+            releasedWrites++;
+            tree.releaseHost(t.node);
+            work++;
+        }
+        return work;
+    }
+
+    /** Shutdown, after {@link #drain} found every write done: drops every protection. */
+    void close(boolean live) {
+        for (NodeWrite t : protectedWrites) {
+            if (live) {
+                tree.releaseHost(t.node);
+            }
+        }
+        releasedWrites += protectedWrites.size();
+        protectedWrites.clear();
     }
 
     /** A backup committed: its nodes are considered at the next {@link #poll()}. */
@@ -181,14 +235,18 @@ final class TierWriter {
         List<HostPage> pages = new ArrayList<>();
         List<HostPage> draftPages = draft ? new ArrayList<>() : null;
         List<PageKey> keys = ownedKeys(n, hp.lanes(), pages, draftPages);
+        // protected on every rank, even with nothing to put here: see the class comment
+        NodeWrite t = new NodeWrite(n);
+        tree.protectHost(n);
+        protectedWrites.add(t);
         if (keys.isEmpty()) {
             return;
         }
         List<PageKey> draftKeys = draft ? draftKeys(keys) : null;
         for (int from = 0; from < keys.size(); from += maxBatch) {
             int to = Math.min(keys.size(), from + maxBatch);
-            tree.protectHost(n);
-            start(new Write(n, new ArrayList<>(keys.subList(from, to)), new ArrayList<>(pages.subList(from, to)),
+            t.batches++;
+            start(new Write(t, new ArrayList<>(keys.subList(from, to)), new ArrayList<>(pages.subList(from, to)),
                     draft ? new ArrayList<>(draftKeys.subList(from, to)) : null,
                     draft ? new ArrayList<>(draftPages.subList(from, to)) : null, null));
         }
@@ -274,8 +332,9 @@ final class TierWriter {
     /** Every page of the write's node is in the store: a KV event (medium L3) if the cache publishes them. */
     private void l3Committed(Write w) {
         io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
-        if (o != null && w.node != null && w.node.isAttached() && w.node.pageCount() == w.keys.size()) {
-            o.onStored(io.hicache.radix.spi.TierObserver.STORAGE, w.node);
+        RadixNode node = w.nodeWrite == null ? null : w.nodeWrite.node;
+        if (o != null && node != null && node.isAttached() && node.pageCount() == w.keys.size()) {
+            o.onStored(io.hicache.radix.spi.TierObserver.STORAGE, node);
         }
     }
 
@@ -348,8 +407,8 @@ final class TierWriter {
     }
 
     private void finish(Write w) {
-        if (w.node != null && !ctl.isClosed() && !w.released) {
-            tree.releaseHost(w.node);
+        if (w.nodeWrite != null && !w.released) {
+            w.nodeWrite.batches--; // the protection is dropped when the group agrees (see agreed)
         }
         w.released = true;
         if (w.staging != null) {
@@ -363,7 +422,8 @@ final class TierWriter {
      * then the target put of those whose draft part is stored). Scheduler thread.
      */
     private static final class Write {
-        final RadixNode node;
+        /** The protected node write this batch belongs to; null for write-back (staged copies). */
+        final NodeWrite nodeWrite;
         final List<PageKey> keys;
         final List<HostPage> pages;
         final List<PageKey> draftKeys;
@@ -380,14 +440,24 @@ final class TierWriter {
         boolean released;
 
         /** @param draftKeys the draft keys aligned with {@code keys}, or null to write the target KV only */
-        Write(RadixNode node, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
+        Write(NodeWrite nodeWrite, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
               List<HostPage> draftPages, Arena staging) {
-            this.node = node;
+            this.nodeWrite = nodeWrite;
             this.keys = keys;
             this.pages = pages;
             this.draftKeys = draftKeys;
             this.draftPages = draftPages;
             this.staging = staging;
+        }
+    }
+
+    /** One node's write: its protection and the batches of it still running on this rank. Scheduler thread. */
+    private static final class NodeWrite {
+        final RadixNode node;
+        int batches;
+
+        NodeWrite(RadixNode node) {
+            this.node = node;
         }
     }
 }

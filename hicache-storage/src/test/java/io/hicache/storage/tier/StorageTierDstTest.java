@@ -20,23 +20,40 @@ import static org.assertj.core.api.Assertions.assertThat;
  * target KV, each part its own object, so the faults hit them independently); random computes of prefixes of a few token families, evictions, prefetches,
  * cancellations, consumptions and store ticks. Invariants after every step: every host page a prefetch published
  * holds exactly the bytes that were backed up for its key, draft KV included; no lease or host protection outlives its prefetch; the
- * trees pass their invariant check; at the end every host page is accounted for. Replay one seed with
+ * trees pass their invariant check; the ranks of a group start the same prefetches and their trees and host budgets
+ * agree (node count, device pages, budget used); at the end every host page is accounted for. Replay one seed with
  * {@code -Dhicache.dst.storageFirstSeed=S -Dhicache.dst.storageSeeds=1}.
  */
 class StorageTierDstTest {
     private static final int FAMILIES = 4;
+    /**
+     * Seeds that once failed, run first by the normal suite (not when a seed range is given): 9000197 and 11003491
+     * (CP 2) diverged the ranks' trees, the write of a node host-protected it until this rank's store answered, so
+     * one rank's host eviction skipped a node the other evicted (a prefetch then started on one rank only, or a
+     * backup waited for a round the other rank never joined).
+     */
+    private static final long[] REGRESSION_SEEDS = {9_000_197, 11_003_491};
 
     @Test
     void aStorageHitReturnsExactlyTheBytesThatWereBackedUp() {
+        if (System.getProperty("hicache.dst.storageFirstSeed") == null) {
+            for (long seed : REGRESSION_SEEDS) {
+                runChecked(seed);
+            }
+        }
         long first = Long.getLong("hicache.dst.storageFirstSeed", 1);
         int seeds = Integer.getInteger("hicache.dst.storageSeeds", 150);
         for (long seed = first; seed < first + seeds; seed++) {
-            try {
-                runSeed(seed);
-            } catch (AssertionError | RuntimeException e) {
-                throw new AssertionError("storage DST failed at seed " + seed + " (replay with "
-                        + "-Dhicache.dst.storageFirstSeed=" + seed + " -Dhicache.dst.storageSeeds=1): " + e, e);
-            }
+            runChecked(seed);
+        }
+    }
+
+    private static void runChecked(long seed) {
+        try {
+            runSeed(seed);
+        } catch (AssertionError | RuntimeException e) {
+            throw new AssertionError("storage DST failed at seed " + seed + " (replay with "
+                    + "-Dhicache.dst.storageFirstSeed=" + seed + " -Dhicache.dst.storageSeeds=1): " + e, e);
         }
     }
 
@@ -80,6 +97,10 @@ class StorageTierDstTest {
                         rig.compute(t, f);
                     } else if (op < 5) {
                         StorageTier.Prefetch[] p = rig.prefetch(t, step);
+                        for (int r = 1; r < cp; r++) {
+                            assertThat(p[r] != null).as("rank %d starts the prefetch rank 0 %s", r,
+                                    p[0] != null ? "started" : "did not start").isEqualTo(p[0] != null);
+                        }
                         if (p[0] != null) {
                             started.add(new Started(p, f));
                         }
@@ -151,6 +172,13 @@ class StorageTierDstTest {
         }
         for (int r = 0; r < rig.cp; r++) {
             rig.ctl[r].tree().checkInvariants();
+            // the ranks' trees and host budgets are agreed state: the same shape and use on every rank
+            assertThat(rig.ctl[r].tree().nodeCount()).as("rank %d: tree nodes", r)
+                    .isEqualTo(rig.ctl[0].tree().nodeCount());
+            assertThat(rig.ctl[r].tree().devicePagesCached()).as("rank %d: device pages cached", r)
+                    .isEqualTo(rig.ctl[0].tree().devicePagesCached());
+            assertThat(rig.ctl[r].hostBudgetUsedPages()).as("rank %d: host budget used", r)
+                    .isEqualTo(rig.ctl[0].hostBudgetUsedPages());
         }
     }
 }
