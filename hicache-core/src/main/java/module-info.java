@@ -6,9 +6,11 @@
  * (context-parallel groups) and {@code io.hicache.core.metrics} (counters and their snapshot).
  *
  * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
- * the mutable metrics, the JDK Flight Recorder events) is internal; the few packages the storage tier and the
- * Micrometer binder build on are exported to them alone. The Flight Recorder events are named {@code io.hicache.*};
- * a recording enables them by name ({@link io.hicache.core.HiCache#flightRecorderEventNames()}).
+ * the mutable metrics, the JDK Flight Recorder events) is internal; the few packages the storage tier, the
+ * Micrometer binder and the KV-event publisher build on are exported to them alone: the storage tier gets only the
+ * narrow port it attaches through ({@code io.hicache.core.internal.tier}) and the distinct-error log. The Flight
+ * Recorder events are named {@code io.hicache.*}; a recording enables them by name
+ * ({@link io.hicache.core.HiCache#flightRecorderEventNames()}).
  */
 // Qualified exports may name modules that are not part of every build; Agrona is an automatic module with
 // a stable name, re-exported because HiCache.Builder takes an IdleStrategy.
@@ -28,11 +30,11 @@ module io.hicache.core {
     exports io.hicache.core.memory;
     exports io.hicache.core.metrics;
 
-    // Each internal package goes only to the project's modules that use it: the storage tier, the Micrometer
-    // binder and the KV-event publisher. The simulator drives the cache through the exported API, as an engine does.
-    exports io.hicache.core.internal to io.hicache.storage, io.hicache.micrometer, io.hicache.events;
-    exports io.hicache.core.internal.cp to io.hicache.storage;
-    exports io.hicache.core.internal.memory to io.hicache.storage;
+    // Each internal package goes only to the project's modules that use it: the Micrometer binder and the KV-event
+    // publisher. The storage tier attaches through its port alone (internal.tier) and shares the distinct-error log.
+    // The simulator drives the cache through the exported API, as an engine does.
+    exports io.hicache.core.internal to io.hicache.micrometer, io.hicache.events;
     exports io.hicache.core.internal.metrics to io.hicache.micrometer;
+    exports io.hicache.core.internal.tier to io.hicache.storage;
     exports io.hicache.core.internal.log to io.hicache.storage;
 }
