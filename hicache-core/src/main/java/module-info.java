@@ -7,8 +7,9 @@
  *
  * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
  * the mutable metrics, the JDK Flight Recorder events) is internal; the few packages the storage tier and the
- * KV-event publisher build on are exported to them alone. The Flight Recorder events are named {@code io.hicache.*};
- * a recording enables them by name ({@link io.hicache.core.HiCache#flightRecorderEventNames()}).
+ * KV-event publisher build on are exported to them alone: the storage tier gets only the narrow port it attaches
+ * through ({@code io.hicache.core.internal.tier}) and the distinct-error log. The Flight Recorder events are named
+ * {@code io.hicache.*}; a recording enables them by name ({@link io.hicache.core.HiCache#flightRecorderEventNames()}).
  */
 // Qualified exports may name modules that are not part of every build; Agrona is an automatic module with
 // a stable name, re-exported because HiCache.Builder takes an IdleStrategy.
@@ -28,11 +29,10 @@ module io.hicache.core {
     exports io.hicache.core.memory;
     exports io.hicache.core.metrics;
 
-    // Each internal package goes only to the project's modules that use it: the storage tier and the KV-event
-    // publisher. The simulator and the Micrometer binder use the exported API (the binder reads
-    // HiCache.metricsView()), as an engine does.
-    exports io.hicache.core.internal to io.hicache.storage, io.hicache.events;
-    exports io.hicache.core.internal.cp to io.hicache.storage;
-    exports io.hicache.core.internal.memory to io.hicache.storage;
+    // Each internal package goes only to the project's modules that use it: the KV-event publisher, and the storage
+    // tier through its port alone (internal.tier) and the distinct-error log. The simulator and the Micrometer binder
+    // use the exported API (the binder reads HiCache.metricsView()), as an engine does.
+    exports io.hicache.core.internal to io.hicache.events;
+    exports io.hicache.core.internal.tier to io.hicache.storage;
     exports io.hicache.core.internal.log to io.hicache.storage;
 }

@@ -12,7 +12,7 @@
  * {@link io.hicache.storage.PrefetchPolicy}) and counters ({@link io.hicache.storage.StorageTierMetrics}) are here too.
  *
  * <p>Exported: {@code io.hicache.storage}; {@code io.hicache.storage.tier} (the {@code StorageTier} behind
- * {@code L3Tier}, constructed on the core-internal controller, and the in-memory {@code MemoryPageStore}) only to
+ * {@code L3Tier}, constructed on the cache's storage port, and the in-memory {@code MemoryPageStore}) only to
  * the simulator, which attaches {@code L3Tier} like an engine and uses the tier package for its modelled store. Not exported: the backends ({@code io.hicache.storage.file}, {@code io.hicache.storage.redis}) and the
  * shared machinery ({@code io.hicache.storage.internal}).
  */

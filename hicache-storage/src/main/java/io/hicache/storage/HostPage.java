@@ -1,19 +1,16 @@
 package io.hicache.storage;
 
-import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.memory.HostLayout;
-import io.hicache.core.memory.KvPageShape;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 
 /**
  * The memory of one host page as the store sees it: an ordered list of segments of the pinned host pool
  * whose concatenation is the page's stored object. Backends read from (put) and write into (get) these
  * segments directly; nothing is staged through another buffer by the SPI.
  *
- * <p>{@link #of(HostKvPool, int)} takes every byte of one host page id (all layers and buffers) in the
- * pool's memory order and merges adjacent ranges: one segment per buffer in
+ * <p>The storage tier makes a cache's host page of the segments its host pool gives for one page id (all layers
+ * and buffers) in the pool's memory order, adjacent ranges merged: one segment per buffer in
  * {@link HostLayout#PAGE_FIRST_DIRECT} and {@link HostLayout#PAGE_FIRST}, one per (buffer, layer) in
  * {@link HostLayout#LAYER_FIRST}. Because the order follows the layout, the layout is part of the key
  * namespace ({@link KeyNamespace}).
@@ -50,53 +47,6 @@ public final class HostPage {
             throw new IllegalArgumentException("a host page needs at least one segment");
         }
         return new HostPage(parts.clone());
-    }
-
-    /**
-     * Every byte of host page {@code hostPage} of {@code pool}, in memory order, adjacent ranges merged.
-     * Cold path (allocates the segment list); cache the result per page id where it is used often.
-     *
-     * @throws IndexOutOfBoundsException when {@code hostPage} is outside the pool
-     * @throws IllegalStateException     when the pool is closed
-     */
-    @SuppressWarnings("exports") // HostKvPool: core-internal, exported only to this project's modules, its callers
-    public static HostPage of(HostKvPool pool, int hostPage) {
-        if (hostPage < 0 || hostPage >= pool.pageCount()) {
-            throw new IndexOutOfBoundsException("hostPage " + hostPage + " out of [0, " + pool.pageCount() + ")");
-        }
-        MemorySegment all = pool.segment();
-        KvPageShape shape = pool.shape();
-        HostLayout layout = pool.layout();
-        boolean contiguous = layout.pageContiguous(shape);
-        int rowsPerRegion = contiguous ? 1 : shape.pageSizeTokens();
-        long rowBytes = contiguous ? shape.pageBytes() : shape.bytesPerTokenPerBuffer();
-        int regions = shape.layerCount() * shape.bufferCount();
-        long[] starts = new long[regions * rowsPerRegion];
-        int n = 0;
-        for (int b = 0; b < shape.bufferCount(); b++) {
-            for (int l = 0; l < shape.layerCount(); l++) {
-                long off = pool.pageAddress(l, b, hostPage) - pool.baseAddress();
-                for (int t = 0; t < rowsPerRegion; t++) {
-                    starts[n++] = off + t * pool.tokenPitchBytes();
-                }
-            }
-        }
-        Arrays.sort(starts);
-        MemorySegment[] runs = new MemorySegment[starts.length];
-        int count = 0;
-        long runStart = starts[0];
-        long runEnd = runStart + rowBytes;
-        for (int i = 1; i < starts.length; i++) {
-            if (starts[i] == runEnd) {
-                runEnd += rowBytes;
-            } else {
-                runs[count++] = all.asSlice(runStart, runEnd - runStart);
-                runStart = starts[i];
-                runEnd = runStart + rowBytes;
-            }
-        }
-        runs[count++] = all.asSlice(runStart, runEnd - runStart);
-        return new HostPage(Arrays.copyOf(runs, count));
     }
 
     /** Segments of this page. */

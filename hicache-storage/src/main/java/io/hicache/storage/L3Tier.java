@@ -1,11 +1,9 @@
 package io.hicache.storage;
 
+import io.hicache.core.BackupHandle;
 import io.hicache.core.HiCache;
 import io.hicache.core.cp.RankAgreement;
-import io.hicache.core.internal.Backup;
-import io.hicache.core.internal.FacadeAccess;
-import io.hicache.core.internal.HiCacheController;
-import io.hicache.core.internal.TierAttachment;
+import io.hicache.core.internal.tier.HostTierPort;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.core.internal.log.DistinctErrorLog;
@@ -60,13 +58,14 @@ import org.slf4j.LoggerFactory;
 public final class L3Tier implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(L3Tier.class);
 
-    private final HiCacheController controller;
+    /** The cache's storage port: all the tier reaches of the cache beyond its API. */
+    private final HostTierPort controller;
     private final StorageTier tier;
     private final Attachment attachment = new Attachment();
     private final DistinctErrorLog errors = new DistinctErrorLog(LOG, "L3 storage tier", 1024);
     private boolean closed;
 
-    private L3Tier(HiCacheController controller, StorageTier tier) {
+    private L3Tier(HostTierPort controller, StorageTier tier) {
         this.controller = controller;
         this.tier = tier;
     }
@@ -100,7 +99,7 @@ public final class L3Tier implements AutoCloseable {
         if (cache == null || store == null || namespace == null || config == null) {
             throw new IllegalArgumentException("L3Tier.attach: cache, store, namespace and config must not be null");
         }
-        HiCacheController ctl = FacadeAccess.controller(cache);
+        HostTierPort ctl = HostTierPort.of(cache);
         if (ctl.isClosed()) {
             throw new IllegalStateException("L3Tier.attach: the HiCache is closed");
         }
@@ -117,7 +116,7 @@ public final class L3Tier implements AutoCloseable {
         StorageTier tier = new StorageTier(ctl, store, namespace, config, prefetchAgreement, cp, ctl.clock());
         L3Tier l3 = new L3Tier(ctl, tier);
         try {
-            ctl.attachTier(l3.attachment);
+            ctl.attach(l3.attachment);
         } catch (RuntimeException e) {
             tier.close(); // nothing started yet: undoes the observer registration
             throw e;
@@ -125,7 +124,7 @@ public final class L3Tier implements AutoCloseable {
         return l3;
     }
 
-    private static void checkNamespace(KeyNamespace ns, HiCacheController ctl, HiCache cache) {
+    private static void checkNamespace(KeyNamespace ns, HostTierPort ctl, HiCache cache) {
         if (ns.isNone()) {
             if (ctl.cpSize() > 1) {
                 throw new IllegalArgumentException("L3Tier.attach: KeyNamespace.NONE cannot tell the CP lanes apart; "
@@ -138,9 +137,9 @@ public final class L3Tier implements AutoCloseable {
             throw new IllegalArgumentException("L3Tier.attach: namespace page size " + ns.pageSizeTokens()
                     + " is not the cache's " + pageSize);
         }
-        if (ns.hostLayout() != ctl.hostPool().layout()) {
+        if (ns.hostLayout() != ctl.hostLayout()) {
             throw new IllegalArgumentException("L3Tier.attach: namespace host layout " + ns.hostLayout()
-                    + " is not the cache's " + ctl.hostPool().layout());
+                    + " is not the cache's " + ctl.hostLayout());
         }
         if (ns.role() != KeyNamespace.Role.TARGET) {
             throw new IllegalArgumentException("L3Tier.attach: pass the target KV's namespace (the draft KV's keys "
@@ -227,7 +226,7 @@ public final class L3Tier implements AutoCloseable {
         controller.checkSchedulerThread();
         tier.close();
         closed = true;
-        controller.detachTier(attachment);
+        controller.detach(attachment);
     }
 
     @Override
@@ -264,10 +263,10 @@ public final class L3Tier implements AutoCloseable {
         errors.record(where + ": " + e.getClass().getName() + (at.length > 0 ? " at " + at[0] : ""));
     }
 
-    /** The controller's calls into the tier; scheduler thread. */
-    private final class Attachment implements TierAttachment {
+    /** The cache's calls into the tier; scheduler thread. */
+    private final class Attachment implements HostTierPort.Tier {
         @Override
-        public void onCommitted(Backup backup) {
+        public void onCommitted(BackupHandle backup) {
             try {
                 tier.onCommitted(backup);
             } catch (RuntimeException e) {

@@ -23,7 +23,7 @@ class HostPageTest {
         KvPageShape shape = new KvPageShape(3, 2, 4, 8);
         try (HostKvPool pool = HostKvPool.builder(new SimulatedCudaRuntime(), shape).layout(layout).pageCount(5).allocate()) {
             int page = 3;
-            HostPage hp = HostPage.of(pool, page);
+            HostPage hp = HostPage.of(pool.pageSegments(page));
             assertThat(hp.byteSize()).isEqualTo(shape.bytesPerPageAllLayers());
             int expectedParts = switch (layout) {
                 case LAYER_FIRST -> 6;

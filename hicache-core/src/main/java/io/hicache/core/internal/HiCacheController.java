@@ -14,6 +14,7 @@ import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.internal.memory.HostKvPool;
+import io.hicache.core.internal.tier.HostTierPort;
 import io.hicache.core.internal.memory.HostPageAllocator;
 import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.core.metrics.FallbackReason;
@@ -140,6 +141,8 @@ public final class HiCacheController implements AutoCloseable {
     private volatile boolean closed;
     /** The lower tier driven by this controller's calls (see {@link #attachTier}), or null. */
     private TierAttachment tier;
+    /** The narrow port a storage tier attaches through (see {@link #hostTierPort()}). */
+    private final HostTierPort tierPort = new ControllerTierPort(this);
     private final HostRoom room;
     private final BackupBook backups;
     private final HostLeases leases;
@@ -714,6 +717,14 @@ public final class HiCacheController implements AutoCloseable {
             throw new IllegalStateException("this cache already has a storage tier attached; close it first");
         }
         tier = attachment;
+    }
+
+    /**
+     * The port a lower storage tier attaches to this controller through: the operations it needs and nothing more
+     * (see {@link HostTierPort}). One per controller. Any thread.
+     */
+    public HostTierPort hostTierPort() {
+        return tierPort;
     }
 
     /** Tells the attached tier, if any, that {@code b} committed (from {@link BackupBook}). Scheduler thread. */

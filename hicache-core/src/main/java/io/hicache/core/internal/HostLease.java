@@ -1,6 +1,7 @@
 package io.hicache.core.internal;
 
 import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.core.internal.tier.HostTierPort;
 
 /**
  * Host pages a storage tier holds for a prefetch (L3 → L2) before they are published as a host-only node:
@@ -13,7 +14,7 @@ import io.hicache.core.internal.cp.LaneDescription;
  * <p>Owned by the scheduler thread. The page ids and lanes are fixed at creation; an I/O thread may read them
  * (and write the host pages they name) once the lease was handed to it through a queue.
  */
-public final class HostLease {
+public final class HostLease implements HostTierPort.Lease {
     final HiCacheController owner;
     final int[] hostPages;
     final LaneDescription lanes;
@@ -28,6 +29,7 @@ public final class HostLease {
     }
 
     /** Positions covered (owned by any rank of the group). */
+    @Override
     public int pageCount() {
         return lanes.pageCount();
     }
@@ -37,7 +39,13 @@ public final class HostLease {
         return hostPages.length;
     }
 
+    @Override
+    public int ownedOffsets(int[] out) {
+        return lanes.ownedOffsets(out);
+    }
+
     /** Host page of owned position {@code i}. */
+    @Override
     public int hostPage(int i) {
         if (i < 0 || i >= hostPages.length) {
             throw new IndexOutOfBoundsException("owned page " + i + " outside [0, " + hostPages.length + ")");

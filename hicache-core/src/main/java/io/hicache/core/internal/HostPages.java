@@ -1,6 +1,7 @@
 package io.hicache.core.internal;
 
 import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.core.internal.tier.HostTierPort;
 import io.hicache.radix.spi.HostValue;
 
 import java.util.Arrays;
@@ -13,7 +14,7 @@ import java.util.Arrays;
  * <p>Immutable; created on the scheduler thread at reservation (so a commit allocates nothing) and by
  * {@link #head}/{@link #tail} when the tree splits a node.
  */
-public final class HostPages implements HostValue {
+public final class HostPages implements HostValue, HostTierPort.HostCopy {
     private final int[] hostPages;
     private final LaneDescription lanes;
     private final boolean draft;
@@ -32,6 +33,7 @@ public final class HostPages implements HostValue {
     }
 
     /** True when the draft/MTP KV of these pages was backed up too (same host page ids, draft pool). */
+    @Override
     public boolean hasDraft() {
         return draft;
     }
@@ -51,7 +53,13 @@ public final class HostPages implements HostValue {
         return hostPages.length;
     }
 
+    @Override
+    public int ownedOffsets(int[] out) {
+        return lanes.ownedOffsets(out);
+    }
+
     /** Host page id of owned position {@code i} (ascending node offset). */
+    @Override
     public int hostPage(int i) {
         return hostPages[i];
     }

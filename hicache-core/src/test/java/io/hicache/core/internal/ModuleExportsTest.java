@@ -13,8 +13,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The module descriptor's exports: the engine API to everyone, the internal packages only to the project's modules
- * that build on them (the storage tier and the KV-event publisher). The simulator and the Micrometer binder use the
- * API, as an engine does (the binder reads {@link HiCache#metricsView()}), so no internal package is exported to them.
+ * that build on them (the storage tier, through its port alone, and the KV-event publisher). The simulator and the
+ * Micrometer binder use the API, as an engine does (the binder reads {@link HiCache#metricsView()}), so no internal
+ * package is exported to them.
  */
 class ModuleExportsTest {
     @Test
@@ -30,6 +31,10 @@ class ModuleExportsTest {
                 assertThat(e.isQualified()).as(e.source() + " is engine API").isFalse();
             }
         }
+        // the storage tier attaches through its port (and shares the distinct-error log), never the controller
+        assertThat(d.exports()).filteredOn(e -> e.targets().contains("io.hicache.storage"))
+            .extracting(ModuleDescriptor.Exports::source)
+            .containsExactlyInAnyOrder("io.hicache.core.internal.tier", "io.hicache.core.internal.log");
         assertThat(d.exports()).extracting(ModuleDescriptor.Exports::source)
             .contains("io.hicache.core", "io.hicache.core.cp", "io.hicache.core.memory", "io.hicache.core.metrics")
             .doesNotContain("io.hicache.core.internal.copy", "io.hicache.core.internal.jfr",

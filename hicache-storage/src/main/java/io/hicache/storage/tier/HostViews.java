@@ -1,47 +1,51 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.internal.memory.HostKvPool;
+import io.hicache.core.internal.tier.HostTierPort;
 import io.hicache.storage.HostPage;
 
 /**
- * The {@link HostPage} views of each host page id: its target KV in the controller's host pool and, when the cache
- * has draft/MTP layers, its draft KV in the draft host pool (which shares the page ids 1:1). Views are made on
- * first use and kept (immutable slices of the pinned pools). Scheduler thread.
+ * The {@link HostPage} views of each host page id: its target KV in the cache's host pool and, when the cache
+ * has draft/MTP layers, its draft KV in the draft host pool (which shares the page ids 1:1), as the cache's
+ * {@link HostTierPort} gives them. Views are made on first use and kept (immutable slices of the pinned pools).
+ * Scheduler thread.
  */
 final class HostViews {
-    private final HostKvPool pool;
-    private final HostKvPool draftPool;
+    private final HostTierPort port;
+    private final boolean draft;
+    private final long pageBytes;
+    private final long draftPageBytes;
     private final HostPage[] views;
     private final HostPage[] draftViews;
 
-    /** @param draftPool the draft host pool, or null when the cache has no draft layers */
-    HostViews(HostKvPool pool, HostKvPool draftPool) {
-        this.pool = pool;
-        this.draftPool = draftPool;
-        this.views = new HostPage[pool.pageCount()];
-        this.draftViews = draftPool == null ? null : new HostPage[draftPool.pageCount()];
+    HostViews(HostTierPort port) {
+        this.port = port;
+        this.draft = port.hasDraftPool();
+        this.pageBytes = port.hostPageBytes(false);
+        this.draftPageBytes = draft ? port.hostPageBytes(true) : 0;
+        this.views = new HostPage[port.hostPageCount()];
+        this.draftViews = draft ? new HostPage[port.hostPageCount()] : null;
     }
 
     /** Whether the cache has draft/MTP layers: every page the tier stores or restores then has a draft part. */
     boolean hasDraft() {
-        return draftPool != null;
+        return draft;
     }
 
     /** Bytes of one page's target KV, all layers and buffers. */
     long pageBytes() {
-        return pool.bytesPerPageAllLayers();
+        return pageBytes;
     }
 
     /** Bytes of one page's draft KV (0 without draft layers). */
     long draftPageBytes() {
-        return draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
+        return draftPageBytes;
     }
 
     /** The target view of host page {@code hostPage}. */
     HostPage of(int hostPage) {
         HostPage v = views[hostPage];
         if (v == null) {
-            v = HostPage.of(pool, hostPage);
+            v = HostPage.of(port.hostPageSegments(false, hostPage));
             views[hostPage] = v;
         }
         return v;
@@ -51,7 +55,7 @@ final class HostViews {
     HostPage draft(int hostPage) {
         HostPage v = draftViews[hostPage];
         if (v == null) {
-            v = HostPage.of(draftPool, hostPage);
+            v = HostPage.of(port.hostPageSegments(true, hostPage));
             draftViews[hostPage] = v;
         }
         return v;

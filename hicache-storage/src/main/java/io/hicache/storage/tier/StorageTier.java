@@ -2,10 +2,7 @@ package io.hicache.storage.tier;
 
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupListener;
-import io.hicache.core.internal.HiCacheController;
-import io.hicache.core.internal.HostLease;
-import io.hicache.core.internal.HostPages;
-import io.hicache.core.internal.HostTierObserver;
+import io.hicache.core.internal.tier.HostTierPort;
 import io.hicache.core.cp.RankAgreement;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
@@ -25,7 +22,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 
 /**
- * The L3 storage tier of one CP rank, sitting on its {@link HiCacheController} (engines get one behind their
+ * The L3 storage tier of one CP rank, sitting on its cache's {@link HostTierPort} (engines get one behind their
  * {@link io.hicache.core.HiCache} through {@link io.hicache.storage.L3Tier}, which calls this class for them):
  * writes committed host pages to a {@link PageStore} (L2 → L3) under a {@link StorageWritePolicy}, and prefetches
  * pages a match is missing from the store into leased host pages (L3 → L2), publishing them as host hits once every
@@ -41,17 +38,18 @@ import java.util.function.LongSupplier;
  * both.
  *
  * <p><b>Writes</b> run behind the host commit: the tier learns of commits as the controller's
- * {@link BackupListener} and of host evictions as its {@link HostTierObserver}, and does the work in {@link #poll()}
+ * {@link BackupListener} and of host evictions as its {@link HostTierPort.EvictionObserver}, and does the work in
+ * {@link #poll()}
  * (never inside the controller's callbacks, never on the forward path, so a device backup never waits for it). A
  * write first asks the store which of its keys exist and puts only the rest; keys known to be stored are not asked
  * again. While a write reads a node's host pages the node is host-protected (not host-evictable; in a CP group the
  * protection is dropped when every rank finished the write, so host eviction picks the same nodes everywhere);
  * write-back copies the evicted pages into a bounded staging area first, since their host pages are freed at once.
  *
- * <p><b>Prefetch.</b> {@link #prefetch} leases host pages ({@link HiCacheController#reserveHost}) within a share of
+ * <p><b>Prefetch.</b> {@link #prefetch} leases host pages ({@link HostTierPort#reserveHost}) within a share of
  * the host pool, checks existence and reads on the store's threads. Completion is agreed in FIFO order through a
  * {@link RankAgreement} (minimum over the group of the pages each rank has whole, in positions), and only the agreed
- * prefix is published ({@link HiCacheController#publishHost}); the rest of the lease is freed. A lease always ends:
+ * prefix is published ({@link HostTierPort#publishHost}); the rest of the lease is freed. A lease always ends:
  * published, released on failure or cancellation, or released by {@link #close()}.
  *
  * <p><b>Visibility across lanes.</b> A CP lane stores the positions it owns under its own namespace; a reader counts
@@ -70,8 +68,9 @@ import java.util.function.LongSupplier;
  * <p><b>Threads.</b> Owned by the controller's scheduler thread: every method is called there, except
  * {@link #metrics()} (any thread). Store I/O runs on the store's threads; the tier only polls its operations.
  */
-public final class StorageTier implements BackupListener, HostTierObserver, AutoCloseable {
-    private final HiCacheController ctl;
+public final class StorageTier implements BackupListener, HostTierPort.EvictionObserver, AutoCloseable {
+    /** The cache's controller, reached only through its storage port. */
+    private final HostTierPort ctl;
     private final StorageTierConfig cfg;
     private final StorageTierCounters metrics = new StorageTierCounters();
     private final TierWriter writer;
@@ -80,8 +79,9 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
     private boolean closed;
 
     /**
-     * A tier on {@code controller}, which must not have a host-tier observer yet; register the tier as the
-     * controller's {@link BackupListener} (e.g. through {@link ForwardingBackupListener}) so it sees commits.
+     * A tier on the cache behind {@code controller} (its port), which must not have a host-eviction observer yet;
+     * register the tier as the cache's {@link BackupListener} (e.g. through {@link ForwardingBackupListener}), or
+     * attach it through the port, so it sees commits.
      *
      * @param store     the store; shared by the ranks of a group (their keys differ by lane), not closed by the tier
      * @param namespace this rank's lane namespace ({@link KeyNamespace#NONE}: SGLang's unseeded keys)
@@ -90,7 +90,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
      * @param clockNs   the clock of the timeout policy (the controller's clock)
      * @throws IllegalArgumentException on a null argument, or an agreement given exactly when {@code cpSize == 1}
      */
-    public StorageTier(HiCacheController controller, PageStore store, KeyNamespace namespace, StorageTierConfig config,
+    public StorageTier(HostTierPort controller, PageStore store, KeyNamespace namespace, StorageTierConfig config,
                        RankAgreement agreement, int cpSize, LongSupplier clockNs) {
         if (controller == null || store == null || namespace == null || config == null || clockNs == null) {
             throw new IllegalArgumentException("controller, store, namespace, config and clock must not be null");
@@ -102,17 +102,17 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         this.ctl = controller;
         this.cfg = config;
         PageHasher hasher = new PageHasher(controller.tree(), namespace);
-        HostViews views = new HostViews(controller.hostPool(), controller.draftHostPool());
+        HostViews views = new HostViews(controller);
         KnownKeys known = new KnownKeys();
         this.writer = new TierWriter(controller, store, config, metrics, hasher, views, known);
         this.prefetcher = new TierPrefetcher(controller, store, config, metrics, hasher, views, known, cpSize,
                 clockNs);
         this.agreement = new PrefetchAgreement(agreement, controller.rank());
-        store.registerHostMemory(controller.hostPool().segment());
-        if (controller.draftHostPool() != null) {
-            store.registerHostMemory(controller.draftHostPool().segment());
+        store.registerHostMemory(controller.hostMemory(false));
+        if (controller.hasDraftPool()) {
+            store.registerHostMemory(controller.hostMemory(true));
         }
-        controller.hostTierObserver(this);
+        controller.observeHostEvictions(this);
     }
 
     /** Counters; any thread. */
@@ -133,7 +133,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
     }
 
     @Override
-    public void onHostEvicting(RadixNode node, HostPages pages) {
+    public void onHostEvicting(RadixNode node, HostTierPort.HostCopy pages) {
         if (!closed) {
             writer.onHostEvicting(node, pages);
         }
@@ -264,7 +264,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         prefetcher.close(live);
         writer.close(live);
         if (live) {
-            ctl.hostTierObserver(null);
+            ctl.observeHostEvictions(null);
         }
         updateDepths();
     }
@@ -314,7 +314,7 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         final int[] tokens;
         final int startPage;
         final int pages;
-        final HostLease lease;
+        final HostTierPort.Lease lease;
         final byte[] hashes;
         final long units;
         final long deadlineNs;
@@ -335,8 +335,8 @@ public final class StorageTier implements BackupListener, HostTierObserver, Auto
         boolean terminatedEarly;
         State state = State.CHECKING;
 
-        Prefetch(long requestId, int[] tokens, int startPage, int pages, HostLease lease, byte[] hashes, long units,
-                 long deadlineNs) {
+        Prefetch(long requestId, int[] tokens, int startPage, int pages, HostTierPort.Lease lease, byte[] hashes,
+                 long units, long deadlineNs) {
             this.requestId = requestId;
             this.tokens = tokens;
             this.startPage = startPage;

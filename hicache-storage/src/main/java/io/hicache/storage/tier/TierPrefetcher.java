@@ -1,8 +1,6 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.internal.HiCacheController;
-import io.hicache.core.internal.HostLease;
-import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.core.internal.tier.HostTierPort;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
@@ -24,9 +22,9 @@ import java.util.function.LongSupplier;
 
 /**
  * The L3 → L2 half of a {@link StorageTier}: leases host pages for the pages a match is missing
- * ({@link HiCacheController#reserveHost}) within a share of the host pool, checks existence and reads on the store's
+ * ({@link HostTierPort#reserveHost}) within a share of the host pool, checks existence and reads on the store's
  * threads, ends them in FIFO order with the landed prefix the group agreed ({@link PrefetchAgreement}, run by the
- * tier) and publishes only that prefix ({@link HiCacheController#publishHost}); the rest of the lease is freed. A
+ * tier) and publishes only that prefix ({@link HostTierPort#publishHost}); the rest of the lease is freed. A
  * published node is held against host eviction until its request consumes it. A lease always ends: published,
  * released on failure or cancellation, or released by {@link #close}.
  *
@@ -42,7 +40,8 @@ final class TierPrefetcher {
     /** Store batches one prefetch may span on a rank (its existence checks run one after another). */
     static final int MAX_PREFETCH_BATCHES = 16;
 
-    private final HiCacheController ctl;
+    /** The cache's controller, reached only through its storage port. */
+    private final HostTierPort ctl;
     private final RadixTree tree;
     private final PageStore store;
     private final StorageTierConfig cfg;
@@ -59,7 +58,7 @@ final class TierPrefetcher {
     private final LinkedHashSet<Prefetch> protectedPrefetches = new LinkedHashSet<>();
     private long prefetchUnitsHeld;
 
-    TierPrefetcher(HiCacheController ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
+    TierPrefetcher(HostTierPort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
                    PageHasher hasher, HostViews views, KnownKeys known, int cpSize, LongSupplier clockNs) {
         this.ctl = ctl;
         this.tree = ctl.tree();
@@ -106,7 +105,7 @@ final class TierPrefetcher {
             metrics.increment(StorageMetric.PREFETCH_NO_ROOM);
             return null;
         }
-        HostLease lease = ctl.reserveHost(matched, pages, total);
+        HostTierPort.Lease lease = ctl.reserveHost(matched, pages, total);
         if (lease == null) {
             metrics.increment(StorageMetric.PREFETCH_NO_ROOM);
             return null;
@@ -115,9 +114,8 @@ final class TierPrefetcher {
         byte[] hashes = hasher.chainAfter(last, own, matched, pages);
         Prefetch p = new Prefetch(requestId, own, matched, pages, lease, hashes, units,
                 clockNs.getAsLong() + cfg.timeoutNs((long) pages * pageSize));
-        LaneDescription lanes = lease.lanes();
-        int[] offsets = new int[lanes.pageCount()];
-        int owned = lanes.ownedOffsets(offsets);
+        int[] offsets = new int[lease.pageCount()];
+        int owned = lease.ownedOffsets(offsets);
         p.ownedOffsets = Arrays.copyOf(offsets, owned);
         p.keys = new ArrayList<>(owned);
         p.draftKeys = views.hasDraft() ? new ArrayList<>(owned) : null;

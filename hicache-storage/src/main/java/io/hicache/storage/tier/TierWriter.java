@@ -1,10 +1,7 @@
 package io.hicache.storage.tier;
 
 import io.hicache.core.BackupHandle;
-import io.hicache.core.internal.Backup;
-import io.hicache.core.internal.HiCacheController;
-import io.hicache.core.internal.HostPages;
-import io.hicache.core.internal.cp.LaneDescription;
+import io.hicache.core.internal.tier.HostTierPort;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
@@ -44,7 +41,8 @@ import java.util.List;
  * <p>Owned by the scheduler thread.
  */
 final class TierWriter {
-    private final HiCacheController ctl;
+    /** The cache's controller, reached only through its storage port. */
+    private final HostTierPort ctl;
     private final RadixTree tree;
     private final PageStore store;
     private final StorageTierConfig cfg;
@@ -61,7 +59,7 @@ final class TierWriter {
     private int stagedPages;
     private boolean closing;
 
-    TierWriter(HiCacheController ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
+    TierWriter(HostTierPort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
                PageHasher hasher, HostViews views, KnownKeys known) {
         this.ctl = ctl;
         this.tree = ctl.tree();
@@ -125,18 +123,15 @@ final class TierWriter {
 
     /** A backup committed: its nodes are considered at the next {@link #poll()}. */
     void onCommitted(BackupHandle handle) {
-        Backup backup = (Backup) handle;
-        for (int i = 0; i < backup.fragmentCount(); i++) {
-            committed.add(backup.fragment(i));
-        }
+        ctl.committedNodes(handle, committed);
     }
 
     /** Write-back: {@code node}'s host pages are about to be freed; copies and writes the owned ones. */
-    void onHostEvicting(RadixNode node, HostPages pages) {
+    void onHostEvicting(RadixNode node, HostTierPort.HostCopy pages) {
         if (cfg.writePolicy() != StorageWritePolicy.WRITE_BACK || !node.hasPageHashes()) {
             return;
         }
-        List<PageKey> keys = ownedKeys(node, pages.lanes(), null, null);
+        List<PageKey> keys = ownedKeys(node, pages, null, null);
         int n = keys.size();
         if (n == 0) {
             return;
@@ -229,12 +224,12 @@ final class TierWriter {
     }
 
     private void writeNode(RadixNode n) {
-        HostPages hp = (HostPages) n.hostValue();
+        HostTierPort.HostCopy hp = ctl.hostCopy(n);
         hasher.ensureHashes(n);
         boolean draft = views.hasDraft() && hp.hasDraft();
         List<HostPage> pages = new ArrayList<>();
         List<HostPage> draftPages = draft ? new ArrayList<>() : null;
-        List<PageKey> keys = ownedKeys(n, hp.lanes(), pages, draftPages);
+        List<PageKey> keys = ownedKeys(n, hp, pages, draftPages);
         // protected on every rank, even with nothing to put here: see the class comment
         NodeWrite t = new NodeWrite(n);
         tree.protectHost(n);
@@ -257,9 +252,9 @@ final class TierWriter {
      * value's pages: the existence check skips stored ones), else those not known to be stored, with their host page
      * views (and draft views, if {@code draftOut} is given: a page is known only when its draft part is too).
      */
-    private List<PageKey> ownedKeys(RadixNode n, LaneDescription lanes, List<HostPage> pagesOut,
+    private List<PageKey> ownedKeys(RadixNode n, HostTierPort.OwnedPages lanes, List<HostPage> pagesOut,
                                     List<HostPage> draftOut) {
-        HostPages hp = (HostPages) n.hostValue();
+        HostTierPort.HostCopy hp = ctl.hostCopy(n);
         int[] offsets = new int[lanes.pageCount()];
         // a node and its host value cover the same positions; its lanes say which this rank owns
         int owned = lanes.ownedOffsets(offsets);

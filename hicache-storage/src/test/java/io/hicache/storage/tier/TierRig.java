@@ -93,7 +93,7 @@ final class TierRig implements AutoCloseable {
             ctl[r] = hb.build();
             KeyNamespace ns = KeyNamespace.builder().modelId("test-model").kvDtype("int8").pageSizeTokens(pageSize)
                     .hostLayout(HostLayout.LAYER_FIRST).cp(cp, r).salt(salt).build();
-            tier[r] = new StorageTier(ctl[r], store, ns, cfg, storage, cp, () -> clockNs);
+            tier[r] = new StorageTier(ctl[r].hostTierPort(), store, ns, cfg, storage, cp, () -> clockNs);
             fwd.target(tier[r]);
         }
         freeDevice = new DevicePagePool(devicePages);
@@ -255,7 +255,7 @@ final class TierRig implements AutoCloseable {
             return false; // a load-back would leave the device's draft pages as they were
         }
         int[] offsets = new int[hp.pageCount()];
-        int owned = hp.lanes().ownedOffsets(offsets);
+        int owned = hp.ownedOffsets(offsets);
         var pool = ctl[rank].hostPool();
         var draftPool = ctl[rank].draftHostPool();
         for (int i = 0; i < owned; i++) {

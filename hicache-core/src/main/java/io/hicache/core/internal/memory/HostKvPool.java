@@ -13,6 +13,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -239,6 +240,52 @@ public final class HostKvPool implements AutoCloseable {
     public MemorySegment segment() {
         checkOpen();
         return segment;
+    }
+
+    /**
+     * Every byte of host page {@code hostPage} (all layers and buffers) as slices of {@link #segment()}, in the
+     * pool's memory order with adjacent ranges merged: one slice per buffer in {@link HostLayout#PAGE_FIRST_DIRECT}
+     * and {@link HostLayout#PAGE_FIRST}, one per (buffer, layer) in {@link HostLayout#LAYER_FIRST}. Their
+     * concatenation is the page as a storage tier stores it, so the layout is part of a stored page's format. Cold
+     * path (allocates); a caller keeps the result per page id.
+     *
+     * @throws IndexOutOfBoundsException when {@code hostPage} is outside the pool
+     * @throws IllegalStateException     when the pool is closed
+     */
+    public MemorySegment[] pageSegments(int hostPage) {
+        if (hostPage < 0 || hostPage >= pageCount) {
+            throw new IndexOutOfBoundsException("hostPage " + hostPage + " out of [0, " + pageCount + ")");
+        }
+        MemorySegment all = segment();
+        boolean contiguous = layout.pageContiguous(shape);
+        int rowsPerRegion = contiguous ? 1 : shape.pageSizeTokens();
+        long rowBytes = contiguous ? shape.pageBytes() : shape.bytesPerTokenPerBuffer();
+        long[] starts = new long[shape.layerCount() * shape.bufferCount() * rowsPerRegion];
+        int n = 0;
+        for (int b = 0; b < shape.bufferCount(); b++) {
+            for (int l = 0; l < shape.layerCount(); l++) {
+                long off = pageAddress(l, b, hostPage) - baseAddress;
+                for (int t = 0; t < rowsPerRegion; t++) {
+                    starts[n++] = off + t * tokenPitchBytes;
+                }
+            }
+        }
+        Arrays.sort(starts);
+        MemorySegment[] runs = new MemorySegment[starts.length];
+        int count = 0;
+        long runStart = starts[0];
+        long runEnd = runStart + rowBytes;
+        for (int i = 1; i < starts.length; i++) {
+            if (starts[i] == runEnd) {
+                runEnd += rowBytes;
+            } else {
+                runs[count++] = all.asSlice(runStart, runEnd - runStart);
+                runStart = starts[i];
+                runEnd = runStart + rowBytes;
+            }
+        }
+        runs[count++] = all.asSlice(runStart, runEnd - runStart);
+        return Arrays.copyOf(runs, count);
     }
 
     /** True once {@link #close()} has run. */
