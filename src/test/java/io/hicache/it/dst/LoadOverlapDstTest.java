@@ -488,8 +488,11 @@ class LoadOverlapDstTest {
         }
 
         void request() {
-            for (int i = 0; i < 100_000 && busyForwards(); i++) {
-                advance(); // the engine's forward ring is bounded: let earlier forwards retire
+            if (busyForwards()) {
+                for (int i = 0; i < 100_000 && busyForwards(); i++) {
+                    advance(); // the engine's forward ring is bounded: let earlier forwards retire
+                }
+                settleAfterAdvance();
             }
             int family = rnd.nextInt(4);
             int pages = 2 + rnd.nextInt(12);
@@ -620,6 +623,18 @@ class LoadOverlapDstTest {
             tag++;
         }
 
+        /**
+         * Polls (advancing the device when that is not enough) until every rank has retired the same loads and
+         * backups. The in-process agreement hands a result to the ranks one poll apart, so an advance in the middle of
+         * a request can leave one rank a failed load ahead (its chain already invalidated, the other's still
+         * loading); the request's next decisions (its match, the pages it inserts) need identical trees.
+         */
+        private void settleAfterAdvance() {
+            for (int i = 0; i < 10_000 && !settle(); i++) {
+                advance();
+            }
+        }
+
         private boolean busyForwards() {
             for (Rank rank : ranks) {
                 if (rank.ctl.backupsInFlight() >= 24) {
@@ -642,8 +657,10 @@ class LoadOverlapDstTest {
                         if (!e.getMessage().contains("still in use") || i > 10_000) {
                             throw e;
                         }
-                        // the ring's next event set still serves an earlier batch: let the device and agreement run
+                        // the ring's next event set still serves an earlier batch: let the device and agreement run,
+                        // then let every rank catch up with the loads agreed meanwhile before the request goes on
                         advance();
+                        settleAfterAdvance();
                     }
                 }
             } finally {
