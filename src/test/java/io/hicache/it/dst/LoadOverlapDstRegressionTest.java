@@ -8,7 +8,8 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Seeds of {@link LoadOverlapDstTest} that once failed, replayed on every build (each takes well under a second).
+ * Seeds of {@link LoadOverlapDstTest} that once failed, replayed on every build and by {@code -Dtest='*Dst*'} (each
+ * takes well under a second once the JVM is warm).
  *
  * <p>10,000,217, 11,000,471, 11,001,682, 11,004,207 (CP 2), 11,005,350, 11,008,758 and 11,009,813 reported "compute
  * of layer N started before its load landed"; 11,002,203 and 11,007,896 threw a {@code NullPointerException} in the
@@ -22,7 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * of a load to rank 1 one poll before rank 0, so rank 1 matched an invalidated chain where rank 0 matched a loading
  * one. The harness now lets every rank catch up (as between steps) before the request goes on.
  */
-class LoadOverlapRegressionTest {
+class LoadOverlapDstRegressionTest {
 
     @ParameterizedTest(name = "seed {0}")
     @ValueSource(longs = {10_000_217L, 11_000_471L, 11_001_682L, 11_002_203L, 11_004_207L, 11_005_350L, 11_007_896L,
