@@ -255,8 +255,9 @@ public final class HiCache implements AutoCloseable {
      * {@link MatchResult#readyPageCount()}), the request runs in the forward right after {@link #startLoading()},
      * calling {@link #waitLayer} before each layer, and may {@link #insert} below the chain. If the load fails
      * ({@link LoadListener#onLoadFailed}) the chain is host-only again, nodes inserted below it are dropped (their
-     * KV was computed over the missing bytes) and their pages, like the load's, return to {@code allocator}; the
-     * engine recomputes the requests that used them. With {@link LoadOverlap#PREVIOUS_BATCH} the chain becomes a
+     * KV was computed over the missing bytes) and their pages, like the load's, return to {@code allocator}; a load
+     * begun below its chain (a later request's, which is the one that request joins) fails too; the engine
+     * recomputes the requests that used them. With {@link LoadOverlap#PREVIOUS_BATCH} the chain becomes a
      * device hit only once the load is acknowledged on every rank. Scheduler thread.
      *
      * @param requestId the engine's id of the request, reported back through the {@link LoadListener}

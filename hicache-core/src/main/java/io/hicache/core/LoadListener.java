@@ -10,7 +10,8 @@ public interface LoadListener {
     }
 
     /**
-     * The load failed (a CUDA error on this or another rank): its device pages were freed, its nodes stay
+     * The load failed (a CUDA error on this or another rank, or, with {@link LoadOverlap#SAME_FORWARD}, the failure
+     * of a load above it whose chain it continued): its device pages were freed, its nodes stay
      * host-only, and the request {@link LoadHandle#requestId()} lost the host hit it was promised; the engine must
      * compute those tokens instead.
      */

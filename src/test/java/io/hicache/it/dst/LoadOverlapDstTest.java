@@ -62,21 +62,7 @@ class LoadOverlapDstTest {
         long seeds = single >= 0 ? 1 : Long.getLong("hicache.dst.overlapSeeds", 200);
         Map<String, Long> totals = new TreeMap<>();
         for (long s = first; s < first + seeds; s++) {
-            World w = new World(s);
-            boolean ran = false;
-            try {
-                w.run(220);
-                ran = true;
-                w.close(true);
-            } catch (AssertionError | RuntimeException e) {
-                if (!ran) {
-                    w.close(false);
-                }
-                throw new AssertionError("seed " + s + " (" + w.describe() + "): " + e.getMessage()
-                    + "\nreplay: ./run-tests -pl integration-tests -am -Dtest=LoadOverlapDstTest -Dhicache.dst.seed=" + s
-                    + " -Dsurefire.failIfNoSpecifiedTests=false", e);
-            }
-            w.counts.forEach((k, v) -> totals.merge(k, v, Long::sum));
+            runSeed(s).forEach((k, v) -> totals.merge(k, v, Long::sum));
         }
         System.out.println("same-forward DST, " + seeds + " seeds: " + totals);
         if (seeds >= 100) {
@@ -86,6 +72,28 @@ class LoadOverlapDstTest {
                 "load.joined", "insertBelowLoading", "layerChecked", "backup.aborted", "metric.HOST_PAGES_EVICTED",
                 "draftLayerChecked", "cp.faultOneRank", "metric.BACKUPS_COMMITTED");
         }
+    }
+
+    /**
+     * Runs seed {@code s} to its end and checks its runtimes for leaks; returns its path counts. A failure names the
+     * seed, its setup and the command that replays it.
+     */
+    static Map<String, Long> runSeed(long s) {
+        World w = new World(s);
+        boolean ran = false;
+        try {
+            w.run(220);
+            ran = true;
+            w.close(true);
+        } catch (AssertionError | RuntimeException e) {
+            if (!ran) {
+                w.close(false);
+            }
+            throw new AssertionError("seed " + s + " (" + w.describe() + "): " + e.getMessage()
+                + "\nreplay: ./run-tests -pl integration-tests -am -Dtest=LoadOverlapDstTest -Dhicache.dst.seed=" + s
+                + " -Dsurefire.failIfNoSpecifiedTests=false", e);
+        }
+        return w.counts;
     }
 
     /** One seeded world: a CP group of 1 or 2 ranks with one controller each, and the engine that drives them. */
@@ -219,32 +227,52 @@ class LoadOverlapDstTest {
 
             /** True when the load's owned pages hold the host bytes of {@code layer} (draft or target). */
             boolean loadedLayerMatches(LoadOp op, boolean isDraft, int layer, StringBuilder why) {
-                DeviceKvLayout l = isDraft ? draft : target;
-                HostKvPool pool = isDraft ? ctl.draftHostPool() : ctl.hostPool();
+                return pairsMatch(loadedPairs(op, isDraft, null), isDraft, layer, why);
+            }
+
+            /**
+             * The (device page, host page) pairs of the load's pages this rank copies, read from the tree now:
+             * all of them, or with {@code used} only the device pages in it (a request that joined a load may use
+             * only the head of its chain). Returned flat: device, host, device, host, ...
+             */
+            int[] loadedPairs(LoadOp op, boolean isDraft, java.util.BitSet used) {
                 int[] offsets = new int[64];
+                int[] out = new int[2 * op.pageCount()];
+                int count = 0;
                 RadixNode n = op.node(op.nodeCount() - 1);
                 int start = op.pageCount();
                 while (start > 0) {
                     start -= n.pageCount();
                     HostPages hp = (HostPages) n.hostValue();
-                    if (isDraft && !hp.hasDraft()) {
-                        n = n.parent();
-                        continue;
-                    }
-                    int owned = hp.lanes().ownedOffsets(offsets);
-                    for (int j = 0; j < owned; j++) {
-                        int dev = op.devicePage(start + offsets[j]);
-                        for (int b = 0; b < l.bufferCount(); b++) {
-                            MemorySegment d = rt.deviceMemory(l.pageAddress(layer, b, dev), l.pageBytes());
-                            MemorySegment h = rt.hostMemory(pool.pageAddress(layer, b, hp.hostPage(j)), l.pageBytes());
-                            if (d.mismatch(h) != -1) {
-                                why.append(isDraft ? "draft" : "target").append(" layer ").append(layer)
-                                    .append(" device page ").append(dev).append(" != host page ").append(hp.hostPage(j));
-                                return false;
+                    if (!isDraft || hp.hasDraft()) {
+                        int owned = hp.lanes().ownedOffsets(offsets);
+                        for (int j = 0; j < owned; j++) {
+                            int dev = op.devicePage(start + offsets[j]);
+                            if (used == null || used.get(dev)) {
+                                out[count++] = dev;
+                                out[count++] = hp.hostPage(j);
                             }
                         }
                     }
                     n = n.parent();
+                }
+                return java.util.Arrays.copyOf(out, count);
+            }
+
+            /** True when each pair's device page holds its host page's bytes of {@code layer} (draft or target). */
+            boolean pairsMatch(int[] pairs, boolean isDraft, int layer, StringBuilder why) {
+                DeviceKvLayout l = isDraft ? draft : target;
+                HostKvPool pool = isDraft ? ctl.draftHostPool() : ctl.hostPool();
+                for (int i = 0; i < pairs.length; i += 2) {
+                    for (int b = 0; b < l.bufferCount(); b++) {
+                        MemorySegment d = rt.deviceMemory(l.pageAddress(layer, b, pairs[i]), l.pageBytes());
+                        MemorySegment h = rt.hostMemory(pool.pageAddress(layer, b, pairs[i + 1]), l.pageBytes());
+                        if (d.mismatch(h) != -1) {
+                            why.append(isDraft ? "draft" : "target").append(" layer ").append(layer)
+                                .append(" device page ").append(pairs[i]).append(" != host page ").append(pairs[i + 1]);
+                            return false;
+                        }
+                    }
                 }
                 return true;
             }
@@ -345,6 +373,8 @@ class LoadOverlapDstTest {
         /** A request of the engine: its path, per rank, and the loads its forward waits for. */
         final class Req {
             final RadixNode[] last = new RadixNode[cp];
+            /** Per rank, the device pages of the request's matched prefix: the only loaded pages it reads. */
+            final java.util.BitSet[] used = new java.util.BitSet[cp];
             final List<LoadOp[]> deps = new ArrayList<>();
             boolean forwardDone;
         }
@@ -458,8 +488,11 @@ class LoadOverlapDstTest {
         }
 
         void request() {
-            for (int i = 0; i < 100_000 && busyForwards(); i++) {
-                advance(); // the engine's forward ring is bounded: let earlier forwards retire
+            if (busyForwards()) {
+                for (int i = 0; i < 100_000 && busyForwards(); i++) {
+                    advance(); // the engine's forward ring is bounded: let earlier forwards retire
+                }
+                settleAfterAdvance();
             }
             int family = rnd.nextInt(4);
             int pages = 2 + rnd.nextInt(12);
@@ -510,6 +543,12 @@ class LoadOverlapDstTest {
                 }
             }
             int prefix = m[0].devicePageCount();
+            for (int r = 0; r < cp; r++) {
+                q.used[r] = new java.util.BitSet(devicePages);
+                for (int i = 0; i < m[r].devicePageCount(); i++) {
+                    q.used[r].set(m[r].devicePages()[i]);
+                }
+            }
             int fresh = pages - prefix;
             int[] dev = new int[pages];
             System.arraycopy(m[0].devicePages(), 0, dev, 0, prefix);
@@ -584,6 +623,18 @@ class LoadOverlapDstTest {
             tag++;
         }
 
+        /**
+         * Polls (advancing the device when that is not enough) until every rank has retired the same loads and
+         * backups. The in-process agreement hands a result to the ranks one poll apart, so an advance in the middle of
+         * a request can leave one rank a failed load ahead (its chain already invalidated, the other's still
+         * loading); the request's next decisions (its match, the pages it inserts) need identical trees.
+         */
+        private void settleAfterAdvance() {
+            for (int i = 0; i < 10_000 && !settle(); i++) {
+                advance();
+            }
+        }
+
         private boolean busyForwards() {
             for (Rank rank : ranks) {
                 if (rank.ctl.backupsInFlight() >= 24) {
@@ -606,8 +657,10 @@ class LoadOverlapDstTest {
                         if (!e.getMessage().contains("still in use") || i > 10_000) {
                             throw e;
                         }
-                        // the ring's next event set still serves an earlier batch: let the device and agreement run
+                        // the ring's next event set still serves an earlier batch: let the device and agreement run,
+                        // then let every rank catch up with the loads agreed meanwhile before the request goes on
                         advance();
+                        settleAfterAdvance();
                     }
                 }
             } finally {
@@ -649,17 +702,23 @@ class LoadOverlapDstTest {
                     rank.ctl.waitLayer(op.consumer(), layer);
                 }
             }
+            // the pages each load brings that this request reads, with their host pages, taken now: the request
+            // holds them (locked) until its forward is done, but not the rest of a joined load's chain, which may
+            // be evicted and reused before this layer computes
             List<LoadOp> mine = new ArrayList<>();
+            List<int[]> pairs = new ArrayList<>();
             for (LoadOp[] ops : q.deps) {
                 mine.add(ops[rank.r]);
+                pairs.add(rank.loadedPairs(ops[rank.r], isDraft, q.used[rank.r]));
             }
             rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> {
-                for (LoadOp op : mine) {
+                for (int i = 0; i < mine.size(); i++) {
+                    LoadOp op = mine.get(i);
                     if (faulted.get(rank.r).containsKey(op) || op.state() == LoadHandle.State.FAILED) {
                         continue; // the engine recomputes a request whose load failed
                     }
                     StringBuilder why = new StringBuilder();
-                    if (!rank.loadedLayerMatches(op, isDraft, layer, why)) {
+                    if (!rank.pairsMatch(pairs.get(i), isDraft, layer, why)) {
                         violations.add("rank " + rank.r + " compute of " + (isDraft ? "draft " : "") + "layer " + layer
                             + " started before its load landed (" + op + ", " + op.state() + "): " + why);
                     }

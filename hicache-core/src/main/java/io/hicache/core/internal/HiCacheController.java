@@ -587,10 +587,11 @@ public final class HiCacheController implements AutoCloseable {
      * {@link io.hicache.core.LoadOverlap#SAME_FORWARD} the chain's nodes are LOADING device nodes from now on
      * (see {@link io.hicache.radix.RadixTree#beginLoad}): the request computes on them in its forward, waiting per
      * layer, and inserts go below them; when the load is agreed the tree takes the pages, and if it fails the
-     * chain is host-only again, whatever was inserted below it is dropped and every page returns to
-     * {@code allocator} once. With {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} the chain's nodes stay
-     * host-only until the load is acknowledged on every rank; a chain node another load is bringing back ends the
-     * chain, and a chain node that an {@code insert} adopts meanwhile keeps the inserted pages.
+     * chain is host-only again, whatever was inserted below it is dropped, a load begun below it fails too, and
+     * every page returns to {@code allocator} once. With {@link io.hicache.core.LoadOverlap#PREVIOUS_BATCH} the
+     * chain's nodes stay host-only until the load is acknowledged on every rank; a chain node another load is
+     * bringing back ends the chain, and a chain node that an {@code insert} adopts meanwhile keeps the inserted
+     * pages.
      *
      * @param requestId the engine's id of the request, reported back through the {@link LoadListener}
      * @return the load, or null when nothing is loaded

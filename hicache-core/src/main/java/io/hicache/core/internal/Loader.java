@@ -412,9 +412,30 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         return Math.max(0, fifo.runRound(nextSeq, this));
     }
 
+    /**
+     * Complete on every rank. With {@link io.hicache.core.LoadOverlap#SAME_FORWARD} a load whose chain a failed load
+     * above it invalidated meanwhile (its anchor was that load's chain) fails instead: its pages are no device hit,
+     * and the requests that joined it computed over the failed load's pages. Every rank retires the failed load
+     * first (lower sequence number), so every rank decides this alike.
+     */
     @Override
     public void retireComplete(LoadOp op) {
-        attach(op);
+        if (sameForward && invalidatedAbove(op)) {
+            rollBack(op);
+        } else {
+            attach(op);
+        }
+    }
+
+    /** True when a node of the (re-read) chain no longer loads with {@code op}: a failed load above dropped it. */
+    private boolean invalidatedAbove(LoadOp op) {
+        refreshChain(op);
+        for (RadixNode n : op.nodes) {
+            if (n.pendingLoad() != op) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override
@@ -468,12 +489,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         for (int k = 0; k < op.nodes.length; k++) {
             RadixNode n = op.nodes[k];
             if (sameForward) {
-                if (n.pendingLoad() == op) {
-                    tree.finishLoad(n, op);
-                } else {
-                    // a failed load above invalidated it while this one ran: its pages for it are still this load's
-                    op.allocator.free(op.devicePages, op.nodePageStart[k], n.pageCount());
-                }
+                tree.finishLoad(n, op); // every node still loads with op (retireComplete checked)
                 continue;
             }
             loading.remove(n);

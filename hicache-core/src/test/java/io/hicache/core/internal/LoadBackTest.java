@@ -312,6 +312,56 @@ class LoadBackTest {
     }
 
     @Test
+    void aLoadHungBelowAFailedLoadFailsTooAndGivesItsPagesBackOnce() {
+        List<LoadOp> loaded = new ArrayList<>();
+        List<LoadOp> failed = new ArrayList<>();
+        try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64)
+            .controller(b -> b.loadListener(new LoadListener() {
+                @Override
+                public void onLoaded(io.hicache.core.LoadHandle op) {
+                    loaded.add((LoadOp) op);
+                }
+
+                @Override
+                public void onLoadFailed(io.hicache.core.LoadHandle op) {
+                    failed.add((LoadOp) op);
+                }
+            })).build()) {
+            backUpAndEvict(rig, 32, 3);
+            HiCacheController c = rig.ctl[0];
+            int freeBefore = rig.freeDevicePageCount();
+            // load A: the chain's head, issued with its host-to-device copies failing
+            LoadOp a = c.loadBack(c.tree().match(tokens(0, 16), 0, 16, new MatchResult()), 1, 1 << 20, allocator(rig));
+            rig.rt[0].failCopiesMatching((dst, src, bytes, kind) -> kind == CopyKind.HOST_TO_DEVICE, CudaError.UNKNOWN);
+            c.startLoading();
+            while (rig.advance()) {
+                // A's copies fail on the device; the controller has not seen it yet (nothing polled)
+            }
+            rig.rt[0].failCopiesMatching(null, null);
+            // load B: a later request's match runs through A's loading head, so B loads the tail below it; its own
+            // copies succeed, but that request computes over A's pages, and B is the only load it joins
+            MatchResult m = c.tree().match(tokens(0, 32), 0, 32, new MatchResult());
+            assertThat(m.loadingNode()).isNotNull();
+            assertThat(m.hostPageCount()).isEqualTo(4);
+            LoadOp b = c.loadBack(m, 2, 1 << 20, allocator(rig));
+            assertThat(b).isNotNull();
+            c.startLoading();
+            assertThat(c.joinLoad(c.tree().match(tokens(0, 32), 0, 32, new MatchResult()))).isSameAs(b);
+            finishLoads(rig);
+
+            assertThat(a.state()).isEqualTo(LoadOp.State.FAILED);
+            assertThat(b.state()).as("a load whose chain hung below a failed load").isEqualTo(LoadOp.State.FAILED);
+            assertThat(failed).containsExactly(a, b);
+            assertThat(loaded).isEmpty();
+            assertThat(rig.freeDevicePageCount()).isEqualTo(freeBefore);
+            MatchResult after = c.tree().match(tokens(0, 32), 0, 32, new MatchResult());
+            assertThat(after.devicePageCount()).isZero();
+            assertThat(after.hostPageCount()).isEqualTo(8);
+            c.tree().checkInvariants();
+        }
+    }
+
+    @Test
     void belowThresholdOrAboveQuotaIsSkipped() {
         try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64).build()) {
             backUpAndEvict(rig, 8, 1);
