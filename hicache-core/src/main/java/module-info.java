@@ -28,9 +28,9 @@ module io.hicache.core {
     exports io.hicache.core.memory;
     exports io.hicache.core.metrics;
 
-    // Each internal package goes only to the project's modules that use it: the storage tier, the Micrometer
-    // binder and the KV-event publisher. The simulator drives the cache through the exported API, as an engine does.
-    exports io.hicache.core.internal to io.hicache.storage, io.hicache.micrometer, io.hicache.events;
+    // Each internal package goes only to the project's modules that use it: the storage tier and the Micrometer
+    // binder. The simulator and the KV-event publisher use the exported API, as an engine does.
+    exports io.hicache.core.internal to io.hicache.storage, io.hicache.micrometer;
     exports io.hicache.core.internal.cp to io.hicache.storage;
     exports io.hicache.core.internal.memory to io.hicache.storage;
     exports io.hicache.core.internal.metrics to io.hicache.micrometer;

@@ -67,8 +67,8 @@ public class KvEventsBenchmark {
         }
         if (events.equals("on")) {
             publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0).build());
-            publisher.attach(rig.controllers[0], 0);
-            publisher.attach(bare.controllers[0], 1);
+            publisher.attach(rig.caches[0], 0);
+            publisher.attach(bare.caches[0], 1);
         }
     }
 
