@@ -23,8 +23,9 @@ import java.util.concurrent.TimeUnit;
  * The publisher thread's work on one thread: drain a cache's ring, merge records into events, encode the msgpack
  * batch, keep it for replay and send it on the PUB socket, exactly as {@code KvEventPublisher}'s loop does for one
  * source, with no publisher thread running. Per page record (block), so 1e9 / score is blocks per second. The
- * records (the untimed fixture, refilled every invocation) are {@value #RUN}-page chains of {@code BlockStored}
- * with a {@code BlockRemoved} of each, {@value #PAGE_SIZE} tokens a page. The PUB socket has no subscriber (ZeroMQ
+ * records (the untimed fixture, refilled every invocation) are {@value #RUN}-page chains stored on alternating media
+ * (so each stored page is its own {@code BlockStored}), then removed from the device (one {@code BlockRemoved} per
+ * chain), {@value #PAGE_SIZE} tokens a page. The PUB socket has no subscriber (ZeroMQ
  * drops at once), so the send is the call's cost, not the wire's. In the events package (on the class path) to
  * reach the package-private ring and encoder.
  */
