@@ -6,9 +6,8 @@
  * (context-parallel groups) and {@code io.hicache.core.metrics} (counters and their snapshot).
  *
  * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
- * the mutable metrics, the JDK Flight Recorder events) is internal; the few packages the storage tier and the
- * KV-event publisher build on are exported to them alone: the storage tier gets only the narrow port it attaches
- * through ({@code io.hicache.core.internal.tier}) and the distinct-error log. The Flight Recorder events are named
+ * the mutable metrics, the JDK Flight Recorder events) is internal; the storage tier alone gets the narrow port it
+ * attaches through ({@code io.hicache.core.internal.tier}) and the distinct-error log. The Flight Recorder events are named
  * {@code io.hicache.*}; a recording enables them by name ({@link io.hicache.core.HiCache#flightRecorderEventNames()}).
  */
 // Qualified exports may name modules that are not part of every build; Agrona is an automatic module with
@@ -29,10 +28,9 @@ module io.hicache.core {
     exports io.hicache.core.memory;
     exports io.hicache.core.metrics;
 
-    // Each internal package goes only to the project's modules that use it: the KV-event publisher, and the storage
-    // tier through its port alone (internal.tier) and the distinct-error log. The simulator and the Micrometer binder
-    // use the exported API (the binder reads HiCache.metricsView()), as an engine does.
-    exports io.hicache.core.internal to io.hicache.events;
+    // Internal packages go only to the storage tier: its port (internal.tier) and the distinct-error log. The
+    // simulator, the Micrometer binder and the KV-event publisher use the exported API (HiCache.metricsView(),
+    // HiCache.tierListener(...)), as an engine does.
     exports io.hicache.core.internal.tier to io.hicache.storage;
     exports io.hicache.core.internal.log to io.hicache.storage;
 }

@@ -9,5 +9,5 @@
 @SuppressWarnings("module")
 module io.hicache.radix {
     exports io.hicache.radix;
-    exports io.hicache.radix.spi to io.hicache.core, io.hicache.sim, io.hicache.storage, io.hicache.events;
+    exports io.hicache.radix.spi to io.hicache.core, io.hicache.sim, io.hicache.storage;
 }

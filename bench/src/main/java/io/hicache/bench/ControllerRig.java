@@ -4,7 +4,8 @@ import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
 import io.hicache.core.DevicePageSink;
 import io.hicache.core.internal.ForwardHandle;
-import io.hicache.core.internal.ControllerBuilder;
+import io.hicache.core.HiCache;
+import io.hicache.core.internal.FacadeAccess;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
@@ -35,6 +36,9 @@ public final class ControllerRig implements AutoCloseable {
     final int cp;
     final int pageSize;
     final CudaRuntime[] runtimes;
+    /** The caches as an engine has them (built with the public builder), one per rank. */
+    final HiCache[] caches;
+    /** Their controllers, which the benchmarks drive directly. */
     final HiCacheController[] controllers;
     private final int[] freeDevicePages;
     private int freeDeviceCount;
@@ -52,6 +56,7 @@ public final class ControllerRig implements AutoCloseable {
         this.cp = cp;
         this.pageSize = pageSize;
         this.runtimes = new CudaRuntime[cp];
+        this.caches = new HiCache[cp];
         this.controllers = new HiCacheController[cp];
         InProcessRankAgreement agreement = cp == 1 ? null : new InProcessRankAgreement(cp);
         for (int r = 0; r < cp; r++) {
@@ -66,7 +71,7 @@ public final class ControllerRig implements AutoCloseable {
                     .pageSizeTokens(pageSize).bytesPerTokenPerBuffer(bytesPerToken).pageCount(devicePages);
                 draft = db.packedFrom(rt.deviceMalloc(db.packedBytes())).build();
             }
-            ControllerBuilder b = HiCacheController.builder().runtime(rt).targetLayout(target)
+            HiCache.Builder b = HiCache.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.INVOKER).leaseNs(0)
                 .checkThread(false).maxForwardsInFlight(forwardsInFlight).coalesce(coalesce);
             if (rt instanceof SimulatedCudaRuntime sim) {
@@ -75,7 +80,8 @@ public final class ControllerRig implements AutoCloseable {
             if (cp > 1) {
                 b.cpGroup(cp, r, OwnerLanes.ROUND_ROBIN, agreement);
             }
-            controllers[r] = b.build();
+            caches[r] = b.build();
+            controllers[r] = FacadeAccess.controller(caches[r]);
             reserved.add(new ArrayList<>());
         }
         freeDevicePages = new int[devicePages];

@@ -22,9 +22,12 @@ import org.openjdk.jmh.annotations.Warmup;
 import java.util.concurrent.TimeUnit;
 
 /**
- * What KV events cost the scheduler thread, events off and on (a publisher attached, its thread draining and
+ * What KV events cost, events off and on (a publisher attached through the public API, its thread draining and
  * sending on loopback with no subscriber):
  * <ul>
+ *   <li>{@code LayerHook.layerStored}: {@link HookBenchmark}'s per-layer forward hook ({@value LayerHook#LAYERS}
+ *   target layers of a 1-page backup; the backup's commit and eviction, where events are recorded, are its untimed
+ *   fixture); per layer. Events add no work there: the row shows it.</li>
  *   <li>{@code insertEvict}: a tree insert of a fresh 16-page sequence and the device eviction of it (one
  *   {@code BlockStored} and one {@code BlockRemoved} of 16 blocks when on); per page.</li>
  *   <li>{@code pollCommit}: {@link CommitBenchmark}'s commit path on one rank (a {@code BlockStored CPU} per
@@ -67,8 +70,8 @@ public class KvEventsBenchmark {
         }
         if (events.equals("on")) {
             publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0).build());
-            publisher.attach(rig.controllers[0], 0);
-            publisher.attach(bare.controllers[0], 1);
+            publisher.attach(rig.caches[0], 0);
+            publisher.attach(bare.caches[0], 1);
         }
     }
 
@@ -115,6 +118,66 @@ public class KvEventsBenchmark {
         rig.runAgentsUntilAcked();
         rig.pollUntilRetired();
         rig.retireAndEvict(FORWARDS);
+    }
+
+    /** The per-layer hook of a forward thread, with the cache publishing events or not; per layer. */
+    @State(Scope.Thread)
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.NANOSECONDS)
+    @Warmup(iterations = 3, time = 1)
+    @Measurement(iterations = 5, time = 1)
+    @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
+    public static class LayerHook {
+        static final int LAYERS = 80;
+
+        @Param({"off", "on"})
+        public String events;
+
+        private ControllerRig rig;
+        private KvEventPublisher publisher;
+        private ForwardHandle handle;
+
+        @Setup(Level.Trial)
+        public void build() {
+            rig = new ControllerRig(ControllerRig.Runtime.NOOP, 1, LAYERS, 0, PAGE_SIZE, 64, 64, 16, 2, true);
+            if (events.equals("on")) {
+                publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0)
+                        .build());
+                publisher.attach(rig.caches[0], 0);
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            if (publisher != null) {
+                publisher.close();
+            }
+            rig.close();
+        }
+
+        @Setup(Level.Invocation)
+        public void begin() {
+            rig.insertAndReserve(1, false);
+            handle = rig.beginForward()[0];
+        }
+
+        @TearDown(Level.Invocation)
+        public void end() {
+            handle.endForward();
+            handle = null;
+            rig.runAgentsUntilAcked();
+            rig.pollUntilRetired();
+            rig.retireAndEvict(1);
+        }
+
+        @Benchmark
+        @OperationsPerInvocation(LAYERS)
+        public void layerStored() {
+            ForwardHandle h = handle;
+            for (int l = 0; l < LAYERS; l++) {
+                h.targetLayerStored(l);
+            }
+        }
     }
 
     /** Produce a burst of page records and wait until the publisher sent (or dropped) them; per record. */

@@ -136,6 +136,124 @@ public final class HiCache implements AutoCloseable {
         return treeView;
     }
 
+    /**
+     * Sets the listener told of this cache's tier transitions (null for none), replacing the one set before: what
+     * KV events for fleet routers are made of (the {@code hicache-events} module sets one; docs/EVENTS.md). An
+     * attached L3 storage tier reports its transitions to it too. Scheduler thread.
+     *
+     * @throws IllegalStateException if called from another thread than the scheduler thread
+     */
+    public void tierListener(TierListener listener) {
+        controller.tierObserver(listener == null ? null : new TierPort(listener));
+    }
+
+    /**
+     * The listener set with {@link #tierListener(TierListener)}, or null (also when the project's own code observes
+     * the tree directly). Scheduler thread.
+     */
+    public TierListener tierListener() {
+        return controller.tierObserver() instanceof TierPort p ? p.listener() : null;
+    }
+
+    /**
+     * Told of every tier transition of the cache's pages, synchronously, on the thread that makes it (the scheduler
+     * thread; an L3 tier reports from its {@code poll}), in the order they happen: pages that became matchable on the
+     * device, host values committed (in a CP group only after the group agreed) or published from L3, pages written
+     * to or found gone from L3, pages about to leave a tier. A host value is never reported while its backup is
+     * pending. A page is one radix page ({@link TreeView#pageSize()} tokens).
+     *
+     * <p>Implementations must not call back into the cache, must not block and should not allocate: they run on the
+     * scheduler's hot path. They must not throw either: an exception propagates out of the cache call that made the
+     * transition and may leave that call half done.
+     */
+    public interface TierListener {
+        /** The device (GPU) tier. */
+        int DEVICE = io.hicache.radix.spi.TierObserver.DEVICE;
+        /** The host (CPU) tier. */
+        int HOST = io.hicache.radix.spi.TierObserver.HOST;
+        /** The L3 storage tier. */
+        int STORAGE = io.hicache.radix.spi.TierObserver.STORAGE;
+
+        /**
+         * An insert made pages {@code [firstNewToken / pageSize, len / pageSize)} of {@code tokens[from, from + len)}
+         * matchable on the device (new nodes, or host-only nodes that adopted device pages); the leading
+         * {@code firstNewToken} tokens already were. Only called when at least one page is new.
+         *
+         * @param tokens the inserted sequence, from the root (read it during the call only)
+         * @param last   the node the insert ended on (it ends at {@code from + len})
+         */
+        void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last);
+
+        /**
+         * Every page of {@code node} is now on {@code tier}: a load finished or device pages were attached
+         * ({@link #DEVICE}), a host value committed or published ({@link #HOST}), every page written to L3 in one
+         * write ({@link #STORAGE}; see also {@link #onPagesStored}).
+         */
+        void onStored(int tier, RadixNode node);
+
+        /**
+         * Every page of {@code node} is about to leave {@code tier} (eviction, invalidation after a failed load);
+         * called while the node is still attached.
+         */
+        void onRemoving(int tier, RadixNode node);
+
+        /**
+         * Pages {@code [firstPage, firstPage + pages)} of {@code node} (counted from its first page) are now on
+         * {@code tier}: an L3 write that committed part of a node (one store batch, or one CP rank's positions).
+         * The default does nothing.
+         */
+        default void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
+        }
+
+        /**
+         * Pages {@code [firstPage, firstPage + pages)} of the sequence {@code tokens[from, ...)} (counted from the
+         * root) are now on {@code tier} ({@code stored}) or found gone from it: L3 transitions of pages no node
+         * holds (a write-back of evicted host pages; a page an L3 read found missing or corrupt). The default does
+         * nothing.
+         *
+         * @param tokens the sequence (read it during the call only)
+         */
+        default void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
+        }
+
+        /** Everything left every tier at once (a reset). The default does nothing. */
+        default void onCleared() {
+        }
+    }
+
+    /** A {@link TierListener} as the radix tree's observer port. */
+    private record TierPort(TierListener listener) implements io.hicache.radix.spi.TierObserver {
+        @Override
+        public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
+            listener.onDeviceInserted(tokens, from, len, firstNewToken, last);
+        }
+
+        @Override
+        public void onStored(int tier, RadixNode node) {
+            listener.onStored(tier, node);
+        }
+
+        @Override
+        public void onRemoving(int tier, RadixNode node) {
+            listener.onRemoving(tier, node);
+        }
+
+        @Override
+        public void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
+            listener.onPagesStored(tier, node, firstPage, pages);
+        }
+
+        @Override
+        public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
+            listener.onSequencePages(tier, stored, tokens, from, firstPage, pages);
+        }
+
+        @Override
+        public void onCleared() {
+            listener.onCleared();
+        }
+    }
+
     // ------------------------------------------------------------------ backups
 
     /**

@@ -1,8 +1,7 @@
 package io.hicache.events;
 
 import io.hicache.core.HiCache;
-import io.hicache.core.internal.FacadeAccess;
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.radix.RadixNode;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.zeromq.SocketType;
@@ -144,13 +143,21 @@ public final class KvEventPublisher implements AutoCloseable {
     }
 
     /**
-     * Publishes {@code cache}'s tier transitions as rank {@code dataParallelRank}. Call on the cache's scheduler
-     * thread.
+     * Publishes {@code cache}'s tier transitions as rank {@code dataParallelRank}: sets this publisher's collector as
+     * the cache's {@link HiCache.TierListener}. Call on the cache's scheduler thread.
      *
-     * @throws IllegalStateException if the publisher is closed or the cache already has an observer
+     * @throws IllegalStateException if the publisher is closed or the cache already has a live tier listener
      */
     public void attach(HiCache cache, int dataParallelRank) {
-        attach(FacadeAccess.controller(cache), dataParallelRank);
+        if (stopping) {
+            throw new IllegalStateException("KV event publisher is closed");
+        }
+        HiCache.TierListener present = cache.tierListener();
+        if (present != null && !(present instanceof TierEventCollector c && c.disabled())) {
+            throw new IllegalStateException("this cache already publishes its tier transitions to a listener"
+                + " (attach a publisher before observe)");
+        }
+        cache.tierListener(collector(cache.tree().pageSize(), dataParallelRank)); // replaces a closed one's
     }
 
     /**
@@ -162,51 +169,42 @@ public final class KvEventPublisher implements AutoCloseable {
      * @param extraKey hashed into every block hash (see {@link BlockHasher})
      */
     public static void observe(HiCache cache, long extraKey, BlockEventSink sink) {
-        HiCacheController controller = FacadeAccess.controller(cache);
-        io.hicache.radix.spi.TierObserver own = observer(controller.pageSize(), extraKey, sink);
-        io.hicache.radix.spi.TierObserver present = controller.tierObserver();
-        controller.tierObserver(null);
-        controller.tierObserver(present == null ? own : new BothObservers(present, own));
+        HiCache.TierListener own = observer(cache.tree().pageSize(), extraKey, sink);
+        HiCache.TierListener present = cache.tierListener();
+        cache.tierListener(present == null ? own : new BothListeners(present, own));
     }
 
-    /**
-     * Publishes {@code controller}'s tier transitions as rank {@code dataParallelRank}: the project's benchmarks,
-     * which drive controllers without a facade (engines use {@link #attach(HiCache, int)}). Scheduler thread.
-     *
-     * @throws IllegalStateException if the publisher is closed or the controller already has a live observer
-     */
-    @SuppressWarnings("exports") // the benchmarks run on the class path and have controllers, not facades
-    public void attach(HiCacheController controller, int dataParallelRank) {
-        if (stopping) {
-            throw new IllegalStateException("KV event publisher is closed");
-        }
-        io.hicache.radix.spi.TierObserver present = controller.tierObserver();
-        if (present != null && !(present instanceof TierEventCollector c && c.disabled())) {
-            throw new IllegalStateException("this cache already publishes its tier transitions to an observer"
-                + " (attach a publisher before observe)");
-        }
-        controller.tierObserver(collector(controller.pageSize(), dataParallelRank)); // replaces a closed one's
-    }
-
-    /** Tells two observers of one cache, in order (a publisher's collector and an in-process one). */
-    private record BothObservers(io.hicache.radix.spi.TierObserver first, io.hicache.radix.spi.TierObserver second)
-            implements io.hicache.radix.spi.TierObserver {
+    /** Tells two listeners of one cache, in order (a publisher's collector and an in-process one). */
+    private record BothListeners(HiCache.TierListener first, HiCache.TierListener second)
+            implements HiCache.TierListener {
         @Override
-        public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, io.hicache.radix.RadixNode last) {
+        public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
             first.onDeviceInserted(tokens, from, len, firstNewToken, last);
             second.onDeviceInserted(tokens, from, len, firstNewToken, last);
         }
 
         @Override
-        public void onStored(int tier, io.hicache.radix.RadixNode node) {
+        public void onStored(int tier, RadixNode node) {
             first.onStored(tier, node);
             second.onStored(tier, node);
         }
 
         @Override
-        public void onRemoving(int tier, io.hicache.radix.RadixNode node) {
+        public void onRemoving(int tier, RadixNode node) {
             first.onRemoving(tier, node);
             second.onRemoving(tier, node);
+        }
+
+        @Override
+        public void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
+            first.onPagesStored(tier, node, firstPage, pages);
+            second.onPagesStored(tier, node, firstPage, pages);
+        }
+
+        @Override
+        public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
+            first.onSequencePages(tier, stored, tokens, from, firstPage, pages);
+            second.onSequencePages(tier, stored, tokens, from, firstPage, pages);
         }
 
         @Override
@@ -216,7 +214,7 @@ public final class KvEventPublisher implements AutoCloseable {
         }
     }
 
-    /** A new source: the observer one cache's tree reports to (tests set it on a bare tree). */
+    /** A new source: the listener one cache reports to (tests set it on a bare tree through an adapter). */
     TierEventCollector collector(int pageSize, int dataParallelRank) {
         if (stopping) {
             throw new IllegalStateException("KV event publisher is closed");
@@ -229,14 +227,14 @@ public final class KvEventPublisher implements AutoCloseable {
     }
 
     /**
-     * A tier observer that hashes blocks exactly as a publisher does and hands each to {@code sink} in process
+     * A tier listener that hashes blocks exactly as a publisher does and hands each to {@code sink} in process
      * (no queue, no encoding, no sockets); {@link #observe} sets it on a cache. The sink runs on
      * the cache's scheduler thread.
      *
      * @param pageSize tokens per page of the cache
      * @param extraKey hashed into every block hash (see {@link BlockHasher})
      */
-    static io.hicache.radix.spi.TierObserver observer(int pageSize, long extraKey, BlockEventSink sink) {
+    static HiCache.TierListener observer(int pageSize, long extraKey, BlockEventSink sink) {
         if (pageSize < 1 || sink == null) {
             throw new IllegalArgumentException("observer needs pageSize >= 1 and a sink, got " + pageSize + ", " + sink);
         }

@@ -1,10 +1,10 @@
 package io.hicache.events;
 
+import io.hicache.core.HiCache;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.spi.TierObserver;
 
 /**
- * One cache's side of the publisher: turns the tree's tier transitions into page records in its
+ * One cache's side of the publisher: turns the cache's tier transitions into page records in its
  * {@link EventRing}. Runs on the cache's scheduler thread (the ring's one producer); allocates nothing once its
  * scratch arrays have grown to the deepest path seen, takes no lock.
  *
@@ -13,7 +13,7 @@ import io.hicache.radix.spi.TierObserver;
  * the node as the tail, so its last page stays the same), so a hit is always right; a miss walks up to the
  * nearest cached ancestor (or the root) and hashes down.
  */
-final class TierEventCollector implements TierObserver {
+final class TierEventCollector implements HiCache.TierListener {
     private static final int CACHE_SLOTS = 1 << 14;
 
     final EventRing ring;
@@ -120,46 +120,109 @@ final class TierEventCollector implements TierObserver {
         java.util.Arrays.fill(cacheNode, null);
     }
 
-    private void emitNode(byte kind, int tier, RadixNode node) {
-        if (node.isRoot()) {
+    @Override
+    public void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
+        if (enabled && firstPage >= 0 && pages > 0 && firstPage + pages <= node.pageCount()) {
+            emitNode(EventRing.STORED, tier, node, firstPage, firstPage + pages);
+        }
+    }
+
+    @Override
+    public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
+        if (!enabled || firstPage < 0 || pages <= 0) {
             return;
         }
+        byte kind = stored ? EventRing.STORED : EventRing.REMOVED;
+        long h = seed;
+        int end = firstPage + pages;
+        for (int p = 0; p < end; p++) {
+            int off = from + p * pageSize;
+            long x = h;
+            for (int k = 0; k < pageSize; k++) {
+                x = BlockHasher.step(x, tokens[off + k]);
+            }
+            long parent = h;
+            h = BlockHasher.finish(x, pageSize);
+            if (p < firstPage) {
+                continue;
+            }
+            if (sink != null) {
+                if (stored) {
+                    sink.stored(tier, h, parent == seed ? -1 : parent);
+                } else {
+                    sink.removed(tier, h);
+                }
+            } else {
+                int i = ring.claim();
+                ring.set(i, kind, tier, h, parent);
+                System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
+                ring.publish(i);
+            }
+        }
+        if (sink == null) {
+            ring.flush();
+        }
+    }
+
+    private void emitNode(byte kind, int tier, RadixNode node) {
+        if (!node.isRoot()) {
+            emitNode(kind, tier, node, 0, node.pageCount());
+        }
+    }
+
+    /** Records pages {@code [first, end)} of {@code node}; remembers its end hash once the last page is hashed. */
+    private void emitNode(byte kind, int tier, RadixNode node, int first, int end) {
         long h = startHash(node);
         int pages = node.pageCount();
         if (sink != null) {
-            for (int p = 0; p < pages; p++) {
+            for (int p = 0; p < end; p++) {
                 long x = h;
                 for (int k = 0; k < pageSize; k++) {
                     x = BlockHasher.step(x, node.token(p * pageSize + k));
                 }
                 long parent = h;
                 h = BlockHasher.finish(x, pageSize);
+                if (p < first) {
+                    continue;
+                }
                 if (kind == EventRing.STORED) {
                     sink.stored(tier, h, parent == seed ? -1 : parent);
                 } else {
                     sink.removed(tier, h);
                 }
             }
-            remember(node, h);
-            return;
-        }
-        int[] dst = ring.tokens();
-        for (int p = 0; p < pages; p++) {
-            int i = ring.claim();
-            int base = i * pageSize;
-            long x = h;
-            for (int k = 0; k < pageSize; k++) {
-                int t = node.token(p * pageSize + k);
-                dst[base + k] = t;
-                x = BlockHasher.step(x, t);
+        } else {
+            for (int p = 0; p < first; p++) {
+                h = hashPage(node, p, h);
             }
-            long parent = h;
-            h = BlockHasher.finish(x, pageSize);
-            ring.set(i, kind, tier, h, parent);
-            ring.publish(i);
+            int[] dst = ring.tokens();
+            for (int p = first; p < end; p++) {
+                int i = ring.claim();
+                int base = i * pageSize;
+                long x = h;
+                for (int k = 0; k < pageSize; k++) {
+                    int t = node.token(p * pageSize + k);
+                    dst[base + k] = t;
+                    x = BlockHasher.step(x, t);
+                }
+                long parent = h;
+                h = BlockHasher.finish(x, pageSize);
+                ring.set(i, kind, tier, h, parent);
+                ring.publish(i);
+            }
+            ring.flush();
         }
-        ring.flush();
-        remember(node, h);
+        if (end == pages) {
+            remember(node, h);
+        }
+    }
+
+    private long hashPage(RadixNode node, int page, long h) {
+        long x = h;
+        for (int k = 0; k < pageSize; k++) {
+            x = BlockHasher.step(x, node.token(page * pageSize + k));
+        }
+        return BlockHasher.finish(x, pageSize);
     }
 
     private void remember(RadixNode node, long endHash) {
@@ -190,11 +253,7 @@ final class TierEventCollector implements TierObserver {
             path[d] = null;
             int pages = n.pageCount();
             for (int q = 0; q < pages; q++) {
-                long x = h;
-                for (int k = 0; k < pageSize; k++) {
-                    x = BlockHasher.step(x, n.token(q * pageSize + k));
-                }
-                h = BlockHasher.finish(x, pageSize);
+                h = hashPage(n, q, h);
             }
             int slot = slot(n);
             cacheNode[slot] = n;

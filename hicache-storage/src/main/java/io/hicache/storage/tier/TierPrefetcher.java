@@ -316,6 +316,7 @@ final class TierPrefetcher {
                         failed += d.count(StoreStatus.FAILED) + d.count(StoreStatus.REJECTED);
                     }
                 }
+                announceGone(p);
                 metrics.add(StorageMetric.PREFETCH_BYTES, good * (views.pageBytes() + views.draftPageBytes()));
                 metrics.add(StorageMetric.PREFETCH_IO_NS, System.nanoTime() - p.ioStartNs);
                 metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
@@ -326,6 +327,46 @@ final class TierPrefetcher {
                 return 0;
             }
         }
+    }
+
+    /**
+     * Pages the existence check found in the store but the read found missing or corrupt (either part) are gone from
+     * it (deleted, expired, damaged): tells the cache's observer (its KV events), one call per run of consecutive
+     * positions. A check that merely stops early is not taken as proof (a store backing off answers 0).
+     */
+    private void announceGone(Prefetch p) {
+        io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
+        if (o == null) {
+            return;
+        }
+        int runFirst = -1;
+        int runEnd = -1;
+        for (int c = 0; c < p.gets.size(); c++) {
+            StoreResult r = p.gets.get(c).result();
+            StoreResult d = p.draftGets == null ? null : p.draftGets.get(c).result();
+            for (int i = 0; i < r.size(); i++) {
+                if (!gone(r.status(i)) && (d == null || !gone(d.status(i)))) {
+                    continue;
+                }
+                int position = p.startPage + p.ownedOffsets[c * maxBatch + i];
+                if (position != runEnd) {
+                    if (runFirst >= 0) {
+                        o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
+                                runEnd - runFirst);
+                    }
+                    runFirst = position;
+                }
+                runEnd = position + 1;
+            }
+        }
+        if (runFirst >= 0) {
+            o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
+                    runEnd - runFirst);
+        }
+    }
+
+    private static boolean gone(StoreStatus s) {
+        return s == StoreStatus.MISS || s == StoreStatus.CORRUPT;
     }
 
     /** The first store operation of {@code p} still running, or null. */

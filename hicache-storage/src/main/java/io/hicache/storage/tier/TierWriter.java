@@ -131,7 +131,8 @@ final class TierWriter {
         if (cfg.writePolicy() != StorageWritePolicy.WRITE_BACK || !node.hasPageHashes()) {
             return;
         }
-        List<PageKey> keys = ownedKeys(node, pages, null, null);
+        int[] offsets = new int[pages.pageCount()];
+        List<PageKey> keys = ownedKeys(node, pages, null, null, offsets);
         int n = keys.size();
         if (n == 0) {
             return;
@@ -161,7 +162,11 @@ final class TierWriter {
             }
         }
         stagedPages += n;
-        start(new Write(null, keys, staged, draft ? draftKeys(keys) : null, stagedDraft, arena));
+        Write w = new Write(null, keys, staged, draft ? draftKeys(keys) : null, stagedDraft, arena,
+                java.util.Arrays.copyOf(offsets, n), startPage(node));
+        // the node may be gone when the write commits: its KV events name the pages by their sequence
+        w.sequence = observer() == null ? null : sequenceTokens(node, w.startPage);
+        start(w);
     }
 
     /** Write-through-selective: writes the nodes of {@code match}'s path whose hit count reached the threshold. */
@@ -229,7 +234,8 @@ final class TierWriter {
         boolean draft = views.hasDraft() && hp.hasDraft();
         List<HostPage> pages = new ArrayList<>();
         List<HostPage> draftPages = draft ? new ArrayList<>() : null;
-        List<PageKey> keys = ownedKeys(n, hp, pages, draftPages);
+        int[] offsets = new int[hp.pageCount()];
+        List<PageKey> keys = ownedKeys(n, hp, pages, draftPages, offsets);
         // protected on every rank, even with nothing to put here: see the class comment
         NodeWrite t = new NodeWrite(n);
         tree.protectHost(n);
@@ -238,12 +244,14 @@ final class TierWriter {
             return;
         }
         List<PageKey> draftKeys = draft ? draftKeys(keys) : null;
+        int startPage = startPage(n);
         for (int from = 0; from < keys.size(); from += maxBatch) {
             int to = Math.min(keys.size(), from + maxBatch);
             t.batches++;
             start(new Write(t, new ArrayList<>(keys.subList(from, to)), new ArrayList<>(pages.subList(from, to)),
                     draft ? new ArrayList<>(draftKeys.subList(from, to)) : null,
-                    draft ? new ArrayList<>(draftPages.subList(from, to)) : null, null));
+                    draft ? new ArrayList<>(draftPages.subList(from, to)) : null, null,
+                    java.util.Arrays.copyOfRange(offsets, from, to), startPage));
         }
     }
 
@@ -251,9 +259,10 @@ final class TierWriter {
      * Keys of the owned positions: all of them when {@code pagesOut} is null (write-back, aligned with the evicted
      * value's pages: the existence check skips stored ones), else those not known to be stored, with their host page
      * views (and draft views, if {@code draftOut} is given: a page is known only when its draft part is too).
+     * {@code offsetsOut} receives each returned key's page offset in the node.
      */
     private List<PageKey> ownedKeys(RadixNode n, HostTierPort.OwnedPages lanes, List<HostPage> pagesOut,
-                                    List<HostPage> draftOut) {
+                                    List<HostPage> draftOut, int[] offsetsOut) {
         HostTierPort.HostCopy hp = ctl.hostCopy(n);
         int[] offsets = new int[lanes.pageCount()];
         // a node and its host value cover the same positions; its lanes say which this rank owns
@@ -262,6 +271,7 @@ final class TierWriter {
         for (int i = 0; i < owned; i++) {
             PageKey k = hasher.nodeKey(n, offsets[i]);
             if (pagesOut == null) {
+                offsetsOut[keys.size()] = offsets[i];
                 keys.add(k);
                 continue;
             }
@@ -269,6 +279,7 @@ final class TierWriter {
                 metrics.increment(StorageMetric.WRITE_PAGES_PRESENT);
                 continue;
             }
+            offsetsOut[keys.size()] = offsets[i];
             keys.add(k);
             pagesOut.add(views.of(hp.hostPage(i)));
             if (draftOut != null) {
@@ -306,31 +317,94 @@ final class TierWriter {
         }
         StoreResult r = w.put.result();
         int ok = 0;
+        int[] stored = new int[r.size()];
         for (int i = 0; i < r.size(); i++) {
             if (r.ok(i)) {
-                ok++;
+                stored[ok++] = w.putIndex[i];
                 known.add(w.putKeys.get(i));
             }
         }
+        l3Stored(w, stored, ok);
         metrics.add(StorageMetric.WRITE_PAGES_STORED, ok);
         metrics.add(StorageMetric.WRITE_BYTES, ok * (views.pageBytes()
                 + (w.draftKeys == null ? 0 : views.draftPageBytes())));
         metrics.add(StorageMetric.WRITE_FAILED_PAGES, w.failedDrafts + r.size() - ok);
         metrics.add(StorageMetric.WRITE_IO_NS, System.nanoTime() - w.ioStartNs);
-        if (ok == r.size() && w.failedDrafts == 0 && w.offset + ok == w.keys.size()) {
-            l3Committed(w);
-        }
         finish(w);
         return true;
     }
 
-    /** Every page of the write's node is in the store: a KV event (medium L3) if the cache publishes them. */
-    private void l3Committed(Write w) {
-        io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
-        RadixNode node = w.nodeWrite == null ? null : w.nodeWrite.node;
-        if (o != null && node != null && node.isAttached() && node.pageCount() == w.keys.size()) {
-            o.onStored(io.hicache.radix.spi.TierObserver.STORAGE, node);
+    /** The cache's observer of tier transitions (its KV events), or null. */
+    private io.hicache.radix.spi.TierObserver observer() {
+        return ctl.isClosed() ? null : ctl.tierObserver();
+    }
+
+    /**
+     * The pages of {@code w} at key indices {@code idx[0, n)} (ascending) are committed in the store (their commit
+     * markers written, or found there): tells the cache's observer, one call per run of consecutive pages, so a
+     * node written in several batches, or only at one CP rank's positions, is announced page by page.
+     */
+    private void l3Stored(Write w, int[] idx, int n) {
+        io.hicache.radix.spi.TierObserver o = observer();
+        if (o == null || n == 0 || (w.node == null ? w.sequence == null : !w.node.isAttached())) {
+            return;
         }
+        for (int j = 0; j < n; ) {
+            int first = w.startPage + w.offsets[idx[j]];
+            int end = first + 1;
+            j++;
+            while (j < n && w.startPage + w.offsets[idx[j]] == end) {
+                end++;
+                j++;
+            }
+            if (w.node == null) {
+                o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, true, w.sequence, 0, first,
+                        end - first);
+            } else {
+                storedRun(o, w.node, startPage(w.node), first, end);
+            }
+        }
+    }
+
+    /**
+     * Reports pages {@code [first, end)} of the sequence, which end in {@code node} (its first page at {@code start})
+     * or in its ancestors (a split since the write started moved the node's leading pages into a new parent).
+     */
+    private static void storedRun(io.hicache.radix.spi.TierObserver o, RadixNode node, int start, int first,
+                                  int end) {
+        if (node.isRoot()) {
+            return;
+        }
+        if (first < start) {
+            RadixNode parent = node.parent();
+            storedRun(o, parent, parent.isRoot() ? 0 : start - parent.pageCount(), first, Math.min(end, start));
+        }
+        int lo = Math.max(first, start);
+        int hi = Math.min(end, start + node.pageCount());
+        if (lo < hi) {
+            o.onPagesStored(io.hicache.radix.spi.TierObserver.STORAGE, node, lo - start, hi - lo);
+        }
+    }
+
+    /** The sequence position of {@code node}'s first page (the pages of its ancestors). */
+    private static int startPage(RadixNode node) {
+        int pages = 0;
+        for (RadixNode p = node.parent(); p != null && !p.isRoot(); p = p.parent()) {
+            pages += p.pageCount();
+        }
+        return pages;
+    }
+
+    /** The tokens of the path from the root to the end of {@code node}, which starts at page {@code startPage}. */
+    private int[] sequenceTokens(RadixNode node, int startPage) {
+        int pageSize = tree.pageSize();
+        int[] tokens = new int[(startPage + node.pageCount()) * pageSize];
+        int end = tokens.length;
+        for (RadixNode p = node; p != null && !p.isRoot(); p = p.parent()) {
+            end -= p.tokenCount();
+            p.copyTokens(tokens, end);
+        }
+        return tokens;
     }
 
     /**
@@ -352,10 +426,14 @@ final class TierWriter {
                 known.add(w.draftKeys.get(i));
             }
         }
-        if (present == w.keys.size() || closing) {
-            if (present == w.keys.size()) {
-                l3Committed(w);
+        if (present > 0) {
+            int[] idx = new int[present];
+            for (int i = 0; i < present; i++) {
+                idx[i] = i;
             }
+            l3Stored(w, idx, present);
+        }
+        if (present == w.keys.size() || closing) {
             finish(w);
             return true;
         }
@@ -366,6 +444,10 @@ final class TierWriter {
                     w.draftPages.subList(present, w.keys.size()));
         } else {
             w.putKeys = w.keys.subList(present, w.keys.size());
+            w.putIndex = new int[w.putKeys.size()];
+            for (int i = 0; i < w.putIndex.length; i++) {
+                w.putIndex[i] = present + i;
+            }
             w.put = store.put(w.putKeys, w.pages.subList(present, w.keys.size()));
         }
         return false;
@@ -382,9 +464,11 @@ final class TierWriter {
         StoreResult d = w.draftPut.result();
         List<PageKey> keys = new ArrayList<>(d.size());
         List<HostPage> pages = new ArrayList<>(d.size());
+        int[] index = new int[d.size()];
         for (int i = 0; i < d.size(); i++) {
             if (d.ok(i)) {
                 known.add(w.draftKeys.get(w.offset + i));
+                index[keys.size()] = w.offset + i;
                 keys.add(w.keys.get(w.offset + i));
                 pages.add(w.pages.get(w.offset + i));
             }
@@ -397,6 +481,7 @@ final class TierWriter {
             return true;
         }
         w.putKeys = keys;
+        w.putIndex = index;
         w.put = store.put(keys, pages);
         return false;
     }
@@ -419,11 +504,21 @@ final class TierWriter {
     private static final class Write {
         /** The protected node write this batch belongs to; null for write-back (staged copies). */
         final NodeWrite nodeWrite;
+        /** The node written ({@code nodeWrite}'s), or null for write-back. */
+        final RadixNode node;
         final List<PageKey> keys;
         final List<HostPage> pages;
         final List<PageKey> draftKeys;
         final List<HostPage> draftPages;
         final Arena staging;
+        /** Each key's page offset in the node (write-back: in the evicted node). */
+        final int[] offsets;
+        /** The sequence position of the node's first page when the write started. */
+        final int startPage;
+        /** Write-back with an observer: the tokens from the root to the node's end, for its KV events. */
+        int[] sequence;
+        /** The index in {@link #keys} of each key of {@link #putKeys}. */
+        int[] putIndex;
         StoreOp<Integer> exists;
         StoreOp<Integer> draftExists;
         StoreOp<StoreResult> draftPut;
@@ -436,13 +531,16 @@ final class TierWriter {
 
         /** @param draftKeys the draft keys aligned with {@code keys}, or null to write the target KV only */
         Write(NodeWrite nodeWrite, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
-              List<HostPage> draftPages, Arena staging) {
+              List<HostPage> draftPages, Arena staging, int[] offsets, int startPage) {
             this.nodeWrite = nodeWrite;
+            this.node = nodeWrite == null ? null : nodeWrite.node;
             this.keys = keys;
             this.pages = pages;
             this.draftKeys = draftKeys;
             this.draftPages = draftPages;
             this.staging = staging;
+            this.offsets = offsets;
+            this.startPage = startPage;
         }
     }
 

@@ -10,13 +10,20 @@ import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** The storage tier reports L3 commits to the cache's tier observer (the KV-events port). */
+/**
+ * The storage tier reports L3 transitions to the cache's tier observer (the KV-events port): every page whose commit
+ * marker is written or found (whatever the store batches and whichever positions a CP rank owns), and every page a
+ * read finds gone.
+ */
 class StorageTierEventsTest {
     private static final int PAGE = 4;
     private static final StorageTierConfig CFG = StorageTierConfig.DEFAULT.withPrefetchThresholdTokens(0)
             .withPrefetchHostShare(1.0);
 
-    /** "stored TIER PAGES" / "removing TIER PAGES" / "inserted NEW_PAGES", in order. */
+    /**
+     * "stored TIER PAGES" / "removing TIER PAGES" / "inserted NEW_PAGES" / "l3 FIRST+PAGES" (positions in the
+     * sequence) / "l3 sequence stored|gone FIRST+PAGES", in order.
+     */
     private static final class Recorder implements TierObserver {
         final List<String> seen = new ArrayList<>();
 
@@ -36,6 +43,72 @@ class StorageTierEventsTest {
             assertThat(node.isAttached()).isTrue();
             seen.add("removing " + tier + " " + node.pageCount());
         }
+
+        @Override
+        public void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
+            assertThat(node.isAttached()).isTrue();
+            assertThat(tier).isEqualTo(TierObserver.STORAGE);
+            assertThat(firstPage + pages).isLessThanOrEqualTo(node.pageCount());
+            int start = 0;
+            for (RadixNode p = node.parent(); !p.isRoot(); p = p.parent()) {
+                start += p.pageCount();
+            }
+            seen.add("l3 " + (start + firstPage) + "+" + pages);
+        }
+
+        @Override
+        public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
+            assertThat(tier).isEqualTo(TierObserver.STORAGE);
+            assertThat(tokens.length - from).isGreaterThanOrEqualTo((firstPage + pages) * PAGE);
+            seen.add("l3 sequence " + (stored ? "stored " : "gone ") + firstPage + "+" + pages);
+        }
+    }
+
+    /** A store whose next read finds one key deleted first (expired between the existence check and the get). */
+    private static final class ExpiringStore implements io.hicache.storage.PageStore {
+        final MemoryPageStore inner = new MemoryPageStore(0, 64);
+        int expireOnNextGet = -1;
+
+        @Override
+        public int maxBatchPages() {
+            return inner.maxBatchPages();
+        }
+
+        @Override
+        public io.hicache.storage.StoreOp<Integer> existsPrefix(List<io.hicache.storage.PageKey> keys) {
+            return inner.existsPrefix(keys);
+        }
+
+        @Override
+        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> put(List<io.hicache.storage.PageKey> keys,
+                List<io.hicache.storage.HostPage> pages) {
+            return inner.put(keys, pages);
+        }
+
+        @Override
+        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> get(List<io.hicache.storage.PageKey> keys,
+                List<io.hicache.storage.HostPage> pages) {
+            if (expireOnNextGet >= 0) {
+                inner.remove(List.of(keys.get(expireOnNextGet)));
+                expireOnNextGet = -1;
+            }
+            return inner.get(keys, pages);
+        }
+
+        @Override
+        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> remove(List<io.hicache.storage.PageKey> keys) {
+            return inner.remove(keys);
+        }
+
+        @Override
+        public io.hicache.storage.StoreStats stats() {
+            return inner.stats();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
     }
 
     @Test
@@ -46,8 +119,7 @@ class StorageTierEventsTest {
             Recorder r = new Recorder();
             a.ctl[0].tierObserver(r);
             a.compute(t, 5);
-            assertThat(r.seen).containsExactly("inserted 8", "stored " + TierObserver.HOST + " 8",
-                    "stored " + TierObserver.STORAGE + " 8");
+            assertThat(r.seen).containsExactly("inserted 8", "stored " + TierObserver.HOST + " 8", "l3 0+8");
             a.evictAll();
             assertThat(r.seen).contains("removing " + TierObserver.DEVICE + " 8", "removing " + TierObserver.HOST + " 8");
         }
@@ -55,7 +127,64 @@ class StorageTierEventsTest {
             Recorder r = new Recorder();
             b.ctl[0].tierObserver(r);
             b.compute(t, 5); // the store has every page already: still an L3 commit of the node
-            assertThat(r.seen).endsWith("stored " + TierObserver.STORAGE + " 8");
+            assertThat(r.seen).endsWith("l3 0+8");
+        }
+    }
+
+    @Test
+    void aNodeWrittenInSeveralStoreBatchesIsAnnouncedBatchByBatch() {
+        MemoryPageStore store = new MemoryPageStore(0, 3); // 8 pages: batches of 3, 3 and 2
+        try (TierRig a = new TierRig(1, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            a.ctl[0].tierObserver(r);
+            a.compute(TierRig.tokens(40, 8 * PAGE), 5);
+            assertThat(r.seen).startsWith("inserted 8", "stored " + TierObserver.HOST + " 8");
+            assertThat(r.seen.subList(2, r.seen.size())).containsExactlyInAnyOrder("l3 0+3", "l3 3+3", "l3 6+2");
+        }
+    }
+
+    @Test
+    void aCpRankAnnouncesThePositionsItWrites() {
+        FaultyPageStore store = new FaultyPageStore(3);
+        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            a.ctl[0].tierObserver(r); // round-robin lanes: rank 0 owns the even positions
+            a.compute(TierRig.tokens(40, 6 * PAGE), 5);
+            assertThat(r.seen).containsExactly("inserted 6", "stored " + TierObserver.HOST + " 6", "l3 0+1",
+                    "l3 2+1", "l3 4+1");
+        }
+    }
+
+    @Test
+    void aWriteBackIsAnnouncedBySequenceSinceItsNodeMayBeGone() {
+        FaultyPageStore store = new FaultyPageStore(4);
+        StorageTierConfig cfg = CFG.withWritePolicy(io.hicache.storage.StorageWritePolicy.WRITE_BACK);
+        try (TierRig a = new TierRig(1, PAGE, 64, 64, store, cfg, "")) {
+            Recorder r = new Recorder();
+            a.ctl[0].tierObserver(r);
+            a.compute(TierRig.tokens(50, 5 * PAGE), 9);
+            assertThat(r.seen).doesNotContain("l3 0+5");
+            a.evictAll();
+            a.drain(); // the put the last poll issued completes at the next one
+            assertThat(r.seen).endsWith("removing " + TierObserver.HOST + " 5", "l3 sequence stored 0+5");
+        }
+    }
+
+    @Test
+    void aPageAReadFindsGoneIsAnnouncedRemoved() {
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, 8 * PAGE);
+        try (TierRig a = new TierRig(1, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5);
+        }
+        try (TierRig b = new TierRig(1, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            b.ctl[0].tierObserver(r);
+            store.expireOnNextGet = 5; // the existence check sees all 8 pages, the read misses page 5
+            StorageTier.Prefetch p = b.prefetch(t, 1)[0];
+            b.drain();
+            assertThat(p.publishedPages()).isEqualTo(5);
+            assertThat(r.seen).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
         }
     }
 }

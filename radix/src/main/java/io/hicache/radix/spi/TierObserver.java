@@ -46,6 +46,29 @@ public interface TierObserver {
      */
     void onRemoving(int tier, RadixNode node);
 
+    /**
+     * Pages {@code [firstPage, firstPage + pages)} of {@code node} are now on {@code tier}: the L3 tier wrote their
+     * commit markers (or found them already stored), one store batch or one CP rank's owned positions at a time, so
+     * a node may be reported in parts. The node is attached. The default does nothing.
+     *
+     * @param firstPage the first page, counted from the node's first page
+     * @param pages     at least 1; {@code firstPage + pages <= node.pageCount()}
+     */
+    default void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
+    }
+
+    /**
+     * Pages {@code [firstPage, firstPage + pages)} of the sequence {@code tokens[from, ...)} (pages counted from the
+     * sequence's start, which is the tree's root) are on {@code tier} ({@code stored}) or found gone from it: the
+     * L3 tier's transitions of pages no node holds (a write-back of evicted host pages, a page an L3 read found
+     * missing or corrupt). The default does nothing.
+     *
+     * @param tokens the sequence, at least {@code (firstPage + pages) * pageSize} tokens from {@code from} (read it
+     *               during the call only)
+     */
+    default void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
+    }
+
     /** Everything left every tier at once (a reset). The default does nothing. */
     default void onCleared() {
     }
