@@ -23,6 +23,11 @@ final class KnownKeys {
         keys.put(key, Boolean.TRUE);
     }
 
+    /** The store no longer has {@code key} (a read found it missing or corrupt): the next write puts it again. */
+    void forget(PageKey key) {
+        keys.remove(key);
+    }
+
     boolean contains(PageKey key) {
         return keys.containsKey(key);
     }

@@ -335,6 +335,7 @@ final class TierPrefetcher {
      * positions. A check that merely stops early is not taken as proof (a store backing off answers 0).
      */
     private void announceGone(Prefetch p) {
+        forgetGone(p);
         io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
         if (o == null) {
             return;
@@ -362,6 +363,26 @@ final class TierPrefetcher {
         if (runFirst >= 0) {
             o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
                     runEnd - runFirst);
+        }
+    }
+
+    /**
+     * Forgets the keys of pages a read found missing or corrupt (either part), so that a later write of their node puts
+     * them again instead of taking them for stored.
+     */
+    private void forgetGone(Prefetch p) {
+        for (int c = 0; c < p.gets.size(); c++) {
+            StoreResult r = p.gets.get(c).result();
+            StoreResult d = p.draftGets == null ? null : p.draftGets.get(c).result();
+            for (int i = 0; i < r.size(); i++) {
+                if (gone(r.status(i)) || d != null && gone(d.status(i))) {
+                    int k = c * maxBatch + i;
+                    known.forget(p.keys.get(k));
+                    if (p.draftKeys != null) {
+                        known.forget(p.draftKeys.get(k));
+                    }
+                }
+            }
         }
     }
 

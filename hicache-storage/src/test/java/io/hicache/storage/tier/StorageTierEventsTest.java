@@ -187,4 +187,26 @@ class StorageTierEventsTest {
             assertThat(r.seen).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
         }
     }
+
+    /**
+     * A page this tier wrote and a later read found gone is written again when its node is: the tier forgets the key
+     * (before, it still took the page for stored and skipped it for good).
+     */
+    @Test
+    void aPageAReadFindsGoneIsWrittenAgainByTheNextWriteOfItsNode() {
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, 8 * PAGE);
+        try (TierRig a = new TierRig(1, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5);
+            assertThat(store.inner.pageCount()).isEqualTo(8);
+            a.evictAll();
+            store.expireOnNextGet = 5; // the existence check sees all 8 pages, the read misses page 5
+            StorageTier.Prefetch p = a.prefetch(t, 1)[0];
+            a.drain();
+            assertThat(p.publishedPages()).isEqualTo(5);
+            assertThat(store.inner.pageCount()).isEqualTo(7);
+            a.compute(t, 5); // pages 5..7 computed again over the prefetched prefix, backed up and written through
+            assertThat(store.inner.pageCount()).as("page 5 put again").isEqualTo(8);
+        }
+    }
 }
