@@ -316,7 +316,7 @@ final class TierPrefetcher {
                         failed += d.count(StoreStatus.FAILED) + d.count(StoreStatus.REJECTED);
                     }
                 }
-                announceGone(p);
+                pagesGone(p);
                 metrics.add(StorageMetric.PREFETCH_BYTES, good * (views.pageBytes() + views.draftPageBytes()));
                 metrics.add(StorageMetric.PREFETCH_IO_NS, System.nanoTime() - p.ioStartNs);
                 metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
@@ -331,15 +331,12 @@ final class TierPrefetcher {
 
     /**
      * Pages the existence check found in the store but the read found missing or corrupt (either part) are gone from
-     * it (deleted, expired, damaged): tells the cache's observer (its KV events), one call per run of consecutive
-     * positions. A check that merely stops early is not taken as proof (a store backing off answers 0).
+     * it (deleted, expired, damaged): their keys are forgotten, so that a later write of their node puts them again,
+     * and the cache's observer (its KV events) is told, one call per run of consecutive positions. A check that merely
+     * stops early is not taken as proof (a store backing off answers 0).
      */
-    private void announceGone(Prefetch p) {
-        forgetGone(p);
+    private void pagesGone(Prefetch p) {
         io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
-        if (o == null) {
-            return;
-        }
         int runFirst = -1;
         int runEnd = -1;
         for (int c = 0; c < p.gets.size(); c++) {
@@ -349,9 +346,14 @@ final class TierPrefetcher {
                 if (!gone(r.status(i)) && (d == null || !gone(d.status(i)))) {
                     continue;
                 }
-                int position = p.startPage + p.ownedOffsets[c * maxBatch + i];
+                int k = c * maxBatch + i;
+                known.forget(p.keys.get(k));
+                if (p.draftKeys != null) {
+                    known.forget(p.draftKeys.get(k));
+                }
+                int position = p.startPage + p.ownedOffsets[k];
                 if (position != runEnd) {
-                    if (runFirst >= 0) {
+                    if (runFirst >= 0 && o != null) {
                         o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
                                 runEnd - runFirst);
                     }
@@ -360,29 +362,9 @@ final class TierPrefetcher {
                 runEnd = position + 1;
             }
         }
-        if (runFirst >= 0) {
+        if (runFirst >= 0 && o != null) {
             o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
                     runEnd - runFirst);
-        }
-    }
-
-    /**
-     * Forgets the keys of pages a read found missing or corrupt (either part), so that a later write of their node puts
-     * them again instead of taking them for stored.
-     */
-    private void forgetGone(Prefetch p) {
-        for (int c = 0; c < p.gets.size(); c++) {
-            StoreResult r = p.gets.get(c).result();
-            StoreResult d = p.draftGets == null ? null : p.draftGets.get(c).result();
-            for (int i = 0; i < r.size(); i++) {
-                if (gone(r.status(i)) || d != null && gone(d.status(i))) {
-                    int k = c * maxBatch + i;
-                    known.forget(p.keys.get(k));
-                    if (p.draftKeys != null) {
-                        known.forget(p.draftKeys.get(k));
-                    }
-                }
-            }
         }
     }
 
