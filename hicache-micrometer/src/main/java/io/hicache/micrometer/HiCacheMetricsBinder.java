@@ -250,24 +250,31 @@ public final class HiCacheMetricsBinder implements MeterBinder {
         }
     }
 
-    /**
-     * A bandwidth histogram as function counters: one per bucket (tag {@value #LE_TAG}, cumulative), its count and
-     * its sum, each read from the live histogram on a scrape.
-     */
     private void bandwidth(MeterRegistry registry, MetricsSnapshot.View m, String name, String description,
                            Function<MetricsSnapshot.View, MetricsSnapshot.BandwidthView> histogram) {
-        MetricsSnapshot.BandwidthView h = histogram.apply(m);
+        bandwidthHistogram(registry, m, histogram, name, description, tags);
+    }
+
+    /**
+     * A bandwidth histogram as function counters: one per bucket (tag {@value #LE_TAG}, cumulative), its count and
+     * its sum, each read from the live histogram of {@code source} on a scrape. Shared with
+     * {@link L3TierMetricsBinder}, so every transfer histogram has the same shape.
+     */
+    static <T> void bandwidthHistogram(MeterRegistry registry, T source,
+                                       Function<T, MetricsSnapshot.BandwidthView> histogram, String name,
+                                       String description, Tags tags) {
+        MetricsSnapshot.BandwidthView h = histogram.apply(source);
         for (int i = 0; i < h.buckets(); i++) {
             int bucket = i;
             double bound = h.upperBound(i);
-            FunctionCounter.builder(name, m, x -> histogram.apply(x).cumulativeCount(bucket))
+            FunctionCounter.builder(name, source, x -> histogram.apply(x).cumulativeCount(bucket))
                 .description(description + ": samples at or below the bound")
                 .tags(tags).tag(LE_TAG, Double.isInfinite(bound) ? "+Inf" : Double.toString(bound))
                 .register(registry);
         }
-        FunctionCounter.builder(name + ".count", m, x -> histogram.apply(x).count())
+        FunctionCounter.builder(name + ".count", source, x -> histogram.apply(x).count())
             .description(description + ": samples").tags(tags).register(registry);
-        FunctionCounter.builder(name + ".sum", m, x -> histogram.apply(x).sumGbps())
+        FunctionCounter.builder(name + ".sum", source, x -> histogram.apply(x).sumGbps())
             .description(description + ": samples summed (GB/s)").tags(tags).register(registry);
     }
 

@@ -36,10 +36,14 @@ import java.util.Objects;
  *   <li>write: {@code hicache.storage.write.submitted}, {@code .stored}, {@code .present}, {@code .failed} and
  *       {@code .dropped} (pages); {@code hicache.storage.written} (bytes) and {@code hicache.storage.write.time}
  *       (seconds of store writes, summed);</li>
+ *   <li>bandwidth histograms, GB/s, on the buckets of the cache's own (SGLang's {@code prefetch_bandwidth} and
+ *       {@code backup_bandwidth}): {@code hicache.storage.prefetch.bandwidth} (one sample per prefetch's store
+ *       read) and {@code hicache.storage.backup.bandwidth} (one per write batch), each a counter per bucket (tag
+ *       {@code le}, cumulative) with {@code .count} and {@code .sum};</li>
  *   <li>gauges: {@code hicache.storage.prefetch.in.flight} and {@code hicache.storage.write.in.flight} (queue
  *       depths), {@code hicache.storage.read.bandwidth} and {@code hicache.storage.write.bandwidth} (bytes per
  *       second of store time over the tier's life; per interval, divide the rates of the bytes and time
- *       counters).</li>
+ *       counters, or read the histograms).</li>
  * </ul>
  *
  * <p>Thread-safety: construct and {@link #bindTo} from any thread (the tier's metrics are any-thread); the meters
@@ -101,6 +105,12 @@ public final class L3TierMetricsBinder implements MeterBinder {
             FunctionCounter.builder(d.name, m, x -> x.get(metric) * d.scale)
                     .description(d.description).baseUnit(d.unit).tags(tags).register(registry);
         }
+        HiCacheMetricsBinder.bandwidthHistogram(registry, m, StorageTierMetrics::prefetchBandwidth,
+                "hicache.storage.prefetch.bandwidth",
+                "Store-read bandwidth per prefetch, GB/s (SGLang: prefetch_bandwidth)", tags);
+        HiCacheMetricsBinder.bandwidthHistogram(registry, m, StorageTierMetrics::backupBandwidth,
+                "hicache.storage.backup.bandwidth",
+                "Store-write bandwidth per write batch, GB/s (SGLang: backup_bandwidth)", tags);
         Gauge.builder("hicache.storage.prefetch.in.flight", m, StorageTierMetrics::prefetchesInFlight)
                 .description("Prefetches not yet ended").tags(tags).register(registry);
         Gauge.builder("hicache.storage.write.in.flight", m, StorageTierMetrics::writesInFlight)

@@ -6,9 +6,15 @@ import io.hicache.core.WritePolicy;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
+import io.hicache.storage.L3Tier;
+import io.hicache.storage.PageStore;
+import io.hicache.storage.PageStores;
+import io.hicache.storage.StorageTierConfig;
+import io.hicache.storage.StoreConfig;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -25,7 +31,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The Grafana dashboard under dashboards/ queries only meters the binder registers: every {@code hicache_*}
- * name in every panel's PromQL is in a Prometheus scrape of a bound cache.
+ * name in every panel's PromQL is in a Prometheus scrape of a bound cache and its bound L3 tier.
  */
 class DashboardTest {
     private static final Pattern EXPR = Pattern.compile("\"expr\"\\s*:\\s*\"((?:[^\"\\\\]|\\\\.)*)\"");
@@ -37,17 +43,24 @@ class DashboardTest {
             .resolve("dashboards/hicache.json");
     }
 
-    /** Metric names of a scrape, histogram and summary series included. */
-    private static Set<String> scrapedNames() {
+    @TempDir
+    Path dir;
+
+    /** Metric names of a scrape of a bound cache and its bound L3 tier, histogram and summary series included. */
+    private Set<String> scrapedNames() {
         SimulatedCudaRuntime gpu = new SimulatedCudaRuntime();
         DeviceKvLayout.Builder lb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(2).pageSizeTokens(16)
             .bytesPerTokenPerBuffer(16).pageCount(8);
         long base = gpu.deviceMalloc(lb.packedBytes());
-        try (HiCache cache = HiCache.builder().runtime(gpu).targetLayout(lb.packedFrom(base).build()).hostPages(16)
+        // the store outlives the cache, whose close detaches the tier
+        try (PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults());
+             HiCache cache = HiCache.builder().runtime(gpu).targetLayout(lb.packedFrom(base).build()).hostPages(16)
                  .writePolicy(WritePolicy.WRITE_THROUGH).threadingMode(ThreadingMode.INVOKER).clock(gpu::nowNs)
                  .leaseNs(0).build()) {
             PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
             HiCacheMetricsBinder.monitor(registry, cache, "engine");
+            L3TierMetricsBinder.monitor(registry, cache, L3Tier.attach(cache, store,
+                L3TierMetricsBinderTest.namespace(cache), StorageTierConfig.DEFAULT), "engine");
             Set<String> names = new HashSet<>();
             for (String line : registry.scrape().split("\n")) {
                 if (!line.isEmpty() && !line.startsWith("#")) {
@@ -75,7 +88,8 @@ class DashboardTest {
         assertThat(exprs).hasSizeGreaterThanOrEqualTo((int) panels);
 
         Set<String> scraped = scrapedNames();
-        assertThat(scraped).contains("hicache_host_used_tokens", "hicache_cached_tokens_total");
+        assertThat(scraped).contains("hicache_host_used_tokens", "hicache_cached_tokens_total",
+            "hicache_storage_prefetch_bandwidth_total");
         for (String expr : exprs) {
             Matcher m = METRIC.matcher(expr);
             assertThat(m.find()).as("a panel query names no hicache meter: " + expr).isTrue();

@@ -109,6 +109,19 @@ class L3TierMetricsBinderTest {
             assertThat(scrape.get(key("hicache_storage_read_bandwidth_bytes_per_second", "fresh"))).isPositive();
             assertThat(scrape.get(key("hicache_storage_write_bandwidth_bytes_per_second", "engine"))).isPositive();
 
+            // one histogram sample per store operation that moved bytes, in the +Inf bucket at least; the reader wrote
+            // nothing and the writer read nothing
+            assertThat(scrape.get(key("hicache_storage_prefetch_bandwidth_count_total", "fresh"))).isEqualTo(1.0);
+            assertThat(scrape.get(key("hicache_storage_prefetch_bandwidth_total", "fresh", "le=\"+Inf\""))).isEqualTo(1.0);
+            assertThat(scrape.get(key("hicache_storage_prefetch_bandwidth_sum_total", "fresh"))).isPositive();
+            assertThat(scrape.get(key("hicache_storage_prefetch_bandwidth_count_total", "engine"))).isZero();
+            double writes = writer.metrics().backupBandwidth().count();
+            assertThat(writes).isPositive();
+            assertThat(scrape.get(key("hicache_storage_backup_bandwidth_count_total", "engine"))).isEqualTo(writes);
+            assertThat(scrape.get(key("hicache_storage_backup_bandwidth_total", "engine", "le=\"+Inf\""))).isEqualTo(writes);
+            assertThat(scrape.get(key("hicache_storage_backup_bandwidth_count_total", "fresh"))).isZero();
+            assertThat(scrape.get(key("hicache_storage_backup_bandwidth_sum_total", "engine"))).isPositive();
+
             // every counter of the tier has its meter, equal to the tier's own figure
             for (L3Tier tier : List.of(writer, reader)) {
                 String name = tier == writer ? "engine" : "fresh";

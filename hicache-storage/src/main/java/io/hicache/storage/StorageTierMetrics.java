@@ -1,5 +1,7 @@
 package io.hicache.storage;
 
+import io.hicache.core.metrics.MetricsSnapshot;
+
 /**
  * Counters of an {@link L3Tier}: written by the cache's scheduler thread, readable from any thread (each value is
  * read on its own, not as one snapshot). Bandwidths are derived: bytes over the summed wall-clock time of the
@@ -14,6 +16,19 @@ public interface StorageTierMetrics {
 
     /** Write batches not yet done (queue depth). */
     int writesInFlight();
+
+    /**
+     * Store reads per prefetch, GB/s: one sample per prefetch whose read landed bytes (its landed bytes over the
+     * time from its submission to the tier seeing it done), on the buckets of the cache's own transfer histograms
+     * (SGLang's {@code prefetch_bandwidth}). The same object for the tier's life; reads allocate nothing.
+     */
+    MetricsSnapshot.BandwidthView prefetchBandwidth();
+
+    /**
+     * Store writes per write batch, GB/s: one sample per batch that committed bytes (SGLang's
+     * {@code backup_bandwidth}). The same object for the tier's life; reads allocate nothing.
+     */
+    MetricsSnapshot.BandwidthView backupBandwidth();
 
     /** Read bandwidth in bytes per wall-clock second, or 0 before any read. */
     default double prefetchBytesPerSecond() {

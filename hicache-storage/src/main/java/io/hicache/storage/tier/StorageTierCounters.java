@@ -1,5 +1,7 @@
 package io.hicache.storage.tier;
 
+import io.hicache.core.internal.tier.TierBandwidth;
+import io.hicache.core.metrics.MetricsSnapshot;
 import io.hicache.storage.StorageMetric;
 import io.hicache.storage.StorageTierMetrics;
 
@@ -11,6 +13,8 @@ final class StorageTierCounters implements StorageTierMetrics {
     private final AtomicLongArray values = new AtomicLongArray(VALUES.length);
     private volatile int prefetchesInFlight;
     private volatile int writesInFlight;
+    private final TierBandwidth prefetchBandwidth = new TierBandwidth();
+    private final TierBandwidth backupBandwidth = new TierBandwidth();
 
     void add(StorageMetric m, long delta) {
         if (delta != 0) {
@@ -22,6 +26,20 @@ final class StorageTierCounters implements StorageTierMetrics {
         add(m, 1);
     }
 
+    /** A store read of {@code bytes} that took {@code nanos}: one prefetch bandwidth sample. */
+    void recordRead(long bytes, long nanos) {
+        add(StorageMetric.PREFETCH_BYTES, bytes);
+        add(StorageMetric.PREFETCH_IO_NS, nanos);
+        prefetchBandwidth.record(bytes, nanos);
+    }
+
+    /** A store write of {@code bytes} that took {@code nanos}: one backup bandwidth sample. */
+    void recordWrite(long bytes, long nanos) {
+        add(StorageMetric.WRITE_BYTES, bytes);
+        add(StorageMetric.WRITE_IO_NS, nanos);
+        backupBandwidth.record(bytes, nanos);
+    }
+
     void queueDepths(int prefetches, int writes) {
         prefetchesInFlight = prefetches;
         writesInFlight = writes;
@@ -30,6 +48,16 @@ final class StorageTierCounters implements StorageTierMetrics {
     @Override
     public long get(StorageMetric m) {
         return values.getAcquire(m.ordinal());
+    }
+
+    @Override
+    public MetricsSnapshot.BandwidthView prefetchBandwidth() {
+        return prefetchBandwidth.view();
+    }
+
+    @Override
+    public MetricsSnapshot.BandwidthView backupBandwidth() {
+        return backupBandwidth.view();
     }
 
     @Override

@@ -317,8 +317,7 @@ final class TierPrefetcher {
                     }
                 }
                 pagesGone(p);
-                metrics.add(StorageMetric.PREFETCH_BYTES, good * (views.pageBytes() + views.draftPageBytes()));
-                metrics.add(StorageMetric.PREFETCH_IO_NS, System.nanoTime() - p.ioStartNs);
+                metrics.recordRead(good * (views.pageBytes() + views.draftPageBytes()), System.nanoTime() - p.ioStartNs);
                 metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
                 land(p, good);
                 return 1;

@@ -326,10 +326,9 @@ final class TierWriter {
         }
         l3Stored(w, stored, ok);
         metrics.add(StorageMetric.WRITE_PAGES_STORED, ok);
-        metrics.add(StorageMetric.WRITE_BYTES, ok * (views.pageBytes()
-                + (w.draftKeys == null ? 0 : views.draftPageBytes())));
+        metrics.recordWrite(ok * (views.pageBytes() + (w.draftKeys == null ? 0 : views.draftPageBytes())),
+                System.nanoTime() - w.ioStartNs);
         metrics.add(StorageMetric.WRITE_FAILED_PAGES, w.failedDrafts + r.size() - ok);
-        metrics.add(StorageMetric.WRITE_IO_NS, System.nanoTime() - w.ioStartNs);
         finish(w);
         return true;
     }
@@ -476,7 +475,7 @@ final class TierWriter {
         w.failedDrafts = d.size() - keys.size();
         if (keys.isEmpty() || closing) {
             metrics.add(StorageMetric.WRITE_FAILED_PAGES, d.size());
-            metrics.add(StorageMetric.WRITE_IO_NS, System.nanoTime() - w.ioStartNs);
+            metrics.recordWrite(0, System.nanoTime() - w.ioStartNs);
             finish(w);
             return true;
         }
