@@ -12,8 +12,9 @@ import java.util.function.Function;
  * Command-line and report spellings of the core options the simulator passes to the controller unchanged:
  * {@link WritePolicy} ({@code write_through}, {@code write_through_selective}, {@code write_back}, as SGLang's
  * {@code hicache_write_policy}), {@link OwnerLanes} ({@code round-robin}, {@code contiguous},
- * {@code zigzag}) and {@link EvictionPolicy} ({@code lru}, {@code lfu}, ..., SGLang's strategy names). Stateless;
- * thread-safe.
+ * {@code zigzag}) and {@link EvictionPolicy} ({@code lru}, {@code lfu}, ..., SGLang's strategy names). Parsing
+ * ignores case and takes {@code -} and {@code _} alike ({@code write-back}, {@code previous_batch}), since the other
+ * options of the command line are spelled with hyphens. Stateless; thread-safe.
  */
 public final class CoreNames {
     private CoreNames() {
@@ -81,12 +82,18 @@ public final class CoreNames {
 
     private static <E> E byName(E[] values, Function<E, String> spelling, String what, String name) {
         StringBuilder valid = new StringBuilder();
+        String wanted = loose(name);
         for (E e : values) {
-            if (spelling.apply(e).equalsIgnoreCase(name)) {
+            if (loose(spelling.apply(e)).equals(wanted)) {
                 return e;
             }
             valid.append(valid.isEmpty() ? "" : ", ").append(spelling.apply(e));
         }
         throw new IllegalArgumentException("unknown " + what + " '" + name + "'; valid values: " + valid);
+    }
+
+    /** Case and the choice of {@code -} or {@code _} between words do not matter: {@code write-back} = {@code write_back}. */
+    private static String loose(String name) {
+        return name.toLowerCase(Locale.ROOT).replace('_', '-');
     }
 }
