@@ -155,7 +155,9 @@ final class TierEventCollector implements HiCache.TierListener {
             } else {
                 int i = ring.claim();
                 ring.set(i, kind, tier, h, parent);
-                System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
+                if (stored) {
+                    System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
+                }
                 ring.publish(i);
             }
         }
@@ -198,15 +200,19 @@ final class TierEventCollector implements HiCache.TierListener {
             int[] dst = ring.tokens();
             for (int p = first; p < end; p++) {
                 int i = ring.claim();
-                int base = i * pageSize;
-                long x = h;
-                for (int k = 0; k < pageSize; k++) {
-                    int t = node.token(p * pageSize + k);
-                    dst[base + k] = t;
-                    x = BlockHasher.step(x, t);
-                }
                 long parent = h;
-                h = BlockHasher.finish(x, pageSize);
+                if (kind == EventRing.STORED) {
+                    int base = i * pageSize;
+                    long x = h;
+                    for (int k = 0; k < pageSize; k++) {
+                        int t = node.token(p * pageSize + k);
+                        dst[base + k] = t;
+                        x = BlockHasher.step(x, t);
+                    }
+                    h = BlockHasher.finish(x, pageSize);
+                } else {
+                    h = hashPage(node, p, h); // a removal publishes no tokens
+                }
                 ring.set(i, kind, tier, h, parent);
                 ring.publish(i);
             }
