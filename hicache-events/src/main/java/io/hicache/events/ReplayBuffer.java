@@ -5,10 +5,10 @@ package io.hicache.events;
  * Publisher thread only.
  *
  * <p>The payloads are copied back to back into one byte array used as a ring (a batch that does not fit before the
- * array's end starts again at 0); when the batches kept and a new one do not fit, the array doubles (or grows to
+ * array's end starts again at 0); when the batches kept and a new one do not fit, the array grows by half (or to
  * what is needed) and the kept batches are compacted into it. So keeping a batch allocates nothing once the array
- * has grown to the stream's needs, whatever the batches' sizes; the array is at most about twice the largest
- * total of {@code capacity} consecutive batches seen. A payload's bytes stay unchanged for as long as it is kept.
+ * has grown to the stream's needs, whatever the batches' sizes; the array stays within about twice the largest
+ * total of {@code capacity} consecutive batches seen (as the old one array per batch held at most that total). A payload's bytes stay unchanged for as long as it is kept.
  */
 final class ReplayBuffer {
     private final long[] seq;
@@ -94,7 +94,7 @@ final class ReplayBuffer {
         if (need > Integer.MAX_VALUE - 16) {
             throw new IllegalStateException("replay buffer would exceed 2 GiB (" + need + " bytes kept)");
         }
-        byte[] next = new byte[(int) Math.max(need, Math.min(Integer.MAX_VALUE - 16, 2L * bytes.length))];
+        byte[] next = new byte[(int) Math.max(need, Math.min(Integer.MAX_VALUE - 16, bytes.length + (bytes.length >> 1)))];
         int pos = 0;
         for (int k = 0; k < size; k++) {
             int j = (start + k) % seq.length;
