@@ -2,6 +2,7 @@ package io.hicache.bench;
 
 import io.hicache.core.internal.ForwardHandle;
 import io.hicache.core.internal.HiCacheController;
+import io.hicache.events.CollectOnly;
 import io.hicache.events.KvEventPublisher;
 import io.hicache.events.KvEventsConfig;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -23,7 +24,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * What KV events cost, events off and on (a publisher attached through the public API, its thread draining and
- * sending on loopback with no subscriber):
+ * sending on loopback with no subscriber); the {@code insertEvict} and {@code pollCommit} rows also run with
+ * events {@code collect}: the scheduler thread records into a ring exactly as with a publisher, but no thread
+ * drains it (the scheduler thread's cost alone, without the publisher thread's CPU, allocation and GC):
  * <ul>
  *   <li>{@code LayerHook.layerStored}: {@link HookBenchmark}'s per-layer forward hook ({@value LayerHook#LAYERS}
  *   target layers of a 1-page backup; the backup's commit and eviction, where events are recorded, are its untimed
@@ -49,7 +52,7 @@ public class KvEventsBenchmark {
     static final int FORWARDS = 16;
     static final int BURST = 4096;
 
-    @Param({"off", "on"})
+    @Param({"off", "collect", "on"})
     public String events;
 
     private ControllerRig rig;
@@ -72,6 +75,9 @@ public class KvEventsBenchmark {
             publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0).build());
             publisher.attach(rig.caches[0], 0);
             publisher.attach(bare.caches[0], 1);
+        } else if (events.equals("collect")) {
+            CollectOnly.attach(rig.caches[0]);
+            CollectOnly.attach(bare.caches[0]);
         }
     }
 

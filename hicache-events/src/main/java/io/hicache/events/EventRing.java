@@ -7,8 +7,8 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The preallocated ring of block records between one cache's scheduler thread (the only producer) and the
- * publisher's thread (the only consumer). A record is one page: its kind, tier, hash, parent hash and tokens,
- * all in primitive arrays, so producing allocates nothing and takes no lock.
+ * publisher's thread (the only consumer). A record is one page: its kind, tier, hash, parent hash and (stored
+ * pages only) tokens, all in primitive arrays, so producing allocates nothing and takes no lock.
  *
  * <p>When the ring is full the producer either overwrites the oldest record ({@link KvEventsConfig.Overflow#DROP_OLDEST}:
  * the consumer notices it was lapped and counts what it lost) or waits for the consumer
@@ -160,11 +160,14 @@ final class EventRing {
                 next = h + 1;
                 continue;
             }
-            out.kind[n] = kind[i];
+            byte k = kind[i];
+            out.kind[n] = k;
             out.tier[n] = tier[i];
             out.hash[n] = hash[i];
             out.parent[n] = parent[i];
-            System.arraycopy(tokens, i * pageSize, out.tokens, n * pageSize, pageSize);
+            if (k == STORED) { // only a stored block's tokens are published
+                System.arraycopy(tokens, i * pageSize, out.tokens, n * pageSize, pageSize);
+            }
             VarHandle.loadLoadFence();
             if ((long) STAMP.getOpaque(stamp, i) != h) {
                 lost++;

@@ -40,12 +40,11 @@ public final class KvEventPublisher implements AutoCloseable {
     private final String boundEndpoint;
     private final String boundReplayEndpoint;
     private final byte[] topic;
-    private final ReplayBuffer replayBuffer;
+    private final Outbox outbox;
     private final CopyOnWriteArrayList<Source> sources = new CopyOnWriteArrayList<>();
     private final Thread thread;
     private volatile boolean stopping;
     private final AtomicLong loops = new AtomicLong();
-    private long nextSeq;
 
     private final AtomicLong batchesSent = new AtomicLong();
     private final AtomicLong eventsSent = new AtomicLong();
@@ -72,7 +71,6 @@ public final class KvEventPublisher implements AutoCloseable {
     private KvEventPublisher(KvEventsConfig config) {
         this.config = config;
         this.topic = config.topic().getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        this.replayBuffer = new ReplayBuffer(config.replayBufferBatches());
         ZContext ctx = new ZContext();
         try {
             pub = ctx.createSocket(SocketType.PUB);
@@ -94,6 +92,7 @@ public final class KvEventPublisher implements AutoCloseable {
             throw e;
         }
         this.context = ctx;
+        this.outbox = new Outbox(pub, topic, config.replayBufferBatches());
         this.thread = new Thread(this::run, "hicache-kv-events");
         thread.setDaemon(true);
         thread.start();
@@ -353,13 +352,9 @@ public final class KvEventPublisher implements AutoCloseable {
         if (n == 0) {
             return 0;
         }
-        byte[] payload = s.encoder.encode(d, 0, n, s.collector.seed(), System.currentTimeMillis() / 1000.0,
+        int len = s.encoder.encodeInto(d, 0, n, s.collector.seed(), System.currentTimeMillis() / 1000.0,
                 s.collector.dataParallelRank);
-        long seq = nextSeq++;
-        byte[] seqBytes = longBytes(seq);
-        replayBuffer.add(seq, payload);
-        boolean sent = pub.sendMore(topic) && pub.sendMore(seqBytes) && pub.send(payload, ZMQ.DONTWAIT);
-        if (!sent) {
+        if (!outbox.send(s.encoder.buffer(), len)) {
             sendFailures.incrementAndGet();
         }
         batchesSent.incrementAndGet();
@@ -399,11 +394,13 @@ public final class KvEventPublisher implements AutoCloseable {
             return 1;
         }
         replayRequests.incrementAndGet();
-        for (int i = replayBuffer.indexOf(start); i < replayBuffer.size(); i++) {
+        ReplayBuffer kept = outbox.replay;
+        for (int i = kept.indexOf(start); i < kept.size(); i++) {
             replay.sendMore(id);
             replay.sendMore(EMPTY);
-            replay.sendMore(longBytes(replayBuffer.seqAt(i)));
-            replay.send(replayBuffer.payloadAt(i), 0);
+            replay.sendMore(longBytes(kept.seqAt(i)));
+            // copied (JeroMQ copies with an offset): the bytes are reused for later batches while the reply is queued
+            replay.send(kept.payloadAt(i), kept.offsetAt(i), kept.lengthAt(i), 0);
             replayBatchesSent.incrementAndGet();
         }
         replay.sendMore(id);

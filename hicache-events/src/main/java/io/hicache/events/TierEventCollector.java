@@ -11,7 +11,8 @@ import io.hicache.radix.RadixNode;
  * <p>A node's page hashes need the hash of the page before it (its parent's last page): a direct-mapped cache
  * keyed by node identity holds each node's last-page hash. That value never changes for a node (a split keeps
  * the node as the tail, so its last page stays the same), so a hit is always right; a miss walks up to the
- * nearest cached ancestor (or the root) and hashes down.
+ * nearest cached ancestor (or the root) and hashes down. A removal drops the node's entry, so the cache keeps no
+ * node the tree has let go of.
  */
 final class TierEventCollector implements HiCache.TierListener {
     private static final int CACHE_SLOTS = 1 << 14;
@@ -155,7 +156,9 @@ final class TierEventCollector implements HiCache.TierListener {
             } else {
                 int i = ring.claim();
                 ring.set(i, kind, tier, h, parent);
-                System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
+                if (stored) {
+                    System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
+                }
                 ring.publish(i);
             }
         }
@@ -198,21 +201,27 @@ final class TierEventCollector implements HiCache.TierListener {
             int[] dst = ring.tokens();
             for (int p = first; p < end; p++) {
                 int i = ring.claim();
-                int base = i * pageSize;
-                long x = h;
-                for (int k = 0; k < pageSize; k++) {
-                    int t = node.token(p * pageSize + k);
-                    dst[base + k] = t;
-                    x = BlockHasher.step(x, t);
-                }
                 long parent = h;
-                h = BlockHasher.finish(x, pageSize);
+                if (kind == EventRing.STORED) {
+                    int base = i * pageSize;
+                    long x = h;
+                    for (int k = 0; k < pageSize; k++) {
+                        int t = node.token(p * pageSize + k);
+                        dst[base + k] = t;
+                        x = BlockHasher.step(x, t);
+                    }
+                    h = BlockHasher.finish(x, pageSize);
+                } else {
+                    h = hashPage(node, p, h); // a removal publishes no tokens
+                }
                 ring.set(i, kind, tier, h, parent);
                 ring.publish(i);
             }
             ring.flush();
         }
-        if (end == pages) {
+        if (end == pages && kind == EventRing.REMOVED) {
+            forget(node);
+        } else if (end == pages) {
             remember(node, h);
         }
     }
@@ -229,6 +238,24 @@ final class TierEventCollector implements HiCache.TierListener {
         int slot = slot(node);
         cacheNode[slot] = node;
         cacheEnd[slot] = endHash;
+    }
+
+    /**
+     * Drops {@code node}'s entry: a node leaves the tree only through removals, and an entry would keep a node
+     * the tree has let go of reachable (with its tokens) until another node took the slot, for every young
+     * collection to copy. A node still in the tree that misses later is hashed again from its nearest cached
+     * ancestor.
+     */
+    private void forget(RadixNode node) {
+        int slot = slot(node);
+        if (cacheNode[slot] == node) {
+            cacheNode[slot] = null;
+        }
+    }
+
+    /** True if the end-hash cache holds {@code node} (tests). */
+    boolean caches(RadixNode node) {
+        return cacheNode[slot(node)] == node;
     }
 
     /** The hash of the page before {@code node}'s first (the seed below the root). */

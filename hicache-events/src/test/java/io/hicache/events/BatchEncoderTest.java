@@ -1,8 +1,11 @@
 package io.hicache.events;
 
 import org.junit.jupiter.api.Test;
+import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessageUnpacker;
+
+import java.lang.management.ManagementFactory;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -106,5 +109,98 @@ class BatchEncoderTest {
         assertThat(BlockHasher.chain(tokens, 6, 2, 42)[0]).isNotEqualTo(chain[0]);
         // pinned: the function is part of the wire contract (docs/EVENTS.md)
         assertThat(BlockHasher.chain(new int[] {0, 1, 2, 3}, 4, 2, 0)).containsExactly(PINNED_0, PINNED_1);
+    }
+
+    /** Every msgpack integer width, both signs, as hashes, parents, tokens and the rank. */
+    private static final long[] EDGES = {0, 1, 127, 128, 255, 256, 65535, 65536, 4294967295L, 4294967296L,
+        Long.MAX_VALUE, -1, -32, -33, -128, -129, -32768, -32769, Integer.MIN_VALUE, Integer.MIN_VALUE - 1L,
+        Long.MIN_VALUE};
+
+    @Test
+    void bytesAreMsgpackJavasSmallestEncodings() throws Exception {
+        String longMedium = "x".repeat(40); // a str8 name
+        EventRing.Drained d = new EventRing.Drained(2 * EDGES.length + 1, 1);
+        for (long v : EDGES) {
+            put(d, EventRing.STORED, 2, v, v + 2, (int) v); // parents never chain: one event per record
+        }
+        for (long v : EDGES) {
+            put(d, EventRing.REMOVED, 1, v, 0);
+        }
+        put(d, EventRing.CLEARED, 0, 0, 0);
+
+        byte[] ours = new BatchEncoder(longMedium, 1).encode(d, 0, d.count, SEED, 1.5e9, 70_000);
+
+        MessageBufferPacker p = MessagePack.newDefaultBufferPacker();
+        p.packArrayHeader(3).packDouble(1.5e9).packArrayHeader(EDGES.length + 2);
+        for (long v : EDGES) {
+            p.packArrayHeader(8).packString("BlockStored").packArrayHeader(1).packLong(v).packLong(v + 2);
+            p.packArrayHeader(1).packLong(Integer.toUnsignedLong((int) v)).packInt(1).packNil();
+            p.packString(longMedium).packNil();
+        }
+        p.packArrayHeader(3).packString("BlockRemoved").packArrayHeader(EDGES.length);
+        for (long v : EDGES) {
+            p.packLong(v);
+        }
+        p.packString("CPU");
+        p.packArrayHeader(1).packString("AllBlocksCleared");
+        p.packInt(70_000);
+        assertThat(ours).isEqualTo(p.toByteArray());
+    }
+
+    @Test
+    void encodingIntoTheReusedBufferAndKeepingForReplayAllocateNothingOnceWarm() {
+        com.sun.management.ThreadMXBean threads =
+                (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        EventRing.Drained d = new EventRing.Drained(64, 16);
+        for (int i = 0; i < 64; i++) {
+            int[] tokens = new int[16];
+            java.util.Arrays.fill(tokens, i * 1000);
+            put(d, i % 4 == 3 ? EventRing.REMOVED : EventRing.STORED, i % 3, 1000 + i, 999 + i, tokens);
+        }
+        BatchEncoder e = new BatchEncoder("DISK", 16);
+        ReplayBuffer replay = new ReplayBuffer(100);
+        Runnable batch = () -> {
+            for (int to = 8; to <= 64; to += 8) { // batches of 8 to 64 records, as a drain hands them out
+                int len = e.encodeInto(d, 0, to, SEED, 1.0, 0);
+                replay.add(to, e.buffer(), len);
+            }
+        };
+        for (int i = 0; i < 5_000; i++) {
+            batch.run(); // warm up: JIT, the buffer's and the slots' growth
+        }
+        long before = threads.getCurrentThreadAllocatedBytes();
+        for (int i = 0; i < 2_000; i++) {
+            batch.run();
+        }
+        long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+        assertThat(allocated).as("bytes allocated by 16,000 batches encoded and kept").isLessThan(1024);
+    }
+
+    @Test
+    void replayKeepsExactlyTheLastBatchesWhateverTheirSizes() {
+        java.util.Random rnd = new java.util.Random(42);
+        int cap = 7;
+        ReplayBuffer r = new ReplayBuffer(cap);
+        java.util.ArrayDeque<byte[]> model = new java.util.ArrayDeque<>();
+        for (int k = 0; k < 2_000; k++) {
+            // mostly small batches, now and then one larger than the whole array so far, some empty
+            int len = k % 97 == 0 ? 70_000 + rnd.nextInt(200_000) : k % 13 == 0 ? 0 : rnd.nextInt(20_000);
+            byte[] batch = new byte[len];
+            rnd.nextBytes(batch);
+            byte[] src = java.util.Arrays.copyOf(batch, len + 3); // longer than the batch: only [0, len) is kept
+            r.add(k, src, len);
+            model.addLast(batch);
+            if (model.size() > cap) {
+                model.removeFirst();
+            }
+            assertThat(r.size()).isEqualTo(model.size());
+            int i = 0;
+            for (byte[] expected : model) {
+                assertThat(r.seqAt(i)).isEqualTo(k - model.size() + 1 + i);
+                assertThat(java.util.Arrays.copyOfRange(r.payloadAt(i), r.offsetAt(i), r.offsetAt(i) + r.lengthAt(i)))
+                        .as("batch %d after add %d", k - model.size() + 1 + i, k).isEqualTo(expected);
+                i++;
+            }
+        }
     }
 }

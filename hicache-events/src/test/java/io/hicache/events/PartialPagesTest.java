@@ -73,4 +73,33 @@ class PartialPagesTest {
         b.onSequencePages(TierListener.STORAGE, true, tokens, 0, 1, 0);
         assertThat(bad.seen).isEmpty();
     }
+
+    @Test
+    void aRemovedNodeIsNotKeptByTheHashCacheAndStillHashesTheSameAfterwards() {
+        int[] tokens = new int[16];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = 50 + i;
+        }
+        RadixTree tree = RadixTree.builder().pageSize(4).build();
+        tree.insert(tokens, 0, 8, new int[] {0, 1}, 0);
+        RadixNode head = tree.lastInsertNode();
+        tree.insert(tokens, 0, 16, new int[] {0, 1, 2, 3}, 0);
+        RadixNode tail = tree.lastInsertNode();
+        Recorder r = new Recorder();
+        TierEventCollector c = new TierEventCollector(r, 4, 0);
+        c.onStored(TierListener.HOST, tail); // caches head (the path) and tail
+        assertThat(c.caches(tail)).isTrue();
+        assertThat(c.caches(head)).isTrue();
+
+        c.onRemoving(TierListener.DEVICE, tail);
+        c.onRemoving(TierListener.DEVICE, head);
+
+        // an entry would keep a node the tree let go of reachable until its slot was reused
+        assertThat(c.caches(tail)).isFalse();
+        assertThat(c.caches(head)).isFalse();
+        // a node still in the tree that misses is hashed again: the same blocks as before
+        c.onRemoving(TierListener.HOST, tail);
+        assertThat(r.seen.get(r.seen.size() - 2).split(" ")[2]).isEqualTo(r.seen.get(2).split(" ")[2]);
+        assertThat(r.seen.get(r.seen.size() - 1).split(" ")[2]).isEqualTo(r.seen.get(3).split(" ")[2]);
+    }
 }

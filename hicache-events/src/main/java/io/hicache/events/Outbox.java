@@ -1,0 +1,48 @@
+package io.hicache.events;
+
+import org.zeromq.ZMQ;
+
+/**
+ * The publisher thread's last step for each batch: numbers it (from 0, +1 per batch), keeps a copy for replay and
+ * sends {@code [topic, sequence, payload]} on the PUB socket without waiting. Publisher thread only.
+ *
+ * <p>The payload comes from the encoder's reused buffer and the replay copy goes into a reused slot, so the only
+ * allocation left per batch is ZeroMQ's: JeroMQ copies each frame it is given with an offset into a message of its
+ * own (it has no send that tells when it is done with the caller's bytes, so handing it a buffer that is reused
+ * later could corrupt a message still queued for a slow subscriber). Those copies die young, where the
+ * earlier one array per batch, kept for replay, lived long enough to be copied by every young collection.
+ */
+final class Outbox {
+    final ReplayBuffer replay;
+    private final ZMQ.Socket pub;
+    private final byte[] topic;
+    private final byte[] seqBytes = new byte[8];
+    private long nextSeq;
+
+    /**
+     * @param pub           the PUB socket (used by this thread only)
+     * @param topic         the first frame of every message (sent as is: never changed)
+     * @param replayBatches batches kept for replay
+     */
+    Outbox(ZMQ.Socket pub, byte[] topic, int replayBatches) {
+        this.pub = pub;
+        this.topic = topic;
+        this.replay = new ReplayBuffer(replayBatches);
+    }
+
+    /**
+     * Numbers, keeps and sends the payload {@code payload[0, len)}.
+     *
+     * @return false if ZeroMQ refused a frame (the batch is still numbered and kept for replay)
+     */
+    boolean send(byte[] payload, int len) {
+        long seq = nextSeq++;
+        replay.add(seq, payload, len);
+        for (int i = 0; i < 8; i++) {
+            seqBytes[i] = (byte) (seq >>> (56 - 8 * i));
+        }
+        return pub.sendMore(topic)
+                && pub.send(seqBytes, 0, 8, ZMQ.SNDMORE)
+                && pub.send(payload, 0, len, ZMQ.DONTWAIT);
+    }
+}
