@@ -84,6 +84,23 @@ final class PageLedger {
         return pool.allocate(n, out, offset);
     }
 
+    /**
+     * Whether {@code n} pages could be allocated now, free or by evicting, with the device prefix each rank just
+     * matched ({@code protect}) kept.
+     */
+    boolean hasRoom(int n, MatchResult[] protect) {
+        if (n <= pool.freePages()) {
+            return true;
+        }
+        RadixNode anchor = protect[0].lastDeviceNode();
+        caches[0].lock(anchor);
+        try {
+            return n - pool.freePages() <= caches[0].tree().devicePagesEvictable();
+        } finally {
+            caches[0].unlock(anchor);
+        }
+    }
+
     /** Allocates the page right after {@code after} into {@code out[offset]} if it is free (see the pool). */
     boolean allocateAfter(int after, int[] out, int offset) {
         return pool.allocateAfter(after, out, offset);

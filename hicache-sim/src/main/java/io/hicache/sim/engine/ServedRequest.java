@@ -38,6 +38,11 @@ final class ServedRequest {
     int loadWaits;
     /** Same-forward loads: per rank, the load in flight whose layers this request's forwards wait for, or null. */
     LoadHandle[] waitFor;
+    /**
+     * Per rank, the device prefix a queued request's own load brought back, locked while it waits for the pages of
+     * the rest of its prompt (null entries when it holds none).
+     */
+    RadixNode[] hold;
     /** Pages of the prompt counted as a host hit at the first admission. */
     int hostHitPages;
     /** When the scheduler first acted on the request's host hit (issued its load), -1 before. */

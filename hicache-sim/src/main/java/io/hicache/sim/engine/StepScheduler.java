@@ -286,6 +286,7 @@ final class StepScheduler {
             q.loadDone = true;
         }
         q.waitFor = null; // found again below: the loads this admission's prefix still waits for
+        releaseHold(q); // its own allocation below protects the matched prefix; held again if it must wait
         matchAll(q);
         if (storage != null && !force) {
             long now = clockNs.getAsLong();
@@ -307,9 +308,12 @@ final class StepScheduler {
         }
         int devicePrefix = match[0].devicePageCount();
         if (match[0].hostPageCount() > 0 && fleet.backupsEnabled && !q.loadDone && !force) {
+            if (!ledger.hasRoom(ceilPages(q.targetSim) - devicePrefix, match)) {
+                return -1; // no room for the loaded and the computed pages together: wait (SGLang's check first)
+            }
             int loading = loadBack(q);
             if (loading <= 0) {
-                return 0;
+                return loading;
             }
             devicePrefix = match[0].devicePageCount();
         }
@@ -347,6 +351,9 @@ final class StepScheduler {
             q.ownedFrom = 0;
             q.lock = null;
         } else {
+            if (q.loadedPages > 0) {
+                hold(q); // keep what its load brought back while it waits for the pages of the rest
+            }
             return -1;
         }
         // a full hit still computes its last token (the logits of the next one), as SGLang matches len - 1
@@ -374,6 +381,35 @@ final class StepScheduler {
         return 1;
     }
 
+    /**
+     * Locks the device prefix just matched for a queued request whose own load brought it back: until the request is
+     * admitted nothing else holds those pages, and a request waiting for device pages would otherwise watch them
+     * evicted (then recompute them: the load done for nothing).
+     */
+    private void hold(ServedRequest q) {
+        if (q.hold == null) {
+            q.hold = new RadixNode[cp];
+        }
+        for (int r = 0; r < cp; r++) {
+            RadixNode n = match[r].lastDeviceNode();
+            if (n != null && !n.isRoot()) {
+                caches[r].lock(n);
+                q.hold[r] = n;
+            }
+        }
+    }
+
+    private void releaseHold(ServedRequest q) {
+        if (q.hold != null) {
+            for (int r = 0; r < cp; r++) {
+                if (q.hold[r] != null) {
+                    caches[r].unlock(q.hold[r]);
+                    q.hold[r] = null;
+                }
+            }
+        }
+    }
+
     private void matchAll(ServedRequest q) {
         for (int r = 0; r < cp; r++) {
             caches[r].match(q.keys, 0, q.keys.length, match[r]);
@@ -384,7 +420,8 @@ final class StepScheduler {
      * Loads back the host-only part of the request's match on every rank. Same-forward: the chain becomes a
      * loading device prefix the request's forward computes on, and the ranks' matches are made again.
      *
-     * @return 1 admission goes on (same-forward load queued), 0 it waits (loading, ring busy or refused)
+     * @return 1 admission goes on (same-forward load queued), 0 it waits (loading, ring busy), -1 no device room for
+     *     the load (the head of the queue waits for pages)
      */
     private int loadBack(ServedRequest q) {
         if (loadSets.size() >= LOAD_RING) {
@@ -408,8 +445,14 @@ final class StepScheduler {
             q.prefetches = null;
         }
         if (op == null) {
-            if (caches[0].metric(Metric.LOADS_REFUSED) != refused || ++q.loadWaits > MAX_LOAD_WAITS) {
-                q.loadDone = true; // no device room for the load (or waited long enough): recompute
+            if (caches[0].metric(Metric.LOADS_REFUSED) != refused) {
+                // No device room for the load: recomputing the prefix would need more pages still, so the request
+                // waits for pages like any head of the queue and tries the load again (SGLang re-matches it each
+                // round); giving up its host hit here made it wait all the same and then recompute the hit.
+                return -1;
+            }
+            if (++q.loadWaits > MAX_LOAD_WAITS) {
+                q.loadDone = true; // another request's load of the chain took too long: recompute
             }
             return 0;
         }
@@ -552,6 +595,7 @@ final class StepScheduler {
         v.targetSim = v.simTokens + fleet.decodedSim(v.decoded); // prompt and every emitted token
         v.loadDone = false;
         v.loadWaits = 0;
+        v.loadedPages = 0; // a readmission loads again what it finds on the host
         v.preemptions++;
         preemptions++;
         waiting.addFirst(v);
