@@ -428,7 +428,8 @@ final class Replay {
                 inputTokens / makespanS, outputTokens / makespanS, finished / makespanS,
                 finished == 0 ? 0 : (double) good / finished, good / makespanS,
                 simulatedNs == 0 ? 0 : (double) busy / ((double) simulatedNs * instances.length),
-                preemptions, admissionPageWaits, steps, forwards, copyNs, hidden, io.hicache.sim.CoreNames.of(config.loadOverlap()),
+                preemptions, admissionPageWaits, steps, forwards, copyNs, hidden,
+                io.hicache.sim.CoreNames.of(config.loadOverlap()),
                 hostHits, ServingStats.Latency.ofNs(hostHitPrefillNs, hostHits, false),
                 ServingStats.cdf(ttftSorted, finished));
         SimResult base = SimResult.ofHits(config, trace.name(), hits, wallSeconds);
