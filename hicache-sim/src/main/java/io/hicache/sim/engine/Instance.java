@@ -406,10 +406,11 @@ final class Instance {
         stepping = true;
         steps++;
         busyNs += durationNs;
-        // Backups run the hooks of a step that prefills (its own chunks' pages, and finished requests' pages
-        // waiting since); a decode-only step leaves them waiting, unless nothing else will run.
-        boolean flush = prefill.isEmpty() && decodes == 0;
-        if (waits || !scheduler.pendingBackups(0).isEmpty() && (!prefill.isEmpty() || flush)) {
+        // Every forward runs the hooks of the backups reserved before it, as an engine calls them on every forward:
+        // its own chunks' pages, and those finished requests inserted at the end of the previous step, so a
+        // decode-only step carries them too (else they would keep their device pages locked until the next prefill).
+        boolean carries = !scheduler.pendingBackups(0).isEmpty();
+        if (waits || carries) {
             stepWaits = waits;
             enqueueForward(layerNs);
         } else {

@@ -330,6 +330,7 @@ final class Replay {
         double hostPeak = 0;
         long busy = 0;
         long preemptions = 0;
+        long admissionPageWaits = 0;
         long steps = 0;
         long forwards = 0;
         long outputTokens = 0;
@@ -361,6 +362,7 @@ final class Replay {
             hostPeak = Math.max(hostPeak, in.hostPeak);
             busy += in.busyNs;
             preemptions += in.scheduler.preemptions;
+            admissionPageWaits += in.scheduler.admissionPageWaits;
             steps += in.steps;
             forwards += in.deviceForwards;
             outputTokens += in.scheduler.outputTokens;
@@ -426,7 +428,8 @@ final class Replay {
                 inputTokens / makespanS, outputTokens / makespanS, finished / makespanS,
                 finished == 0 ? 0 : (double) good / finished, good / makespanS,
                 simulatedNs == 0 ? 0 : (double) busy / ((double) simulatedNs * instances.length),
-                preemptions, steps, forwards, copyNs, hidden, io.hicache.sim.CoreNames.of(config.loadOverlap()),
+                preemptions, admissionPageWaits, steps, forwards, copyNs, hidden,
+                io.hicache.sim.CoreNames.of(config.loadOverlap()),
                 hostHits, ServingStats.Latency.ofNs(hostHitPrefillNs, hostHits, false),
                 ServingStats.cdf(ttftSorted, finished));
         SimResult base = SimResult.ofHits(config, trace.name(), hits, wallSeconds);

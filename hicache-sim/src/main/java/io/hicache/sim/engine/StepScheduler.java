@@ -59,6 +59,8 @@ final class StepScheduler {
     /** Outcomes of the requests finished here. */
     final Outcomes outcomes = new Outcomes();
     long preemptions;
+    /** Steps formed while the head of the queue waited for device pages (none free or evictable). */
+    long admissionPageWaits;
     long prefilledSimTotal;
     long recomputedSimTotal;
     /** Simulated tokens computed again only because a full hit still computes its last token. */
@@ -218,6 +220,7 @@ final class StepScheduler {
                 ServedRequest q = waiting.get(i);
                 int admitted = admit(q, force);
                 if (admitted < 0) {
+                    admissionPageWaits++;
                     break; // FCFS: the head waits for device pages
                 }
                 if (admitted == 0) {
