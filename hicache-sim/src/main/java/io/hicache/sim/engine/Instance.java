@@ -114,8 +114,8 @@ final class Instance {
         InProcessRankAgreement agreement = cp > 1 ? new InProcessRankAgreement(cp) : null;
         InProcessRankAgreement loadAgreement = cp > 1 ? new InProcessRankAgreement(cp) : null;
         boolean backups = fleet.backupsEnabled;
-        this.storage = fleet.store == null ? null : new StorageSim(fleet.storageOptions, fleet.store, cp,
-                config.pageSize(), layers, fleet.trueBytesPerSimByte);
+        this.storage = fleet.storeBackend == null ? null : new StorageSim(fleet.storageOptions, fleet.storeBackend,
+                this::nowNs, cp, config.pageSize(), layers, fleet.trueBytesPerSimByte);
         try {
             for (int r = 0; r < cp; r++) {
                 rt[r] = new SimulatedCudaRuntime(SimulatedCudaConfig.builder()
@@ -220,8 +220,13 @@ final class Instance {
                 settle(); // the submitter issues the forward's copies (each waits on its layer's event)
             }
             long external = stepping && !deviceStep ? stepEndNs : Long.MAX_VALUE;
-            if (storage != null && storage.nextReadyNs > now) {
-                external = Math.min(external, storage.nextReadyNs); // a request's prefetch lands then
+            if (storage != null) {
+                if (storage.nextReadyNs > now) {
+                    external = Math.min(external, storage.nextReadyNs); // a request's prefetch lands then
+                }
+                if (storage.nextIoDueNs() > now) {
+                    external = Math.min(external, storage.nextIoDueNs()); // a write completes then
+                }
             }
             if (!advance(Math.min(external, limitNs))) {
                 // nothing queued on the devices and no time to wait for
@@ -240,7 +245,7 @@ final class Instance {
 
     /** Steps every rank's agents and scheduler until nothing moves; then marks new seals for waking. */
     private void settle() {
-        if (!(scheduler.takeDirty() | dirty)) {
+        if (!(scheduler.takeDirty() | dirty) && (storage == null || !storage.ioDue(nowNs()))) {
             return;
         }
         dirty = false;
@@ -252,6 +257,9 @@ final class Instance {
             int work = 0;
             for (int r = 0; r < cp; r++) {
                 work += caches[r].doAgentWork();
+            }
+            if (storage != null) {
+                work += storage.advanceIo(); // store operations due now become visible to the polls below
             }
             for (int r = 0; r < cp; r++) {
                 work += caches[r].poll(); // also drives an attached storage tier

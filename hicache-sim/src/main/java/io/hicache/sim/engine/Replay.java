@@ -52,6 +52,8 @@ final class Replay {
     /** The storage tier's options and the store every instance shares (a fleet shares its L3), or null. */
     final io.hicache.sim.StorageOptions storageOptions;
     final io.hicache.storage.PageStore store;
+    /** The store as the instances' {@link TimedStore}s share it, or null. */
+    final TimedStore.Backend storeBackend;
     /** GPUs whose host links each carry one rank's copies (the TP group). */
     private final int gpusPerRank;
     private final long linkBytesPerSecond;
@@ -117,6 +119,7 @@ final class Replay {
         this.storageOptions = storageOptions;
         this.store = storageOptions == null ? null
                 : StorageSim.openStore(storageOptions, pageSize, config.model().layers());
+        this.storeBackend = store == null ? null : new TimedStore.Backend(store);
         try {
             for (int i = 0; i < instances.length; i++) {
                 instances[i] = new Instance(i, this, devicePagesCount, hostPagesPerRank, hostPagesWanted,
@@ -277,9 +280,13 @@ final class Replay {
 
     /**
      * Threads that run the instances: {@code hicache.sim.threads} if set, else one per available processor, at
-     * most one per instance. Results do not depend on it.
+     * most one per instance; one with a storage tier, whose instances share the store: run one after another, their
+     * operations on it come in the same order every run (see {@link TimedStore}). Results do not depend on it.
      */
     private int threads() {
+        if (store != null) {
+            return 1;
+        }
         int n = Integer.getInteger(THREADS_PROPERTY, Runtime.getRuntime().availableProcessors());
         return Math.max(1, Math.min(n, instances.length));
     }

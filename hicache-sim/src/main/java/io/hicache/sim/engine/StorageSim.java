@@ -17,20 +17,30 @@ import io.hicache.storage.StoreStats;
 import io.hicache.storage.tier.MemoryPageStore;
 
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import java.util.concurrent.locks.LockSupport;
 
 /**
  * The storage tier of one {@link Instance}: the fleet's store, shared by the CP group, and one {@link L3Tier} per rank
  * attached to its cache as an engine attaches it (the cache's own {@code match}, {@code poll} and commits drive it).
- * Prefetch I/O is real (the replay's thread waits for it in wall-clock time, polling with a
- * deadline); the simulated time a request waits for it is modelled: latency + true bytes / bandwidth, bounded by the
- * prefetch policy (none under best effort, the deadline under timeout). Owned by the replay's thread.
+ * The store's I/O is real, but the tiers reach it through a {@link TimedStore}, so the simulated timeline decides when
+ * each operation's completion becomes visible: a put at its modelled completion time (latency + true bytes /
+ * bandwidth, puts queued on the instance's write link), a read at the next poll; the replay's thread waits (wall
+ * clock) for the real I/O at those points. A prefetch is run to its end when it starts; the simulated time a request
+ * waits for it is modelled: latency + true bytes / bandwidth, bounded by the prefetch policy (none under best
+ * effort, the deadline under timeout). Owned by the replay's thread.
  */
 final class StorageSim implements AutoCloseable {
-    private static final long IO_DEADLINE_NS = TimeUnit.SECONDS.toNanos(120);
+    private static final long IO_DEADLINE_NS = TimedStore.IO_DEADLINE_NS;
+
+    /** Tests set this to wrap the run's store (e.g. to vary how fast its I/O is); null: the store as opened. */
+    static volatile java.util.function.UnaryOperator<PageStore> wrapStoreForTests;
 
     private final StorageOptions options;
     private final PageStore store;
+    /** The tiers' view of the store: completions become visible at simulated times. */
+    private final TimedStore io;
+    private final LongSupplier clockNs;
     private final L3Tier[] tiers;
     private HiCache[] caches;
     private final StorageTierConfig tierConfig;
@@ -50,16 +60,21 @@ final class StorageSim implements AutoCloseable {
     /**
      * Opens the store ({@code file}/{@code redis}: connects now, so a bad location or password fails before the run).
      *
+     * @param backend             the fleet's store
+     * @param clockNs             the instance's simulated clock
      * @param simPageBytes        bytes of one simulated host page (the model store's capacity unit)
      * @param trueBytesPerSimByte true KV bytes one simulated byte stands for
      */
-    StorageSim(StorageOptions options, PageStore store, int cp, int pageSizeTokens, long simPageBytes,
-               double trueBytesPerSimByte) {
+    StorageSim(StorageOptions options, TimedStore.Backend backend, LongSupplier clockNs, int cp, int pageSizeTokens,
+               long simPageBytes, double trueBytesPerSimByte) {
         this.options = options;
         this.trueBytesPerSimByte = trueBytesPerSimByte;
         this.simPageBytes = simPageBytes;
         this.pageSizeTokens = pageSizeTokens;
-        this.store = store;
+        this.store = backend.store;
+        this.clockNs = clockNs;
+        this.io = new TimedStore(backend, clockNs, options.latencyNs(), options.bandwidthBytesPerSecond(),
+                trueBytesPerSimByte);
         this.tiers = new L3Tier[cp];
         this.tierConfig = StorageTierConfig.DEFAULT.withWritePolicy(options.writePolicy())
                 .withPrefetchPolicy(options.prefetchPolicy())
@@ -73,12 +88,14 @@ final class StorageSim implements AutoCloseable {
      * bad location or password fails before the run). The caller closes it after the tiers.
      */
     static PageStore openStore(StorageOptions options, int pageSizeTokens, long simPageBytes) {
-        return switch (options.kind()) {
+        PageStore store = switch (options.kind()) {
             case MODEL -> new MemoryPageStore(options.capacityTokens() == 0 ? 0
                     : Math.max(simPageBytes, options.capacityTokens() / pageSizeTokens * simPageBytes),
                     StoreConfig.DEFAULT_MAX_BATCH_PAGES);
             case FILE, REDIS -> PageStores.open(options.location(), StoreConfig.defaults());
         };
+        java.util.function.UnaryOperator<PageStore> wrap = wrapStoreForTests;
+        return wrap == null ? store : wrap.apply(store);
     }
 
     /** Attaches a tier to each rank's built cache (the ranks of a group share a prefetch agreement). */
@@ -90,7 +107,7 @@ final class StorageSim implements AutoCloseable {
             KeyNamespace ns = KeyNamespace.builder().modelId(modelId).kvDtype("sim-1-byte-per-layer")
                     .pageSizeTokens(caches[r].tree().pageSize()).hostLayout(caches[r].hostPool().layout()).cp(cp, r)
                     .build();
-            tiers[r] = L3Tier.attach(caches[r], store, ns, tierConfig, agreement);
+            tiers[r] = L3Tier.attach(caches[r], io, ns, tierConfig, agreement);
         }
     }
 
@@ -102,7 +119,27 @@ final class StorageSim implements AutoCloseable {
         }
     }
 
-    /** Polls every rank's cache, which advances its tier's writes and prefetches; returns the tiers' work left. */
+    /**
+     * Makes visible the store operations due at the instance's current simulated time (waiting for their real I/O);
+     * call before polling the caches.
+     *
+     * @return operations that became visible
+     */
+    int advanceIo() {
+        return io.advance(clockNs.getAsLong());
+    }
+
+    /** Whether a store operation becomes visible at {@code nowNs} ({@link #advanceIo} has work). */
+    boolean ioDue(long nowNs) {
+        return io.due(nowNs);
+    }
+
+    /** The simulated time the next held write completes, or {@code Long.MAX_VALUE}: the instance wakes then. */
+    long nextIoDueNs() {
+        return io.nextDueNs();
+    }
+
+    /** Polls every rank's cache, which advances its tier's writes and prefetches; returns the tiers' work ended. */
     private int poll() {
         int before = inFlight();
         for (HiCache c : caches) {
@@ -114,7 +151,8 @@ final class StorageSim implements AutoCloseable {
 
     /**
      * Prefetches what storage holds beyond {@code match} for a request whose page keys are {@code keys}, waits for the
-     * I/O (wall clock) and publishes it on every rank.
+     * I/O (wall clock) and publishes it on every rank, all at the current simulated time (writes due by then are
+     * made visible too, puts submitted meanwhile are held to their modelled completion).
      *
      * @return the simulated time the request waits for it (0 under best effort), or -1 when no prefetch started
      */
@@ -133,12 +171,13 @@ final class StorageSim implements AutoCloseable {
         }
         long deadline = System.nanoTime() + IO_DEADLINE_NS;
         while (!allEnded()) {
-            if (poll() == 0) {
+            if (advanceIo() + poll() == 0) {
+                // nothing became visible or ended: the ranks' agreement needs another round
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("storage prefetch of request " + requestId + " still running after "
                             + TimeUnit.NANOSECONDS.toSeconds(IO_DEADLINE_NS) + " s of wall-clock time");
                 }
-                LockSupport.parkNanos(20_000); // the store's I/O threads are working; poll again
+                LockSupport.parkNanos(20_000);
             }
         }
         published = scratch[0].publishedPages();
@@ -187,11 +226,14 @@ final class StorageSim implements AutoCloseable {
         storageHitPages += pages;
     }
 
-    /** Waits (wall clock, polling with a deadline) until every write and prefetch has finished. */
+    /**
+     * At the end of the run: completes every write and prefetch now, whatever its modelled completion time (waiting
+     * for the real I/O), so that what this run committed is in the store for the next one.
+     */
     void flush() {
         long deadline = System.nanoTime() + IO_DEADLINE_NS;
         while (inFlight() > 0) {
-            if (poll() == 0) {
+            if (io.advance(Long.MAX_VALUE) + poll() == 0) {
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("storage writes still running after "
                             + TimeUnit.NANOSECONDS.toSeconds(IO_DEADLINE_NS) + " s of wall-clock time");
@@ -248,6 +290,11 @@ final class StorageSim implements AutoCloseable {
         }
         closed = true;
         RuntimeException failure = null;
+        try {
+            io.close(); // completes what is held, so the tiers' close finds no store operation running
+        } catch (RuntimeException e) {
+            failure = e;
+        }
         for (L3Tier t : tiers) {
             if (t == null) {
                 continue;
