@@ -11,11 +11,14 @@ import io.hicache.radix.RadixNode;
  * <p>A node's page hashes need the hash of the page before it (its parent's last page): a direct-mapped cache
  * keyed by node identity holds each node's last-page hash. That value never changes for a node (a split keeps
  * the node as the tail, so its last page stays the same), so a hit is always right; a miss walks up to the
- * nearest cached ancestor (or the root) and hashes down. A removal drops the node's entry, so the cache keeps no
- * node the tree has let go of.
+ * nearest cached ancestor (or the root) and hashes down; a whole-node event takes the node's last-page hash from
+ * its own entry instead of hashing that page again. A removal that takes the node out of the tree drops its entry,
+ * so the cache keeps no node the tree has let go of; a node keyed by its {@link RadixNode#serial()}, so that a
+ * lookup costs no identity hash.
  */
 final class TierEventCollector implements HiCache.TierListener {
-    private static final int CACHE_SLOTS = 1 << 14;
+    private static final int CACHE_BITS = 14;
+    private static final int CACHE_SLOTS = 1 << CACHE_BITS;
 
     final EventRing ring;
     /** Where blocks go instead of the ring (an in-process consumer), or null. */
@@ -198,32 +201,56 @@ final class TierEventCollector implements HiCache.TierListener {
             for (int p = 0; p < first; p++) {
                 h = hashPage(node, p, h);
             }
+            // the last page's hash is the node's cached end hash when it has one (insert and commit cache it)
+            int slot = slot(node);
+            int known = end == pages && cacheNode[slot] == node ? pages - 1 : -1;
+            long endHash = cacheEnd[slot];
             int[] dst = ring.tokens();
             for (int p = first; p < end; p++) {
                 int i = ring.claim();
                 long parent = h;
                 if (kind == EventRing.STORED) {
                     int base = i * pageSize;
-                    long x = h;
-                    for (int k = 0; k < pageSize; k++) {
-                        int t = node.token(p * pageSize + k);
-                        dst[base + k] = t;
-                        x = BlockHasher.step(x, t);
+                    if (p == known) {
+                        for (int k = 0; k < pageSize; k++) {
+                            dst[base + k] = node.token(p * pageSize + k);
+                        }
+                        h = endHash;
+                    } else {
+                        long x = h;
+                        for (int k = 0; k < pageSize; k++) {
+                            int t = node.token(p * pageSize + k);
+                            dst[base + k] = t;
+                            x = BlockHasher.step(x, t);
+                        }
+                        h = BlockHasher.finish(x, pageSize);
                     }
-                    h = BlockHasher.finish(x, pageSize);
                 } else {
-                    h = hashPage(node, p, h); // a removal publishes no tokens
+                    h = p == known ? endHash : hashPage(node, p, h); // a removal publishes no tokens
                 }
                 ring.set(i, kind, tier, h, parent);
                 ring.publish(i);
             }
             ring.flush();
         }
-        if (end == pages && kind == EventRing.REMOVED) {
+        if (end == pages && kind == EventRing.REMOVED && !staysInTree(tier, node)) {
             forget(node);
         } else if (end == pages) {
             remember(node, h);
         }
+    }
+
+    /**
+     * Whether {@code node} stays in the tree after its copy on {@code tier} goes: a device copy leaves a node with
+     * a committed host copy in place (host-only), a host copy one that still has its device pages, an L3 copy
+     * every node.
+     */
+    private static boolean staysInTree(int tier, RadixNode node) {
+        return switch (tier) {
+            case DEVICE -> node.isHostResident();
+            case HOST -> node.hasDeviceValue();
+            default -> true;
+        };
     }
 
     private long hashPage(RadixNode node, int page, long h) {
@@ -289,9 +316,9 @@ final class TierEventCollector implements HiCache.TierListener {
         return h;
     }
 
+    /** Fibonacci hashing of the node's serial (consecutive serials land far apart). */
     private static int slot(RadixNode n) {
-        int x = System.identityHashCode(n);
-        return (x ^ (x >>> 14)) & (CACHE_SLOTS - 1);
+        return (n.serial() * 0x9E3779B9) >>> (Integer.SIZE - CACHE_BITS);
     }
 
     /** The seed: a record whose parent equals it has no parent block (it is a first page). */

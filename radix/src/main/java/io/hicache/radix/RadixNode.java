@@ -76,7 +76,20 @@ public final class RadixNode {
     /** Bytes of one page hash (SHA-256). */
     public static final int PAGE_HASH_BYTES = 32;
 
-    RadixNode() {
+    /** See {@link #serial()}. */
+    private final int serial;
+
+    RadixNode(int serial) {
+        this.serial = serial;
+    }
+
+    /**
+     * A number the tree gave this node when it created it (the head a split creates gets its own): distinct among
+     * the nodes of one tree until 2^32 have been created. A cheap key for a cache indexed by node, where
+     * {@link System#identityHashCode} would install a hash in the object's header on its first call. Any thread.
+     */
+    public int serial() {
+        return serial;
     }
 
     /** Whether the storage tier's page hashes were set on this node ({@link RadixTree#setPageHashes}). */

@@ -94,6 +94,8 @@ public final class RadixTree {
 
     private long logicalTick;
     private long createSeq;
+    /** The last {@link RadixNode#serial()} given. */
+    private int nodeSerial;
     long devicePagesCached;
     long devicePagesLocked;
     long devicePagesUnevictable;
@@ -118,7 +120,7 @@ public final class RadixTree {
         devicePolicy = b.devicePolicy;
         hostPolicy = b.hostPolicy;
         tickSource = b.tickSource;
-        root = new RadixNode();
+        root = new RadixNode(nodeSerial++);
         root.attached = true;
         root.keyTokens = new int[0];
         lastInsertNode = root;
@@ -306,7 +308,7 @@ public final class RadixTree {
                         + (n.pageCount - k));
             }
         }
-        RadixNode p = new RadixNode();
+        RadixNode p = new RadixNode(nodeSerial++);
         RadixNode parent = n.parent;
         int tokensK = k << pageShift;
         p.attached = true;
@@ -480,7 +482,7 @@ public final class RadixTree {
         int[] storage = new int[keyLen + pages];
         System.arraycopy(tokens, pos, storage, 0, keyLen);
         System.arraycopy(devicePages, pi, storage, keyLen, pages);
-        RadixNode n = new RadixNode();
+        RadixNode n = new RadixNode(nodeSerial++);
         n.attached = true;
         n.parent = parent;
         n.keyTokens = storage;
@@ -580,7 +582,7 @@ public final class RadixTree {
         }
         int newPages = pages - startPage;
         int keyLen = newPages << pageShift;
-        RadixNode n = new RadixNode();
+        RadixNode n = new RadixNode(nodeSerial++);
         n.attached = true;
         n.parent = node;
         n.keyTokens = java.util.Arrays.copyOfRange(tokens, pos, pos + keyLen);
