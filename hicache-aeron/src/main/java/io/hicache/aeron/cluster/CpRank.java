@@ -75,6 +75,17 @@ public final class CpRank {
                     idle.idle(group.doWork());
                 }
             }
+            // what this rank saw while it ran its steps: a peer that finishes and goes quiet later is not a failure
+            long failedMask = group.failedMask();
+            boolean degraded = group.degraded();
+            Files.writeString(dir.resolve("done-" + rank), "done");
+            // keep answering (heartbeats) until every peer not known failed has finished its steps too, so that a
+            // slower survivor never takes this one's silence for a failure; bounded, then a short linger
+            long waitUntil = clock.nanoTime() + 20 * timeoutNs;
+            idle.reset();
+            while (!peersDone(dir, ranks, rank, group.failedMask()) && clock.nanoTime() < waitUntil) {
+                idle.idle(group.doWork());
+            }
             long lingerUntil = clock.nanoTime() + 2 * timeoutNs;
             while (clock.nanoTime() < lingerUntil) {
                 idle.idle(group.doWork());
@@ -89,13 +100,23 @@ public final class CpRank {
                 .put("rank", rank).put("steps", w.steps()).put("committed", w.committed())
                 .put("aborted", w.aborted()).put("aborted_rank_failed", w.abortedRankFailed())
                 .put("digest", Long.toHexString(w.commitDigest())).put("left", group.hasLeft())
-                .put("degraded", group.degraded()).put("failed_mask", group.failedMask())
+                .put("degraded", degraded).put("failed_mask", failedMask)
                 .put("rounds", latencies.length).put("dropped_frames", group.droppedFrames())
                 .put("status", status);
             JSON.writeValue(dir.resolve("report-" + rank + ".tmp").toFile(), report);
             Files.move(dir.resolve("report-" + rank + ".tmp"), dir.resolve("report-" + rank));
         }
         System.exit(status);
+    }
+
+    /** Whether every rank but {@code self} and those in {@code failedMask} has written its done marker. */
+    private static boolean peersDone(Path dir, int ranks, int self, long failedMask) {
+        for (int r = 0; r < ranks; r++) {
+            if (r != self && (failedMask & (1L << r)) == 0 && !Files.exists(dir.resolve("done-" + r))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static Map<String, String> parse(String[] args) throws IOException {
