@@ -176,61 +176,42 @@ final class TierEventCollector implements HiCache.TierListener {
         }
     }
 
-    /** Records pages {@code [first, end)} of {@code node}; remembers its end hash once the last page is hashed. */
+    /**
+     * Records pages {@code [first, end)} of {@code node} to the sink or the ring; remembers its end hash once the last
+     * page is hashed. The last page's hash is the node's cached end hash when it has one (insert and commit cache it).
+     */
     private void emitNode(byte kind, int tier, RadixNode node, int first, int end) {
         long h = startHash(node);
         int pages = node.pageCount();
-        if (sink != null) {
-            for (int p = 0; p < end; p++) {
-                long x = h;
-                for (int k = 0; k < pageSize; k++) {
-                    x = BlockHasher.step(x, node.token(p * pageSize + k));
-                }
-                long parent = h;
-                h = BlockHasher.finish(x, pageSize);
-                if (p < first) {
-                    continue;
-                }
+        for (int p = 0; p < first; p++) {
+            h = hashPage(node, p, h);
+        }
+        int slot = slot(node);
+        int known = end == pages && cacheNode[slot] == node ? pages - 1 : -1;
+        long endHash = cacheEnd[slot];
+        for (int p = first; p < end; p++) {
+            long parent = h;
+            h = p == known ? endHash : hashPage(node, p, h);
+            if (sink != null) {
                 if (kind == EventRing.STORED) {
                     sink.stored(tier, h, parent == seed ? -1 : parent);
                 } else {
                     sink.removed(tier, h);
                 }
+                continue;
             }
-        } else {
-            for (int p = 0; p < first; p++) {
-                h = hashPage(node, p, h);
-            }
-            // the last page's hash is the node's cached end hash when it has one (insert and commit cache it)
-            int slot = slot(node);
-            int known = end == pages && cacheNode[slot] == node ? pages - 1 : -1;
-            long endHash = cacheEnd[slot];
-            int[] dst = ring.tokens();
-            for (int p = first; p < end; p++) {
-                int i = ring.claim();
-                long parent = h;
-                if (kind == EventRing.STORED) {
-                    int base = i * pageSize;
-                    if (p == known) {
-                        for (int k = 0; k < pageSize; k++) {
-                            dst[base + k] = node.token(p * pageSize + k);
-                        }
-                        h = endHash;
-                    } else {
-                        long x = h;
-                        for (int k = 0; k < pageSize; k++) {
-                            int t = node.token(p * pageSize + k);
-                            dst[base + k] = t;
-                            x = BlockHasher.step(x, t);
-                        }
-                        h = BlockHasher.finish(x, pageSize);
-                    }
-                } else {
-                    h = p == known ? endHash : hashPage(node, p, h); // a removal publishes no tokens
+            int i = ring.claim();
+            if (kind == EventRing.STORED) { // a removal publishes no tokens
+                int[] dst = ring.tokens();
+                int base = i * pageSize;
+                for (int k = 0; k < pageSize; k++) {
+                    dst[base + k] = node.token(p * pageSize + k);
                 }
-                ring.set(i, kind, tier, h, parent);
-                ring.publish(i);
             }
+            ring.set(i, kind, tier, h, parent);
+            ring.publish(i);
+        }
+        if (sink == null) {
             ring.flush();
         }
         if (end == pages && kind == EventRing.REMOVED && !staysInTree(tier, node)) {
