@@ -411,6 +411,8 @@ public final class KvEventPublisher implements AutoCloseable {
     }
 
     static byte[] longBytes(long v) {
-        return java.nio.ByteBuffer.allocate(8).putLong(v).array();
+        byte[] b = new byte[8];
+        Outbox.putLong(b, v);
+        return b;
     }
 }

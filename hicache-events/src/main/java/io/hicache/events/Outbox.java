@@ -2,6 +2,10 @@ package io.hicache.events;
 
 import org.zeromq.ZMQ;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+
 /**
  * The publisher thread's last step for each batch: numbers it (from 0, +1 per batch), keeps a copy for replay and
  * sends {@code [topic, sequence, payload]} on the PUB socket without waiting. Publisher thread only.
@@ -13,6 +17,9 @@ import org.zeromq.ZMQ;
  * earlier one array per batch, kept for replay, lived long enough to be copied by every young collection.
  */
 final class Outbox {
+    private static final VarHandle BIG_ENDIAN_LONG =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+
     final ReplayBuffer replay;
     private final ZMQ.Socket pub;
     private final byte[] topic;
@@ -30,6 +37,11 @@ final class Outbox {
         this.replay = new ReplayBuffer(replayBatches);
     }
 
+    /** Writes {@code v} into {@code dst[0, 8)} big-endian, as the wire carries sequences. */
+    static void putLong(byte[] dst, long v) {
+        BIG_ENDIAN_LONG.set(dst, 0, v);
+    }
+
     /**
      * Numbers, keeps and sends the payload {@code payload[0, len)}.
      *
@@ -38,9 +50,7 @@ final class Outbox {
     boolean send(byte[] payload, int len) {
         long seq = nextSeq++;
         replay.add(seq, payload, len);
-        for (int i = 0; i < 8; i++) {
-            seqBytes[i] = (byte) (seq >>> (56 - 8 * i));
-        }
+        putLong(seqBytes, seq);
         return pub.sendMore(topic)
                 && pub.send(seqBytes, 0, 8, ZMQ.SNDMORE)
                 && pub.send(payload, 0, len, ZMQ.DONTWAIT);
