@@ -33,6 +33,9 @@ import java.util.concurrent.TimeUnit;
  *   fixture); per layer. Events add no work there: the row shows it.</li>
  *   <li>{@code insertEvict}: a tree insert of a fresh 16-page sequence and the device eviction of it (one
  *   {@code BlockStored} and one {@code BlockRemoved} of 16 blocks when on); per page.</li>
+ *   <li>{@code turnInsert}: a multi-turn request's insert, one new page after a {@value #PREFIX_PAGES}-page prefix
+ *   already in the tree, and the device eviction of that page (one {@code BlockStored} and one {@code BlockRemoved}
+ *   of one block when on); per turn. What events add must not grow with the prefix.</li>
  *   <li>{@code pollCommit}: {@link CommitBenchmark}'s commit path on one rank (a {@code BlockStored CPU} per
  *   committed page when on); per backup.</li>
  *   <li>{@code publishThroughput} (on only): records produced on this thread and drained, encoded and sent by the
@@ -51,12 +54,16 @@ public class KvEventsBenchmark {
     static final int PAGE_SIZE = 16;
     static final int FORWARDS = 16;
     static final int BURST = 4096;
+    static final int PREFIX_PAGES = 256;
 
     @Param({"off", "collect", "on"})
     public String events;
 
     private ControllerRig rig;
     private ControllerRig bare;
+    private ControllerRig turns;
+    private final int[] turnTokens = new int[(PREFIX_PAGES + 1) * PAGE_SIZE];
+    private final int[] turnPages = new int[PREFIX_PAGES + 1];
     private KvEventPublisher publisher;
     private final int[] tokens = new int[PAGES * PAGE_SIZE];
     private final int[] pages = new int[BURST];
@@ -71,14 +78,22 @@ public class KvEventsBenchmark {
         for (int i = 0; i < pages.length; i++) {
             pages[i] = i;
         }
+        turns = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 1, 0, PAGE_SIZE, 2 * PREFIX_PAGES, 4, 2, 4, true);
+        for (int i = 0; i < turnPages.length; i++) {
+            turnPages[i] = i;
+        }
+        fresh(turnTokens, 1 << 30);
         if (events.equals("on")) {
             publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0).build());
             publisher.attach(rig.caches[0], 0);
             publisher.attach(bare.caches[0], 1);
+            publisher.attach(turns.caches[0], 2);
         } else if (events.equals("collect")) {
             CollectOnly.attach(rig.caches[0]);
             CollectOnly.attach(bare.caches[0]);
+            CollectOnly.attach(turns.caches[0]);
         }
+        turns.controllers[0].tree().insert(turnTokens, 0, PREFIX_PAGES * PAGE_SIZE, turnPages, 0);
     }
 
     @TearDown(Level.Trial)
@@ -88,6 +103,7 @@ public class KvEventsBenchmark {
         }
         rig.close();
         bare.close();
+        turns.close();
     }
 
     private static void fresh(int[] t, int start) {
@@ -105,6 +121,18 @@ public class KvEventsBenchmark {
         next += tokens.length;
         c.tree().insert(tokens, 0, tokens.length, pages, 0);
         return c.evictDevice(PAGES, (p, off, n) -> { });
+    }
+
+    /** A turn's insert after a cached prefix, and the eviction of its new page; per turn. */
+    @Benchmark
+    public int turnInsert() {
+        HiCacheController c = turns.controllers[0];
+        int last = PREFIX_PAGES * PAGE_SIZE;
+        for (int k = 0; k < PAGE_SIZE; k++) {
+            turnTokens[last + k] = next++;
+        }
+        c.tree().insert(turnTokens, 0, turnTokens.length, turnPages, 0);
+        return c.evictDevice(1, (p, off, n) -> { }); // the new leaf: the prefix has a child until then
     }
 
     /** The commit path of {@link CommitBenchmark} on one rank; per backup. */

@@ -9,12 +9,13 @@ import io.hicache.radix.RadixNode;
  * scratch arrays have grown to the deepest path seen, takes no lock.
  *
  * <p>A node's page hashes need the hash of the page before it (its parent's last page): a direct-mapped cache
- * keyed by node identity holds each node's last-page hash. That value never changes for a node (a split keeps
- * the node as the tail, so its last page stays the same), so a hit is always right; a miss walks up to the
- * nearest cached ancestor (or the root) and hashes down; a whole-node event takes the node's last-page hash from
- * its own entry instead of hashing that page again. A removal that takes the node out of the tree drops its entry,
- * so the cache keeps no node the tree has let go of; a node keyed by its {@link RadixNode#serial()}, so that a
- * lookup costs no identity hash.
+ * keyed by {@link RadixNode#serial()} holds each node's last-page hash. That value never changes for a node (a
+ * split keeps the node as the tail, so its last page stays the same) and a serial names one node for the tree's
+ * life, so a hit is always right; a miss walks up to the nearest cached ancestor (or the root) and hashes down. A
+ * whole-node event takes the node's last-page hash from its own entry instead of hashing that page again, and an
+ * insert hashes only from the first node that holds a new page. The cache holds numbers only, no node: storing
+ * one costs no GC barrier and keeps nothing the tree has let go of reachable; a removal that takes the node out of
+ * the tree still drops its entry, to leave the slot to live nodes.
  */
 final class TierEventCollector implements HiCache.TierListener {
     private static final int CACHE_BITS = 14;
@@ -26,9 +27,12 @@ final class TierEventCollector implements HiCache.TierListener {
     final int dataParallelRank;
     private final int pageSize;
     private final long seed;
-    private final RadixNode[] cacheNode = new RadixNode[CACHE_SLOTS];
-    private final long[] cacheEnd = new long[CACHE_SLOTS];
+    /** Slot {@code i}'s node serial at {@code 2i} (-1: empty) and that node's last-page hash at {@code 2i + 1}. */
+    private final long[] cache = new long[2 * CACHE_SLOTS];
+    /** Scratch: the ancestors {@link #startHash} hashes down from. */
     private RadixNode[] path = new RadixNode[64];
+    /** Scratch: an insert's nodes from its last up to the first that holds a new page. */
+    private RadixNode[] nodes = new RadixNode[64];
     private volatile boolean enabled = true;
 
     TierEventCollector(EventRing ring, int dataParallelRank, long extraKey) {
@@ -37,6 +41,7 @@ final class TierEventCollector implements HiCache.TierListener {
         this.dataParallelRank = dataParallelRank;
         this.pageSize = ring.pageSize;
         this.seed = BlockHasher.root(extraKey);
+        clearCache();
     }
 
     /** A collector that hands each block to {@code sink} instead of a ring. */
@@ -46,6 +51,13 @@ final class TierEventCollector implements HiCache.TierListener {
         this.dataParallelRank = 0;
         this.pageSize = pageSize;
         this.seed = BlockHasher.root(extraKey);
+        clearCache();
+    }
+
+    private void clearCache() {
+        for (int i = 0; i < cache.length; i += 2) {
+            cache[i] = -1;
+        }
     }
 
     /** Stops recording (the publisher closed or this cache detached). Any thread. */
@@ -63,17 +75,42 @@ final class TierEventCollector implements HiCache.TierListener {
         if (!enabled) {
             return;
         }
-        long h = seed;
-        long parent = seed;
         int pages = len / pageSize;
         int firstNew = firstNewToken / pageSize;
-        for (int p = 0; p < pages; p++) {
+        // The path root..last holds exactly the inserted pages: walk up to the node holding the first new page
+        // and hash from there rather than from the root (a long shared prefix costs nothing).
+        int depth = 0;
+        int start = pages;
+        RadixNode top = last;
+        while (top != null && !top.isRoot()) {
+            if (depth == nodes.length) {
+                nodes = java.util.Arrays.copyOf(nodes, depth * 2);
+            }
+            nodes[depth++] = top;
+            start -= top.pageCount();
+            if (start <= firstNew) {
+                break;
+            }
+            top = top.parent();
+        }
+        long h;
+        if (depth > 0 && start >= 0 && start <= firstNew) {
+            h = startHash(nodes[depth - 1]);
+        } else { // not the path the tree reports: hash the whole sequence, remember nothing
+            while (depth > 0) {
+                nodes[--depth] = null;
+            }
+            start = 0;
+            h = seed;
+        }
+        int nodeEnd = depth > 0 ? start + nodes[depth - 1].pageCount() : pages;
+        for (int p = start; p < pages; p++) {
             int off = from + p * pageSize;
             long x = h;
             for (int k = 0; k < pageSize; k++) {
                 x = BlockHasher.step(x, tokens[off + k]);
             }
-            parent = h;
+            long parent = h;
             h = BlockHasher.finish(x, pageSize);
             if (p >= firstNew && sink != null) {
                 sink.stored(DEVICE, h, parent == seed ? -1 : parent);
@@ -83,14 +120,15 @@ final class TierEventCollector implements HiCache.TierListener {
                 System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
                 ring.publish(i);
             }
+            if (p + 1 == nodeEnd && depth > 0) { // the end of a node on the path: remember its last-page hash
+                RadixNode n = nodes[--depth];
+                nodes[depth] = null;
+                remember(n, h);
+                nodeEnd = depth > 0 ? nodeEnd + nodes[depth - 1].pageCount() : pages;
+            }
         }
         if (sink == null) {
             ring.flush();
-        }
-        if (last != null && !last.isRoot()) {
-            int slot = slot(last);
-            cacheNode[slot] = last;
-            cacheEnd[slot] = h;
         }
     }
 
@@ -121,7 +159,7 @@ final class TierEventCollector implements HiCache.TierListener {
             ring.publish(i);
             ring.flush();
         }
-        java.util.Arrays.fill(cacheNode, null);
+        clearCache();
     }
 
     @Override
@@ -187,8 +225,8 @@ final class TierEventCollector implements HiCache.TierListener {
             h = hashPage(node, p, h);
         }
         int slot = slot(node);
-        int known = end == pages && cacheNode[slot] == node ? pages - 1 : -1;
-        long endHash = cacheEnd[slot];
+        int known = end == pages && cache[slot] == node.serial() ? pages - 1 : -1;
+        long endHash = cache[slot + 1];
         for (int p = first; p < end; p++) {
             long parent = h;
             h = p == known ? endHash : hashPage(node, p, h);
@@ -244,26 +282,24 @@ final class TierEventCollector implements HiCache.TierListener {
 
     private void remember(RadixNode node, long endHash) {
         int slot = slot(node);
-        cacheNode[slot] = node;
-        cacheEnd[slot] = endHash;
+        cache[slot] = node.serial();
+        cache[slot + 1] = endHash;
     }
 
     /**
-     * Drops {@code node}'s entry: a node leaves the tree only through removals, and an entry would keep a node
-     * the tree has let go of reachable (with its tokens) until another node took the slot, for every young
-     * collection to copy. A node still in the tree that misses later is hashed again from its nearest cached
-     * ancestor.
+     * Drops {@code node}'s entry (a node leaves the tree only through removals), leaving the slot to live nodes. A
+     * node still in the tree that misses later is hashed again from its nearest cached ancestor.
      */
     private void forget(RadixNode node) {
         int slot = slot(node);
-        if (cacheNode[slot] == node) {
-            cacheNode[slot] = null;
+        if (cache[slot] == node.serial()) {
+            cache[slot] = -1;
         }
     }
 
     /** True if the end-hash cache holds {@code node} (tests). */
     boolean caches(RadixNode node) {
-        return cacheNode[slot(node)] == node;
+        return cache[slot(node)] == node.serial();
     }
 
     /** The hash of the page before {@code node}'s first (the seed below the root). */
@@ -273,8 +309,8 @@ final class TierEventCollector implements HiCache.TierListener {
         long h = seed;
         while (p != null && !p.isRoot()) {
             int slot = slot(p);
-            if (cacheNode[slot] == p) {
-                h = cacheEnd[slot];
+            if (cache[slot] == p.serial()) {
+                h = cache[slot + 1];
                 break;
             }
             if (depth == path.length) {
@@ -290,16 +326,14 @@ final class TierEventCollector implements HiCache.TierListener {
             for (int q = 0; q < pages; q++) {
                 h = hashPage(n, q, h);
             }
-            int slot = slot(n);
-            cacheNode[slot] = n;
-            cacheEnd[slot] = h;
+            remember(n, h);
         }
         return h;
     }
 
-    /** Fibonacci hashing of the node's serial (consecutive serials land far apart). */
+    /** The index of {@code n}'s serial in {@link #cache}: Fibonacci hashing (consecutive serials land far apart). */
     private static int slot(RadixNode n) {
-        return (n.serial() * 0x9E3779B9) >>> (Integer.SIZE - CACHE_BITS);
+        return (int) ((n.serial() * 0x9E3779B97F4A7C15L) >>> (Long.SIZE - CACHE_BITS)) << 1;
     }
 
     /** The seed: a record whose parent equals it has no parent block (it is a first page). */

@@ -77,18 +77,19 @@ public final class RadixNode {
     public static final int PAGE_HASH_BYTES = 32;
 
     /** See {@link #serial()}. */
-    private final int serial;
+    private final long serial;
 
-    RadixNode(int serial) {
+    RadixNode(long serial) {
         this.serial = serial;
     }
 
     /**
      * A number the tree gave this node when it created it (the head a split creates gets its own): distinct among
-     * the nodes of one tree until 2^32 have been created. A cheap key for a cache indexed by node, where
-     * {@link System#identityHashCode} would install a hash in the object's header on its first call. Any thread.
+     * all the nodes one tree ever creates (a 64-bit counter). A key for a cache indexed by node that holds no
+     * reference to it, where {@link System#identityHashCode} would install a hash in the object's header on its
+     * first call. Any thread.
      */
-    public int serial() {
+    public long serial() {
         return serial;
     }
 

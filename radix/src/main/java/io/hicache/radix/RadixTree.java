@@ -95,7 +95,7 @@ public final class RadixTree {
     private long logicalTick;
     private long createSeq;
     /** The last {@link RadixNode#serial()} given. */
-    private int nodeSerial;
+    private long nodeSerial;
     long devicePagesCached;
     long devicePagesLocked;
     long devicePagesUnevictable;

@@ -16,7 +16,7 @@ class NodeSerialTest {
         int[] a = {1, 2, 3, 4, 5, 6, 7, 8};
         tree.insert(a, 0, a.length, new int[] {0, 1, 2, 3}, 0);
         RadixNode whole = tree.lastInsertNode();
-        int before = whole.serial();
+        long before = whole.serial();
         int[] b = {1, 2, 3, 4, 9, 9};
         tree.insert(b, 0, b.length, new int[] {4, 5, 6}, 0); // splits a after two pages
         RadixNode branch = tree.lastInsertNode();
@@ -24,7 +24,7 @@ class NodeSerialTest {
 
         assertThat(whole.parent()).isSameAs(head); // the split kept the original node as the tail
         assertThat(whole.serial()).isEqualTo(before);
-        Set<Integer> serials = new HashSet<>();
+        Set<Long> serials = new HashSet<>();
         for (RadixNode n : new RadixNode[] {tree.root(), head, whole, branch}) {
             assertThat(serials.add(n.serial())).as("serial of %s", n).isTrue();
         }

@@ -1,0 +1,153 @@
+package io.hicache.events;
+
+import io.hicache.core.HiCache;
+import io.hicache.radix.RadixNode;
+import io.hicache.radix.RadixTree;
+import io.hicache.radix.spi.HostValue;
+import io.hicache.radix.spi.PendingBackup;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * An insert hashes only from the first node that holds a new page, starting from cached end hashes: on multi-turn
+ * conversations (each turn extends an earlier one, branches split nodes, evictions drop and host-only nodes adopt
+ * pages again, a reset empties the cache) every device block it reports has the hash and parent a router computes
+ * from the request's tokens, and every removal names a block stored before.
+ */
+class InsertHashesTest {
+    private static final long EXTRA_KEY = 5;
+
+    private record Host(int pages) implements HostValue {
+        @Override
+        public int pageCount() {
+            return pages;
+        }
+
+        @Override
+        public HostValue head(int k) {
+            return new Host(k);
+        }
+
+        @Override
+        public HostValue tail(int k) {
+            return new Host(pages - k);
+        }
+    }
+
+    /** Keeps the device blocks stored since the last {@code clear()} and the device blocks held. */
+    private static final class Checker implements BlockEventSink {
+        final Set<Long> deviceHeld = new HashSet<>();
+        final List<long[]> storedNow = new ArrayList<>();
+
+        @Override
+        public void stored(int tier, long hash, long parent) {
+            if (tier == HiCache.TierListener.DEVICE) {
+                assertThat(deviceHeld.add(hash)).as("block %d stored twice on device", hash).isTrue();
+                storedNow.add(new long[] {hash, parent});
+            }
+        }
+
+        @Override
+        public void removed(int tier, long hash) {
+            if (tier == HiCache.TierListener.DEVICE) {
+                assertThat(deviceHeld.remove(hash)).as("removed block %d was not held", hash).isTrue();
+            }
+        }
+
+        @Override
+        public void cleared() {
+            deviceHeld.clear();
+        }
+    }
+
+    @Test
+    void multiTurnInsertsReportTheChainARouterComputes() {
+        for (long seed = 1; seed <= 40; seed++) {
+            runConversation(seed);
+        }
+    }
+
+    private static void runConversation(long seed) {
+        Random rnd = new Random(seed);
+        int pageSize = 1 << rnd.nextInt(3);
+        RadixTree tree = RadixTree.builder().pageSize(pageSize).build();
+        Checker checker = new Checker();
+        tree.tierObserver(new TreePort(KvEventPublisher.observer(pageSize, EXTRA_KEY, checker)));
+        List<int[]> turns = new ArrayList<>();
+        int nextPage = 0;
+        for (int step = 0; step < 120; step++) {
+            int[] seq = nextTurn(rnd, turns, pageSize);
+            turns.add(seq);
+            int[] devicePages = new int[seq.length / pageSize];
+            for (int i = 0; i < devicePages.length; i++) {
+                devicePages[i] = nextPage++;
+            }
+            long[] chain = BlockHasher.chain(seq, seq.length, pageSize, EXTRA_KEY);
+            checker.storedNow.clear();
+            int present = tree.insert(seq, 0, seq.length, devicePages, 0) / pageSize;
+            // the blocks reported are exactly pages [present, pages), chained as a router hashes the request
+            assertThat(checker.storedNow).as("seed %d step %d", seed, step).hasSize(chain.length - present);
+            for (int p = present; p < chain.length; p++) {
+                long[] got = checker.storedNow.get(p - present);
+                assertThat(got[0]).as("seed %d step %d page %d hash", seed, step, p).isEqualTo(chain[p]);
+                assertThat(got[1]).as("seed %d step %d page %d parent", seed, step, p)
+                        .isEqualTo(p == 0 ? -1 : chain[p - 1]);
+            }
+            int roll = rnd.nextInt(10);
+            if (roll < 3) {
+                backUp(tree, tree.lastInsertNode());
+            } else if (roll < 5) {
+                tree.evictDevice(1 + rnd.nextInt(4 * devicePages.length + 1), (n, pg, off, cnt) -> { });
+            } else if (roll == 5) {
+                tree.evictHost(1 + rnd.nextInt(8), (n, v) -> { });
+            } else if (roll == 6 && rnd.nextInt(4) == 0) {
+                tree.evictDevice(Integer.MAX_VALUE, (n, pg, off, cnt) -> { });
+                tree.tierObserver().onCleared(); // empties the collector's end-hash cache too
+                assertThat(checker.deviceHeld).isEmpty();
+            }
+        }
+    }
+
+    /** A new turn: an earlier turn (or part of it, cut anywhere) followed by fresh tokens, or a fresh request. */
+    private static int[] nextTurn(Random rnd, List<int[]> turns, int pageSize) {
+        int fresh = pageSize * (1 + rnd.nextInt(6));
+        if (turns.isEmpty() || rnd.nextInt(5) == 0) {
+            return freshTokens(rnd, new int[0], 0, fresh);
+        }
+        int[] base = turns.get(rnd.nextInt(turns.size()));
+        int keep = rnd.nextInt(3) == 0 ? rnd.nextInt(base.length / pageSize + 1) * pageSize : base.length;
+        return freshTokens(rnd, base, keep, fresh);
+    }
+
+    private static int[] freshTokens(Random rnd, int[] base, int keep, int fresh) {
+        int[] seq = java.util.Arrays.copyOf(base, keep + fresh);
+        for (int i = keep; i < seq.length; i++) {
+            seq[i] = rnd.nextInt(1 << 20);
+        }
+        return seq;
+    }
+
+    /** Backs up {@code node} and its ancestors that have no host copy (a host copy is prefix-closed). */
+    private static void backUp(RadixTree tree, RadixNode node) {
+        List<RadixNode> chain = new ArrayList<>();
+        for (RadixNode n = node; n != null && !n.isRoot() && !n.isHostResident(); n = n.parent()) {
+            chain.add(n);
+        }
+        PendingBackup handle = (x, y) -> { };
+        for (int i = chain.size() - 1; i >= 0; i--) {
+            RadixNode n = chain.get(i);
+            if (!n.hasDeviceValue()) {
+                return;
+            }
+            tree.markPending(n, handle);
+            tree.commitHost(n, handle, new Host(n.pageCount()));
+        }
+    }
+}
