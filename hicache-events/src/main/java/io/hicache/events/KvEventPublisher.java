@@ -92,7 +92,7 @@ public final class KvEventPublisher implements AutoCloseable {
             throw e;
         }
         this.context = ctx;
-        this.outbox = new Outbox(pub, topic, config.replayBufferBatches());
+        this.outbox = new Outbox(pub, topic, config.replayBufferBatches(), config.replayBufferBytes());
         this.thread = new Thread(this::run, "hicache-kv-events");
         thread.setDaemon(true);
         thread.start();

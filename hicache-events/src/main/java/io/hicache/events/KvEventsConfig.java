@@ -14,6 +14,8 @@ import java.util.Objects;
  * @param queueCapacity       page records each attached cache's queue holds (a power of two)
  * @param overflow            what a full queue does
  * @param replayBufferBatches batches kept for replay
+ * @param replayBufferBytes   payload bytes kept for replay at most (the oldest batches go first when a new one
+ *                            would pass it; a batch larger than it is sent but not kept)
  * @param sendHighWaterMark   the PUB socket's send high-water mark (messages a slow subscriber may queue)
  * @param maxBlocksPerBatch   page records one batch carries at most
  * @param storageMedium       the medium name of the L3 tier's events ("DISK", or the store's name)
@@ -21,8 +23,12 @@ import java.util.Objects;
  * @param closeFlushMillis    how long {@link KvEventPublisher#close()} keeps sending what is queued
  */
 public record KvEventsConfig(String endpoint, String replayEndpoint, String topic, int dataParallelRank,
-                             int queueCapacity, Overflow overflow, int replayBufferBatches, int sendHighWaterMark,
+                             int queueCapacity, Overflow overflow, int replayBufferBatches, int replayBufferBytes,
+                             int sendHighWaterMark,
                              int maxBlocksPerBatch, String storageMedium, long extraKey, long closeFlushMillis) {
+
+    /** The largest {@link #replayBufferBytes()}: 1 GiB. */
+    public static final int MAX_REPLAY_BYTES = 1 << 30;
 
     /** What a full queue does. */
     public enum Overflow {
@@ -48,6 +54,10 @@ public record KvEventsConfig(String endpoint, String replayEndpoint, String topi
         }
         if (replayBufferBatches < 1) {
             throw new IllegalArgumentException("KV events replay buffer must hold >= 1 batch, got " + replayBufferBatches);
+        }
+        if (replayBufferBytes < 1 || replayBufferBytes > MAX_REPLAY_BYTES) {
+            throw new IllegalArgumentException("KV events replay buffer bytes must be in [1, " + MAX_REPLAY_BYTES
+                    + "], got " + replayBufferBytes);
         }
         if (sendHighWaterMark < 0) {
             throw new IllegalArgumentException("KV events send high-water mark must be >= 0, got " + sendHighWaterMark);
@@ -77,6 +87,7 @@ public record KvEventsConfig(String endpoint, String replayEndpoint, String topi
         private int queueCapacity = 1 << 16;
         private Overflow overflow = Overflow.DROP_OLDEST;
         private int replayBufferBatches = 10_000;
+        private int replayBufferBytes = 64 << 20;
         private int sendHighWaterMark = 100_000;
         private int maxBlocksPerBatch = 1024;
         private String storageMedium = "DISK";
@@ -123,6 +134,15 @@ public record KvEventsConfig(String endpoint, String replayEndpoint, String topi
             return this;
         }
 
+        /**
+         * Payload bytes kept for replay at most, in [1, {@link #MAX_REPLAY_BYTES}] (default 64 MiB: 10,000 batches of
+         * up to 6.7 KB, or fewer larger ones).
+         */
+        public Builder replayBufferBytes(int n) {
+            this.replayBufferBytes = n;
+            return this;
+        }
+
         /** PUB send high-water mark (default 100000, as vLLM's hwm). */
         public Builder sendHighWaterMark(int n) {
             this.sendHighWaterMark = n;
@@ -156,7 +176,7 @@ public record KvEventsConfig(String endpoint, String replayEndpoint, String topi
         /** @throws IllegalArgumentException naming the first bad setting */
         public KvEventsConfig build() {
             return new KvEventsConfig(endpoint, replayEndpoint, topic, dataParallelRank, queueCapacity, overflow,
-                    replayBufferBatches, sendHighWaterMark, maxBlocksPerBatch, storageMedium, extraKey, closeFlushMillis);
+                    replayBufferBatches, replayBufferBytes, sendHighWaterMark, maxBlocksPerBatch, storageMedium, extraKey, closeFlushMillis);
         }
     }
 }

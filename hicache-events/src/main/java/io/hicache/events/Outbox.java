@@ -30,11 +30,12 @@ final class Outbox {
      * @param pub           the PUB socket (used by this thread only)
      * @param topic         the first frame of every message (sent as is: never changed)
      * @param replayBatches batches kept for replay
+     * @param replayBytes   payload bytes kept for replay at most
      */
-    Outbox(ZMQ.Socket pub, byte[] topic, int replayBatches) {
+    Outbox(ZMQ.Socket pub, byte[] topic, int replayBatches, int replayBytes) {
         this.pub = pub;
         this.topic = topic;
-        this.replay = new ReplayBuffer(replayBatches);
+        this.replay = new ReplayBuffer(replayBatches, replayBytes);
     }
 
     /** Writes {@code v} into {@code dst[0, 8)} big-endian, as the wire carries sequences. */

@@ -8,6 +8,7 @@ import org.msgpack.core.MessageUnpacker;
 import java.lang.management.ManagementFactory;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class BatchEncoderTest {
     private static final long SEED = BlockHasher.root(0);
@@ -158,7 +159,7 @@ class BatchEncoderTest {
             put(d, i % 4 == 3 ? EventRing.REMOVED : EventRing.STORED, i % 3, 1000 + i, 999 + i, tokens);
         }
         BatchEncoder e = new BatchEncoder("DISK", 16);
-        ReplayBuffer replay = new ReplayBuffer(100);
+        ReplayBuffer replay = new ReplayBuffer(100, KvEventsConfig.MAX_REPLAY_BYTES);
         Runnable batch = () -> {
             for (int to = 8; to <= 64; to += 8) { // batches of 8 to 64 records, as a drain hands them out
                 int len = e.encodeInto(d, 0, to, SEED, 1.0, 0);
@@ -180,7 +181,7 @@ class BatchEncoderTest {
     void replayKeepsExactlyTheLastBatchesWhateverTheirSizes() {
         java.util.Random rnd = new java.util.Random(42);
         int cap = 7;
-        ReplayBuffer r = new ReplayBuffer(cap);
+        ReplayBuffer r = new ReplayBuffer(cap, KvEventsConfig.MAX_REPLAY_BYTES);
         java.util.ArrayDeque<byte[]> model = new java.util.ArrayDeque<>();
         for (int k = 0; k < 2_000; k++) {
             // mostly small batches, now and then one larger than the whole array so far, some empty
@@ -202,5 +203,48 @@ class BatchEncoderTest {
                 i++;
             }
         }
+    }
+
+    @Test
+    void replayKeepsAtMostItsByteBoundAsOneRunOfTheNewestBatches() {
+        java.util.Random rnd = new java.util.Random(7);
+        int cap = 50;
+        int maxBytes = 100_000;
+        ReplayBuffer r = new ReplayBuffer(cap, maxBytes);
+        java.util.List<byte[]> sent = new java.util.ArrayList<>();
+        for (int k = 0; k < 3_000; k++) {
+            // mostly small batches; now and then one near the bound, or past it (sent, not kept)
+            int len = k % 101 == 0 ? maxBytes + 1 + rnd.nextInt(1000) : k % 17 == 0 ? 60_000 + rnd.nextInt(40_000)
+                    : rnd.nextInt(8_000);
+            byte[] batch = new byte[len];
+            rnd.nextBytes(batch);
+            sent.add(batch);
+            r.add(k, batch, len);
+            if (len > maxBytes) {
+                assertThat(r.size()).as("after a batch over the bound").isZero();
+                continue;
+            }
+            assertThat(r.size()).isBetween(1, cap);
+            assertThat(r.seqAt(r.size() - 1)).as("the newest batch is kept").isEqualTo(k);
+            long kept = 0;
+            for (int i = 0; i < r.size(); i++) {
+                long s = r.seqAt(i);
+                assertThat(s).as("one run of sequences").isEqualTo(k - r.size() + 1 + i);
+                kept += r.lengthAt(i);
+                assertThat(r.payloadAt(i).length).isLessThanOrEqualTo(maxBytes);
+                assertThat(java.util.Arrays.copyOfRange(r.payloadAt(i), r.offsetAt(i), r.offsetAt(i) + r.lengthAt(i)))
+                        .as("batch %d after add %d", s, k).isEqualTo(sent.get((int) s));
+            }
+            assertThat(kept).isLessThanOrEqualTo(maxBytes);
+        }
+    }
+
+    @Test
+    void replayBoundsAreCheckedWhenBuilt() {
+        assertThatThrownBy(() -> new ReplayBuffer(1, 0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("replay buffer bytes");
+        assertThatThrownBy(() -> KvEventsConfig.builder("tcp://*:1").replayBufferBytes(KvEventsConfig.MAX_REPLAY_BYTES + 1)
+                .build()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("replay buffer bytes");
+        assertThat(KvEventsConfig.builder("tcp://*:1").build().replayBufferBytes()).isEqualTo(64 << 20);
     }
 }

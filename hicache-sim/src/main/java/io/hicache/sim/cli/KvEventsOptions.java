@@ -44,7 +44,8 @@ final class KvEventsOptions {
             throw RunPlan.usage(cl, "--kv-events-linger must be in [0, 86400] seconds, got " + lingerSeconds);
         }
         KvEventsConfig config = KvEventsConfig.builder(endpoint).replayEndpoint(replayEndpoint)
-                .overflow(KvEventsConfig.Overflow.WAIT).replayBufferBatches(1 << 20).closeFlushMillis(5_000)
+                .overflow(KvEventsConfig.Overflow.WAIT).replayBufferBatches(1 << 20)
+                .replayBufferBytes(KvEventsConfig.MAX_REPLAY_BYTES).closeFlushMillis(5_000)
                 .build();
         KvEventPublisher publisher;
         try {
