@@ -59,6 +59,10 @@ public class KvEventsBenchmark {
     @Param({"off", "collect", "on"})
     public String events;
 
+    /** Page records each cache's event queue holds ({@link KvEventsConfig#queueCapacity()}; its default). */
+    @Param({"65536"})
+    public int queue;
+
     private ControllerRig rig;
     private ControllerRig bare;
     private ControllerRig turns;
@@ -84,14 +88,15 @@ public class KvEventsBenchmark {
         }
         fresh(turnTokens, 1 << 30);
         if (events.equals("on")) {
-            publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0).build());
+            publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0)
+                    .queueCapacity(queue).build());
             publisher.attach(rig.caches[0], 0);
             publisher.attach(bare.caches[0], 1);
             publisher.attach(turns.caches[0], 2);
         } else if (events.equals("collect")) {
-            CollectOnly.attach(rig.caches[0]);
-            CollectOnly.attach(bare.caches[0]);
-            CollectOnly.attach(turns.caches[0]);
+            CollectOnly.attach(rig.caches[0], queue);
+            CollectOnly.attach(bare.caches[0], queue);
+            CollectOnly.attach(turns.caches[0], queue);
         }
         turns.controllers[0].tree().insert(turnTokens, 0, PREFIX_PAGES * PAGE_SIZE, turnPages, 0);
     }

@@ -11,9 +11,9 @@ public final class CollectOnly {
     private CollectOnly() {
     }
 
-    /** Sets a collector (default queue capacity, no extra key) as {@code cache}'s tier listener. */
-    public static void attach(HiCache cache) {
-        EventRing ring = new EventRing(1 << 16, cache.tree().pageSize(), false);
+    /** Sets a collector (a queue of {@code capacity} page records, no extra key) as {@code cache}'s tier listener. */
+    public static void attach(HiCache cache, int capacity) {
+        EventRing ring = new EventRing(capacity, cache.tree().pageSize(), false);
         cache.tierListener(new TierEventCollector(ring, 0, 0));
     }
 }
