@@ -3,7 +3,6 @@ package io.hicache.events;
 import io.hicache.core.HiCache;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
-import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.spi.PendingBackup;
 import org.junit.jupiter.api.Test;
 
@@ -23,23 +22,6 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class InsertHashesTest {
     private static final long EXTRA_KEY = 5;
-
-    private record Host(int pages) implements HostValue {
-        @Override
-        public int pageCount() {
-            return pages;
-        }
-
-        @Override
-        public HostValue head(int k) {
-            return new Host(k);
-        }
-
-        @Override
-        public HostValue tail(int k) {
-            return new Host(pages - k);
-        }
-    }
 
     /** Keeps the device blocks stored since the last {@code clear()} and the device blocks held. */
     private static final class Checker implements BlockEventSink {
@@ -147,7 +129,7 @@ class InsertHashesTest {
                 return;
             }
             tree.markPending(n, handle);
-            tree.commitHost(n, handle, new Host(n.pageCount()));
+            tree.commitHost(n, handle, new HostCopy(n.pageCount()));
         }
     }
 }

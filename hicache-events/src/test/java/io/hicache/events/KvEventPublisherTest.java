@@ -2,7 +2,6 @@ package io.hicache.events;
 
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
-import io.hicache.radix.spi.HostValue;
 import io.hicache.radix.spi.PendingBackup;
 import org.junit.jupiter.api.Test;
 import org.zeromq.SocketType;
@@ -219,23 +218,6 @@ class KvEventPublisherTest {
 
     // ---------------------------------------------------------------- end to end over tcp
 
-    private record Host(int pages) implements HostValue {
-        @Override
-        public int pageCount() {
-            return pages;
-        }
-
-        @Override
-        public HostValue head(int k) {
-            return new Host(k);
-        }
-
-        @Override
-        public HostValue tail(int k) {
-            return new Host(pages - k);
-        }
-    }
-
     @Test
     void treeTransitionsReachASubscriberInOrderWithChainedHashes() {
         try (KvEventPublisher p = KvEventPublisher.open(config().build())) {
@@ -251,9 +233,9 @@ class KvEventPublisherTest {
             RadixNode shared = leafB.parent();
             PendingBackup handle = (x, y) -> { };
             tree.markPending(shared, handle);
-            tree.commitHost(shared, handle, new Host(shared.pageCount())); // CPU: the 2 shared pages
+            tree.commitHost(shared, handle, new HostCopy(shared.pageCount())); // CPU: the 2 shared pages
             tree.markPending(leafB, handle);
-            tree.commitHost(leafB, handle, new Host(leafB.pageCount()));   // CPU: B's 2 pages
+            tree.commitHost(leafB, handle, new HostCopy(leafB.pageCount()));   // CPU: B's 2 pages
             int evicted = tree.evictDevice(8, (n, pg, off, cnt) -> { });   // leaves first, then the shared node
             tree.evictHost(8, (n, v) -> { });
             tree.tierObserver().onCleared();
