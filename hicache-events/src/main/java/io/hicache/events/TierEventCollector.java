@@ -106,12 +106,8 @@ final class TierEventCollector implements HiCache.TierListener {
         int nodeEnd = depth > 0 ? start + nodes[depth - 1].pageCount() : pages;
         for (int p = start; p < pages; p++) {
             int off = from + p * pageSize;
-            long x = h;
-            for (int k = 0; k < pageSize; k++) {
-                x = BlockHasher.step(x, tokens[off + k]);
-            }
             long parent = h;
-            h = BlockHasher.finish(x, pageSize);
+            h = BlockHasher.page(h, tokens, off, pageSize);
             if (p >= firstNew && sink != null) {
                 sink.stored(DEVICE, h, parent == seed ? -1 : parent);
             } else if (p >= firstNew) {
@@ -179,12 +175,8 @@ final class TierEventCollector implements HiCache.TierListener {
         int end = firstPage + pages;
         for (int p = 0; p < end; p++) {
             int off = from + p * pageSize;
-            long x = h;
-            for (int k = 0; k < pageSize; k++) {
-                x = BlockHasher.step(x, tokens[off + k]);
-            }
             long parent = h;
-            h = BlockHasher.finish(x, pageSize);
+            h = BlockHasher.page(h, tokens, off, pageSize);
             if (p < firstPage) {
                 continue;
             }
