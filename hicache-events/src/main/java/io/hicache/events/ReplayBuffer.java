@@ -69,15 +69,13 @@ final class ReplayBuffer {
         int at = place(len);
         while (at < 0) {
             if (bytes.length < maxBytes) {
-                at = grow(len);
-                placedAtZero = false;
+                at = grow(len); // compacts from 0: placedAtZero stays false, as a failed place leaves it
             } else {
                 dropOldest(); // at the size bound: the oldest make room (at worst all, and it fits at 0)
                 at = place(len);
             }
         }
-        boolean toZero = placedAtZero;
-        if (toZero) {
+        if (placedAtZero) {
             wrapped = true;
         }
         int i = (start + size) % cap;
@@ -85,7 +83,7 @@ final class ReplayBuffer {
         seq[i] = s;
         offset[i] = at;
         length[i] = len;
-        wrappedTo0[i] = toZero;
+        wrappedTo0[i] = placedAtZero;
         writePos = at + len;
         live += len;
         size++;
