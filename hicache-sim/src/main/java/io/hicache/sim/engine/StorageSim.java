@@ -169,16 +169,9 @@ final class StorageSim implements AutoCloseable {
             }
             return -1;
         }
-        long deadline = System.nanoTime() + IO_DEADLINE_NS;
-        while (!allEnded()) {
-            if (advanceIo() + poll() == 0) {
-                // nothing became visible or ended: the ranks' agreement needs another round
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("storage prefetch of request " + requestId + " still running after "
-                            + TimeUnit.NANOSECONDS.toSeconds(IO_DEADLINE_NS) + " s of wall-clock time");
-                }
-                LockSupport.parkNanos(20_000);
-            }
+        if (!pollUntil(this::allEnded, clockNs.getAsLong())) {
+            throw new IllegalStateException("storage prefetch of request " + requestId + " still running after "
+                    + TimeUnit.NANOSECONDS.toSeconds(IO_DEADLINE_NS) + " s of wall-clock time");
         }
         published = scratch[0].publishedPages();
         double trueBytes = (double) published * simPageBytes * trueBytesPerSimByte;
@@ -231,16 +224,30 @@ final class StorageSim implements AutoCloseable {
      * for the real I/O), so that what this run committed is in the store for the next one.
      */
     void flush() {
+        if (!pollUntil(() -> inFlight() == 0, Long.MAX_VALUE)) {
+            throw new IllegalStateException("storage writes still running after "
+                    + TimeUnit.NANOSECONDS.toSeconds(IO_DEADLINE_NS) + " s of wall-clock time");
+        }
+    }
+
+    /**
+     * Makes the store operations due by simulated time {@code visibleNs} visible and polls the caches until
+     * {@code done}, waiting (wall clock) for the real I/O; a round where nothing became visible or ended parks
+     * briefly (the store's threads are working, or the ranks' agreement needs another round).
+     *
+     * @return false if {@link #IO_DEADLINE_NS} of wall-clock time passed first
+     */
+    private boolean pollUntil(java.util.function.BooleanSupplier done, long visibleNs) {
         long deadline = System.nanoTime() + IO_DEADLINE_NS;
-        while (inFlight() > 0) {
-            if (io.advance(Long.MAX_VALUE) + poll() == 0) {
+        while (!done.getAsBoolean()) {
+            if (io.advance(visibleNs) + poll() == 0) {
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("storage writes still running after "
-                            + TimeUnit.NANOSECONDS.toSeconds(IO_DEADLINE_NS) + " s of wall-clock time");
+                    return false;
                 }
                 LockSupport.parkNanos(20_000);
             }
         }
+        return true;
     }
 
     private int inFlight() {
