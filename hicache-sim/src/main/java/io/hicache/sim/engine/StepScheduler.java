@@ -340,14 +340,7 @@ final class StepScheduler {
             q.pageCount = totalPages;
             q.ownedFrom = devicePrefix;
             q.insertedPages = devicePrefix;
-            q.lock = new RadixNode[cp];
-            for (int r = 0; r < cp; r++) {
-                RadixNode n = match[r].lastDeviceNode();
-                if (n != null && !n.isRoot()) {
-                    caches[r].lock(n);
-                    q.lock[r] = n;
-                }
-            }
+            q.lock = lockMatched(new RadixNode[cp]);
         } else if (force) {
             q.noPages = true;
             q.pageCount = 0;
@@ -390,25 +383,33 @@ final class StepScheduler {
      * evicted (then recompute them: the load done for nothing).
      */
     private void hold(ServedRequest q) {
-        if (q.hold == null) {
-            q.hold = new RadixNode[cp];
-        }
+        q.hold = lockMatched(q.hold == null ? new RadixNode[cp] : q.hold);
+    }
+
+    /** Locks each rank's last matched device node into {@code into} (its slot left as is where there is none). */
+    private RadixNode[] lockMatched(RadixNode[] into) {
         for (int r = 0; r < cp; r++) {
             RadixNode n = match[r].lastDeviceNode();
             if (n != null && !n.isRoot()) {
                 caches[r].lock(n);
-                q.hold[r] = n;
+                into[r] = n;
             }
         }
+        return into;
     }
 
     private void releaseHold(ServedRequest q) {
         if (q.hold != null) {
-            for (int r = 0; r < cp; r++) {
-                if (q.hold[r] != null) {
-                    caches[r].unlock(q.hold[r]);
-                    q.hold[r] = null;
-                }
+            unlockAll(q.hold);
+        }
+    }
+
+    /** Unlocks every node {@link #lockMatched} put in {@code locked} and empties its slots. */
+    private void unlockAll(RadixNode[] locked) {
+        for (int r = 0; r < cp; r++) {
+            if (locked[r] != null) {
+                caches[r].unlock(locked[r]);
+                locked[r] = null;
             }
         }
     }
@@ -527,11 +528,7 @@ final class StepScheduler {
 
     private void unlock(ServedRequest q) {
         if (q.lock != null) {
-            for (int r = 0; r < cp; r++) {
-                if (q.lock[r] != null) {
-                    caches[r].unlock(q.lock[r]);
-                }
-            }
+            unlockAll(q.lock);
             q.lock = null;
         }
     }
