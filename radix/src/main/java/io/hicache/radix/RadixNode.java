@@ -156,6 +156,17 @@ public final class RadixNode {
         System.arraycopy(keyTokens, keyOff, dst, dstOff, keyLen);
     }
 
+    /**
+     * Copies {@code count} key tokens from index {@code from} into {@code dst} at {@code dstOff}. Allocation-free.
+     *
+     * @throws IndexOutOfBoundsException if {@code [from, from + count)} is outside the key or the copy outside
+     *     {@code dst}
+     */
+    public void copyTokens(int from, int count, int[] dst, int dstOff) {
+        java.util.Objects.checkFromIndexSize(from, count, keyLen);
+        System.arraycopy(keyTokens, keyOff + from, dst, dstOff, count);
+    }
+
     /** @return true if the node holds device pages */
     public boolean hasDeviceValue() {
         return devPages != null;

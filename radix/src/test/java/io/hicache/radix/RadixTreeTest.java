@@ -385,6 +385,10 @@ class RadixTreeTest {
         assertThat(n.hostValue()).isEqualTo(new TestHostValue(42, 2));
         assertThat(p.token(0)).isEqualTo(1);
         assertThat(n.token(0)).isEqualTo(3);
+        int[] copied = {-1, -1, -1};
+        n.copyTokens(1, 1, copied, 2); // the tail fragment reads its own tokens, not the shared array's start
+        assertThat(copied).containsExactly(-1, -1, 4);
+        assertThatThrownBy(() -> n.copyTokens(1, 2, copied, 0)).isInstanceOf(IndexOutOfBoundsException.class);
         t.unlock(n);
         t.releaseHost(n);
         assertThat(p.lockRef()).isZero();
