@@ -237,7 +237,7 @@ public final class KvEventPublisher implements AutoCloseable {
         if (pageSize < 1 || sink == null) {
             throw new IllegalArgumentException("observer needs pageSize >= 1 and a sink, got " + pageSize + ", " + sink);
         }
-        return new TierEventCollector(sink, pageSize, extraKey);
+        return new TierEventCollector(sink, pageSize, extraKey, TierEventCollector.CACHE_BITS);
     }
 
     /** The PUB endpoint as bound (a wildcard port resolved). */

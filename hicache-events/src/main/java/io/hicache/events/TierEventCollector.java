@@ -8,18 +8,23 @@ import io.hicache.radix.RadixNode;
  * {@link EventRing}. Runs on the cache's scheduler thread (the ring's one producer); allocates nothing once its
  * scratch arrays have grown to the deepest path seen, takes no lock.
  *
- * <p>A node's page hashes need the hash of the page before it (its parent's last page): a direct-mapped cache
- * keyed by {@link RadixNode#serial()} holds each node's last-page hash. That value never changes for a node (a
- * split keeps the node as the tail, so its last page stays the same) and a serial names one node for the tree's
- * life, so a hit is always right; a miss walks up to the nearest cached ancestor (or the root) and hashes down. A
- * whole-node event takes the node's last-page hash from its own entry instead of hashing that page again, and an
- * insert hashes only from the first node that holds a new page. The cache holds numbers only, no node: storing
- * one costs no GC barrier and keeps nothing the tree has let go of reachable; a removal that takes the node out of
- * the tree still drops its entry, to leave the slot to live nodes.
+ * <p>A page's hash needs the hash of the page before it, and a removal or a later tier's store names the hashes an
+ * insert computed: a direct-mapped cache keeps each page's hash, keyed by its node's {@link RadixNode#serial()}
+ * and its place counted from the node's end. That key names the same page for the tree's life: a split keeps the
+ * node as the tail (its pages keep their places from the end) and gives the head a new serial, and a serial is
+ * never reused, so a hit is always right. A node's pages take consecutive entries (a node's events read
+ * consecutive memory). A miss hashes the page from the one before it (a missing first page walks up to the nearest
+ * cached ancestor, or the root, and hashes down), and keeps what it computed. An insert hashes only from the first
+ * node that holds a new page. The cache holds numbers only, no node: storing one costs no GC barrier and keeps
+ * nothing the tree has let go of reachable.
  */
 final class TierEventCollector implements HiCache.TierListener {
-    private static final int CACHE_BITS = 14;
-    private static final int CACHE_SLOTS = 1 << CACHE_BITS;
+    /** The cache's size: 2^16 pages (1 MiB). */
+    static final int CACHE_BITS = 16;
+    /** Bits of a key that hold the page's place from its node's end; the serial takes the rest. */
+    private static final int PLACE_BITS = 20;
+    /** Serials at or past this bound (and places past {@link #PLACE_BITS}) are not cached: their keys would clash. */
+    private static final long MAX_SERIAL = 1L << (Long.SIZE - 1 - PLACE_BITS);
 
     final EventRing ring;
     /** Where blocks go instead of the ring (an in-process consumer), or null. */
@@ -27,13 +32,18 @@ final class TierEventCollector implements HiCache.TierListener {
     final int dataParallelRank;
     private final int pageSize;
     private final long seed;
-    /** Slot {@code i}'s node serial at {@code 2i} (-1: empty) and that node's last-page hash at {@code 2i + 1}. */
-    private final long[] cache = new long[2 * CACHE_SLOTS];
+    /** Entry {@code e}'s key ({@link #key}; -1: empty) at {@code 2e}, its page's hash at {@code 2e + 1}. */
+    private final long[] cache;
+    private final int cacheBits;
     /** Scratch: the ancestors {@link #startHash} hashes down from. */
     private RadixNode[] path = new RadixNode[64];
     /** Scratch: an insert's nodes from its last up to the first that holds a new page. */
     private RadixNode[] nodes = new RadixNode[64];
+    /** Scratch: one page's tokens, hashed where a removal misses the cache. */
+    private final int[] page;
     private volatile boolean enabled = true;
+    /** Pages hashed so far (tests: what each transition costs in hashing). */
+    private long pagesHashed;
 
     TierEventCollector(EventRing ring, int dataParallelRank, long extraKey) {
         this.ring = ring;
@@ -41,16 +51,25 @@ final class TierEventCollector implements HiCache.TierListener {
         this.dataParallelRank = dataParallelRank;
         this.pageSize = ring.pageSize;
         this.seed = BlockHasher.root(extraKey);
+        this.page = new int[pageSize];
+        this.cacheBits = CACHE_BITS;
+        this.cache = new long[2 << CACHE_BITS];
         clearCache();
     }
 
-    /** A collector that hands each block to {@code sink} instead of a ring. */
-    TierEventCollector(BlockEventSink sink, int pageSize, long extraKey) {
+    /** A collector that hands each block to {@code sink} instead of a ring, with a cache of 2^cacheBits pages. */
+    TierEventCollector(BlockEventSink sink, int pageSize, long extraKey, int cacheBits) {
+        if (cacheBits < 1 || cacheBits > 24) {
+            throw new IllegalArgumentException("cacheBits must be in [1, 24], got " + cacheBits);
+        }
         this.ring = null;
         this.sink = sink;
         this.dataParallelRank = 0;
         this.pageSize = pageSize;
         this.seed = BlockHasher.root(extraKey);
+        this.page = new int[pageSize];
+        this.cacheBits = cacheBits;
+        this.cache = new long[2 << cacheBits];
         clearCache();
     }
 
@@ -107,7 +126,7 @@ final class TierEventCollector implements HiCache.TierListener {
         for (int p = start; p < pages; p++) {
             int off = from + p * pageSize;
             long parent = h;
-            h = BlockHasher.page(h, tokens, off, pageSize);
+            h = hash(h, tokens, off, pageSize);
             if (p >= firstNew && sink != null) {
                 sink.stored(DEVICE, h, parent == seed ? -1 : parent);
             } else if (p >= firstNew) {
@@ -116,11 +135,13 @@ final class TierEventCollector implements HiCache.TierListener {
                 System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
                 ring.publish(i);
             }
-            if (p + 1 == nodeEnd && depth > 0) { // the end of a node on the path: remember its last-page hash
-                RadixNode n = nodes[--depth];
-                nodes[depth] = null;
-                remember(n, h);
-                nodeEnd = depth > 0 ? nodeEnd + nodes[depth - 1].pageCount() : pages;
+            if (depth > 0) { // a page of a node on the path: remember its hash
+                RadixNode n = nodes[depth - 1];
+                remember(n, nodeEnd - 1 - p, h);
+                if (p + 1 == nodeEnd) {
+                    nodes[--depth] = null;
+                    nodeEnd = depth > 0 ? nodeEnd + nodes[depth - 1].pageCount() : pages;
+                }
             }
         }
         if (sink == null) {
@@ -176,7 +197,7 @@ final class TierEventCollector implements HiCache.TierListener {
         for (int p = 0; p < end; p++) {
             int off = from + p * pageSize;
             long parent = h;
-            h = BlockHasher.page(h, tokens, off, pageSize);
+            h = hash(h, tokens, off, pageSize);
             if (p < firstPage) {
                 continue;
             }
@@ -207,91 +228,121 @@ final class TierEventCollector implements HiCache.TierListener {
     }
 
     /**
-     * Records pages {@code [first, end)} of {@code node} to the sink or the ring; remembers its end hash once the last
-     * page is hashed. The last page's hash is the node's cached end hash when it has one (insert and commit cache it).
+     * Records pages {@code [first, end)} of {@code node} to the sink or the ring. Each page's hash comes from the
+     * cache; a miss hashes it from the page before (found the same way) and keeps it.
      */
     private void emitNode(byte kind, int tier, RadixNode node, int first, int end) {
-        long h = startHash(node);
         int pages = node.pageCount();
-        for (int p = 0; p < first; p++) {
-            h = hashPage(node, p, h);
-        }
-        int slot = slot(node);
-        int known = end == pages && cache[slot] == node.serial() ? pages - 1 : -1;
-        long endHash = cache[slot + 1];
+        boolean stored = kind == EventRing.STORED;
+        // the hash of page first - 1 (the start hash when first is 0): a stored page's parent; a removal needs it
+        // only where it misses the cache
+        long prev = stored ? hashBefore(node, first) : -1;
         for (int p = first; p < end; p++) {
-            long parent = h;
-            h = p == known ? endHash : hashPage(node, p, h);
-            if (sink != null) {
-                if (kind == EventRing.STORED) {
-                    sink.stored(tier, h, parent == seed ? -1 : parent);
-                } else {
-                    sink.removed(tier, h);
-                }
-                continue;
-            }
-            int i = ring.claim();
-            if (kind == EventRing.STORED) { // a removal publishes no tokens
-                int[] dst = ring.tokens();
-                int base = i * pageSize;
-                for (int k = 0; k < pageSize; k++) {
-                    dst[base + k] = node.token(p * pageSize + k);
+            int i = -1;
+            int[] dst = page;
+            int base = 0;
+            if (sink == null) {
+                i = ring.claim();
+                if (stored) { // a removal publishes no tokens
+                    dst = ring.tokens();
+                    base = i * pageSize;
+                    node.copyTokens(p * pageSize, pageSize, dst, base);
                 }
             }
-            ring.set(i, kind, tier, h, parent);
-            ring.publish(i);
+            long h = lookup(node, pages - 1 - p);
+            if (h < 0) {
+                if (prev < 0) {
+                    prev = hashBefore(node, p);
+                }
+                if (dst == page) {
+                    node.copyTokens(p * pageSize, pageSize, page, 0);
+                }
+                h = hash(prev, dst, base, pageSize);
+                remember(node, pages - 1 - p, h);
+            }
+            if (sink == null) {
+                ring.set(i, kind, tier, h, prev);
+                ring.publish(i);
+            } else if (stored) {
+                sink.stored(tier, h, prev == seed ? -1 : prev);
+            } else {
+                sink.removed(tier, h);
+            }
+            prev = h;
         }
         if (sink == null) {
             ring.flush();
         }
-        if (end == pages && kind == EventRing.REMOVED && !staysInTree(tier, node)) {
-            forget(node);
-        } else if (end == pages) {
-            remember(node, h);
+    }
+
+    /** The hash of page {@code p - 1} of {@code node} (the start hash for page 0), hashing what the cache lacks. */
+    private long hashBefore(RadixNode node, int p) {
+        int pages = node.pageCount();
+        long h = -1;
+        int q = p - 1;
+        while (q >= 0 && (h = lookup(node, pages - 1 - q)) < 0) { // the nearest earlier page the cache holds
+            q--;
         }
+        if (q < 0) {
+            h = startHash(node);
+        }
+        for (int r = q + 1; r < p; r++) {
+            node.copyTokens(r * pageSize, pageSize, page, 0);
+            h = hash(h, page, 0, pageSize);
+            remember(node, pages - 1 - r, h);
+        }
+        return h;
+    }
+
+    private long hash(long parent, int[] tokens, int off, int n) {
+        pagesHashed++;
+        return BlockHasher.page(parent, tokens, off, n);
+    }
+
+    /** Pages hashed since this collector was made (tests). */
+    long pagesHashed() {
+        return pagesHashed;
+    }
+
+    /** The key of page {@code place} pages before {@code node}'s end, or -1 when its serial or place is too large. */
+    private static long key(RadixNode node, int place) {
+        long serial = node.serial();
+        return serial < MAX_SERIAL && (place >>> PLACE_BITS) == 0 ? serial << PLACE_BITS | place : -1;
     }
 
     /**
-     * Whether {@code node} stays in the tree after its copy on {@code tier} goes: a device copy leaves a node with
-     * a committed host copy in place (host-only), a host copy one that still has its device pages, an L3 copy
-     * every node.
+     * The index in {@link #cache} of that page's entry: Fibonacci hashing of the serial (consecutive serials land
+     * far apart), then one entry per place, so a node's pages from first to last take ascending entries.
      */
-    private static boolean staysInTree(int tier, RadixNode node) {
-        return switch (tier) {
-            case DEVICE -> node.isHostResident();
-            case HOST -> node.hasDeviceValue();
-            default -> true;
-        };
+    private int entry(RadixNode node, int place) {
+        int home = (int) ((node.serial() * 0x9E3779B97F4A7C15L) >>> (Long.SIZE - cacheBits));
+        return ((home - place) & ((1 << cacheBits) - 1)) << 1;
     }
 
-    private long hashPage(RadixNode node, int page, long h) {
-        long x = h;
-        for (int k = 0; k < pageSize; k++) {
-            x = BlockHasher.step(x, node.token(page * pageSize + k));
-        }
-        return BlockHasher.finish(x, pageSize);
+    /** The cached hash of that page, or -1 (hashes are non-negative). */
+    private long lookup(RadixNode node, int place) {
+        long k = key(node, place);
+        int e = entry(node, place);
+        return k >= 0 && cache[e] == k ? cache[e + 1] : -1;
     }
 
-    private void remember(RadixNode node, long endHash) {
-        int slot = slot(node);
-        cache[slot] = node.serial();
-        cache[slot + 1] = endHash;
-    }
-
-    /**
-     * Drops {@code node}'s entry (a node leaves the tree only through removals), leaving the slot to live nodes. A
-     * node still in the tree that misses later is hashed again from its nearest cached ancestor.
-     */
-    private void forget(RadixNode node) {
-        int slot = slot(node);
-        if (cache[slot] == node.serial()) {
-            cache[slot] = -1;
+    private void remember(RadixNode node, int place, long hash) {
+        long k = key(node, place);
+        if (k >= 0) {
+            int e = entry(node, place);
+            cache[e] = k;
+            cache[e + 1] = hash;
         }
     }
 
-    /** True if the end-hash cache holds {@code node} (tests). */
+    /** True if the cache holds the hash of {@code node}'s last page (tests). */
     boolean caches(RadixNode node) {
-        return cache[slot(node)] == node.serial();
+        return lookup(node, 0) >= 0;
+    }
+
+    /** Empties the cache, as a reset does (tests: later events must hash the same from the tokens alone). */
+    void dropCache() {
+        clearCache();
     }
 
     /** The hash of the page before {@code node}'s first (the seed below the root). */
@@ -300,9 +351,9 @@ final class TierEventCollector implements HiCache.TierListener {
         int depth = 0;
         long h = seed;
         while (p != null && !p.isRoot()) {
-            int slot = slot(p);
-            if (cache[slot] == p.serial()) {
-                h = cache[slot + 1];
+            long c = lookup(p, 0);
+            if (c >= 0) {
+                h = c;
                 break;
             }
             if (depth == path.length) {
@@ -316,16 +367,12 @@ final class TierEventCollector implements HiCache.TierListener {
             path[d] = null;
             int pages = n.pageCount();
             for (int q = 0; q < pages; q++) {
-                h = hashPage(n, q, h);
+                n.copyTokens(q * pageSize, pageSize, page, 0);
+                h = hash(h, page, 0, pageSize);
+                remember(n, pages - 1 - q, h);
             }
-            remember(n, h);
         }
         return h;
-    }
-
-    /** The index of {@code n}'s serial in {@link #cache}: Fibonacci hashing (consecutive serials land far apart). */
-    private static int slot(RadixNode n) {
-        return (int) ((n.serial() * 0x9E3779B97F4A7C15L) >>> (Long.SIZE - CACHE_BITS)) << 1;
     }
 
     /** The seed: a record whose parent equals it has no parent block (it is a first page). */

@@ -7,8 +7,10 @@ import io.hicache.radix.spi.PendingBackup;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 
@@ -23,45 +25,66 @@ import static org.assertj.core.api.Assertions.assertThat;
 class InsertHashesTest {
     private static final long EXTRA_KEY = 5;
 
-    /** Keeps the device blocks stored since the last {@code clear()} and the device blocks held. */
+    /**
+     * Checks every block against the chains a router computes for the requests (hash and parent), keeps the blocks
+     * each tier holds (a removal must name one), and the device blocks stored since the last {@code clear()}.
+     */
     private static final class Checker implements BlockEventSink {
-        final Set<Long> deviceHeld = new HashSet<>();
+        /** Every block of every request so far: its hash and its parent's (-1 for a first page). */
+        final Map<Long, Long> parentOf = new HashMap<>();
+        final Map<Integer, Set<Long>> held = new HashMap<>();
         final List<long[]> storedNow = new ArrayList<>();
+
+        void request(long[] chain) {
+            for (int p = 0; p < chain.length; p++) {
+                parentOf.put(chain[p], p == 0 ? -1 : chain[p - 1]);
+            }
+        }
 
         @Override
         public void stored(int tier, long hash, long parent) {
+            assertThat(parentOf).as("tier %d stored an unknown block", tier).containsKey(hash);
+            assertThat(parent).as("tier %d block %d parent", tier, hash).isEqualTo(parentOf.get(hash));
+            assertThat(held.computeIfAbsent(tier, t -> new HashSet<>()).add(hash))
+                    .as("block %d stored twice on tier %d", hash, tier).isTrue();
             if (tier == HiCache.TierListener.DEVICE) {
-                assertThat(deviceHeld.add(hash)).as("block %d stored twice on device", hash).isTrue();
                 storedNow.add(new long[] {hash, parent});
             }
         }
 
         @Override
         public void removed(int tier, long hash) {
-            if (tier == HiCache.TierListener.DEVICE) {
-                assertThat(deviceHeld.remove(hash)).as("removed block %d was not held", hash).isTrue();
-            }
+            assertThat(held.computeIfAbsent(tier, t -> new HashSet<>()).remove(hash))
+                    .as("removed block %d was not held on tier %d", hash, tier).isTrue();
         }
 
         @Override
         public void cleared() {
-            deviceHeld.clear();
+            held.clear();
         }
     }
 
     @Test
     void multiTurnInsertsReportTheChainARouterComputes() {
         for (long seed = 1; seed <= 40; seed++) {
-            runConversation(seed);
+            runConversation(seed, TierEventCollector.CACHE_BITS);
         }
     }
 
-    private static void runConversation(long seed) {
+    /** A cache of a few pages: most lookups miss or find another node's page, and events must not change. */
+    @Test
+    void aTinyHashCacheReportsTheSameChains() {
+        for (long seed = 41; seed <= 80; seed++) {
+            runConversation(seed, 1 + (int) (seed % 3));
+        }
+    }
+
+    private static void runConversation(long seed, int cacheBits) {
         Random rnd = new Random(seed);
         int pageSize = 1 << rnd.nextInt(3);
         RadixTree tree = RadixTree.builder().pageSize(pageSize).build();
         Checker checker = new Checker();
-        tree.tierObserver(new TreePort(KvEventPublisher.observer(pageSize, EXTRA_KEY, checker)));
+        tree.tierObserver(new TreePort(new TierEventCollector(checker, pageSize, EXTRA_KEY, cacheBits)));
         List<int[]> turns = new ArrayList<>();
         int nextPage = 0;
         for (int step = 0; step < 120; step++) {
@@ -72,6 +95,7 @@ class InsertHashesTest {
                 devicePages[i] = nextPage++;
             }
             long[] chain = BlockHasher.chain(seq, seq.length, pageSize, EXTRA_KEY);
+            checker.request(chain);
             checker.storedNow.clear();
             int present = tree.insert(seq, 0, seq.length, devicePages, 0) / pageSize;
             // the blocks reported are exactly pages [present, pages), chained as a router hashes the request
@@ -91,8 +115,9 @@ class InsertHashesTest {
                 tree.evictHost(1 + rnd.nextInt(8), (n, v) -> { });
             } else if (roll == 6 && rnd.nextInt(4) == 0) {
                 tree.evictDevice(Integer.MAX_VALUE, (n, pg, off, cnt) -> { });
-                tree.tierObserver().onCleared(); // empties the collector's end-hash cache too
-                assertThat(checker.deviceHeld).isEmpty();
+                tree.evictHost(Integer.MAX_VALUE, (n, v) -> { });
+                assertThat(checker.held.values()).allSatisfy(h -> assertThat(h).isEmpty());
+                tree.tierObserver().onCleared(); // a reset: empties the collector's hash cache too
             }
         }
     }

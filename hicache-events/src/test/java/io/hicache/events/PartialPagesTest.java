@@ -3,6 +3,7 @@ package io.hicache.events;
 import io.hicache.core.HiCache.TierListener;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
+import io.hicache.radix.spi.PendingBackup;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -75,7 +76,7 @@ class PartialPagesTest {
     }
 
     @Test
-    void aRemovedNodeIsNotKeptByTheHashCacheAndStillHashesTheSameAfterwards() {
+    void eventsHashTheSameWhetherTheCacheHoldsThePagesOrNot() {
         int[] tokens = new int[16];
         for (int i = 0; i < tokens.length; i++) {
             tokens[i] = 50 + i;
@@ -86,20 +87,52 @@ class PartialPagesTest {
         tree.insert(tokens, 0, 16, new int[] {0, 1, 2, 3}, 0);
         RadixNode tail = tree.lastInsertNode();
         Recorder r = new Recorder();
-        TierEventCollector c = new TierEventCollector(r, 4, 0);
-        c.onStored(TierListener.HOST, tail); // caches head (the path) and tail
+        TierEventCollector c = new TierEventCollector(r, 4, 0, TierEventCollector.CACHE_BITS);
+        c.onStored(TierListener.HOST, tail); // hashes and caches the path (head) and tail
         assertThat(c.caches(tail)).isTrue();
         assertThat(c.caches(head)).isTrue();
+        List<String> hashes = r.seen.stream().map(e -> e.split(" ")[2]).toList();
+        assertThat(hashes).hasSize(2).doesNotHaveDuplicates();
 
-        c.onRemoving(TierListener.DEVICE, tail);
-        c.onRemoving(TierListener.DEVICE, head);
+        c.onRemoving(TierListener.DEVICE, tail); // from the cache
+        c.dropCache();
+        c.onRemoving(TierListener.HOST, tail); // hashed again, from the tokens alone
+        c.dropCache();
+        c.onPagesStored(TierListener.STORAGE, tail, 1, 1); // a later page alone: its parent is hashed first
+        assertThat(c.caches(tail)).isTrue();
+        assertThat(r.seen.subList(2, 7)).extracting(e -> e.split(" ")[2])
+                .containsExactly(hashes.get(0), hashes.get(1), hashes.get(0), hashes.get(1), hashes.get(1));
+        assertThat(r.seen.get(6)).endsWith(" " + hashes.get(0)); // its parent, the tail's first page
+    }
 
-        // an entry would keep a node the tree let go of reachable until its slot was reused
-        assertThat(c.caches(tail)).isFalse();
-        assertThat(c.caches(head)).isFalse();
-        // a node still in the tree that misses is hashed again: the same blocks as before
-        c.onRemoving(TierListener.HOST, tail);
-        assertThat(r.seen.get(r.seen.size() - 2).split(" ")[2]).isEqualTo(r.seen.get(2).split(" ")[2]);
-        assertThat(r.seen.get(r.seen.size() - 1).split(" ")[2]).isEqualTo(r.seen.get(3).split(" ")[2]);
+    @Test
+    void aPageIsHashedOnceFromItsInsertToItsLastRemoval() {
+        int[] tokens = new int[40];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = 300 + 11 * i;
+        }
+        RadixTree tree = RadixTree.builder().pageSize(4).build();
+        Recorder r = new Recorder();
+        TierEventCollector c = new TierEventCollector(r, 4, 0, TierEventCollector.CACHE_BITS);
+        tree.tierObserver(new TreePort(c));
+        tree.insert(tokens, 0, 8, new int[] {0, 1}, 0);
+        RadixNode head = tree.lastInsertNode();
+        tree.insert(tokens, 0, 40, new int[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 0);
+        RadixNode tail = tree.lastInsertNode(); // 8 pages below a 2-page node
+        assertThat(c.pagesHashed()).isEqualTo(10);
+
+        PendingBackup handle = (x, y) -> { };
+        for (RadixNode n : List.of(head, tail)) {
+            tree.markPending(n, handle);
+            tree.commitHost(n, handle, new HostCopy(n.pageCount()));
+        }
+        tree.evictDevice(Integer.MAX_VALUE, (n, pg, off, cnt) -> { });
+        tree.evictHost(Integer.MAX_VALUE, (n, v) -> { });
+
+        // every page stored on the device and the host, and removed from both: 40 events, no page hashed again
+        assertThat(r.seen).hasSize(40);
+        assertThat(r.seen.stream().map(e -> e.split(" ")[0] + " " + e.split(" ")[1]).distinct())
+                .containsExactlyInAnyOrder("stored 0", "stored 1", "removed 0", "removed 1");
+        assertThat(c.pagesHashed()).isEqualTo(10);
     }
 }
