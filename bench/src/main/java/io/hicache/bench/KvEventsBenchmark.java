@@ -36,8 +36,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@code turnInsert}: a multi-turn request's insert, one new page after a {@value #PREFIX_PAGES}-page prefix
  *   already in the tree, and the device eviction of that page (one {@code BlockStored} and one {@code BlockRemoved}
  *   of one block when on); per turn. What events add must not grow with the prefix.</li>
- *   <li>{@code pollCommit}: {@link CommitBenchmark}'s commit path on one rank (a {@code BlockStored CPU} per
- *   committed page when on); per backup.</li>
+ *   <li>{@code pollCommit}: {@link CommitBenchmark}'s commit path on one rank, one node of {@code backupPages}
+ *   pages per backup (inserted, backed up, committed, evicted: a {@code BlockStored GPU}, a {@code BlockStored CPU}
+ *   and the removals per page when on); per backup.</li>
  *   <li>{@code publishThroughput} (on only): records produced on this thread and drained, encoded and sent by the
  *   publisher's, waited for; per page record, so 1e9 / score is the publisher's events (blocks) per second.</li>
  * </ul>
@@ -63,6 +64,10 @@ public class KvEventsBenchmark {
     @Param({"65536"})
     public int queue;
 
+    /** Pages of each {@code pollCommit} backup (one node): 1 is the smallest backup, 8 a turn's worth. */
+    @Param({"1"})
+    public int backupPages;
+
     private ControllerRig rig;
     private ControllerRig bare;
     private ControllerRig turns;
@@ -76,8 +81,8 @@ public class KvEventsBenchmark {
 
     @Setup(Level.Trial)
     public void build() {
-        rig = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 4, 0, PAGE_SIZE, 4 * FORWARDS, 4 * FORWARDS, 2,
-                FORWARDS, true);
+        rig = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 4, 0, PAGE_SIZE, 4 * FORWARDS * backupPages,
+                4 * FORWARDS * backupPages, 2, FORWARDS, true);
         bare = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 1, 0, PAGE_SIZE, BURST, 4, 2, 4, true);
         for (int i = 0; i < pages.length; i++) {
             pages[i] = i;
@@ -145,7 +150,7 @@ public class KvEventsBenchmark {
     @OperationsPerInvocation(FORWARDS)
     public void pollCommit() {
         for (int f = 0; f < FORWARDS; f++) {
-            rig.insertAndReserve(1, false);
+            rig.insertAndReserve(backupPages, false);
             ForwardHandle[] h = rig.beginForward();
             for (ForwardHandle handle : h) {
                 for (int l = 0; l < 4; l++) {
@@ -156,7 +161,7 @@ public class KvEventsBenchmark {
         }
         rig.runAgentsUntilAcked();
         rig.pollUntilRetired();
-        rig.retireAndEvict(FORWARDS);
+        rig.retireAndEvict(FORWARDS * backupPages);
     }
 
     /** The per-layer hook of a forward thread, with the cache publishing events or not; per layer. */
