@@ -24,7 +24,8 @@ import java.util.concurrent.locks.LockSupport;
  * queue without locks or allocation; this publisher's own thread ({@code hicache-kv-events}) drains the queues,
  * encodes, sends and answers replay requests. Nothing ever blocks a scheduler thread under the default
  * {@link KvEventsConfig.Overflow#DROP_OLDEST}: a full queue loses its oldest records, counted in
- * {@link KvEventStats#blocksDropped()}. A slow subscriber costs nothing either: past the send high-water mark
+ * {@link KvEventStats#blocksDropped()}, and the next batch's sequence skips one number, a gap no replay fills, so
+ * a subscriber knows its view of the caches may be stale. A slow subscriber costs nothing either: past the send high-water mark
  * ZeroMQ drops its messages, a sequence gap it repairs through replay. Public methods are thread-safe except
  * where they say which thread calls them.
  */
@@ -346,8 +347,9 @@ public final class KvEventPublisher implements AutoCloseable {
     private int drainOne(Source s) {
         EventRing.Drained d = s.drained;
         int n = s.collector.ring.drain(d);
-        if (d.lost > 0) {
+        if (d.lost > 0) { // records a full queue overwrote: make the loss a sequence gap subscribers can see
             blocksDropped.addAndGet(d.lost);
+            outbox.skip();
         }
         if (n == 0) {
             return 0;

@@ -3,7 +3,8 @@ package io.hicache.events;
 /**
  * A snapshot of a {@link KvEventPublisher}'s counters.
  *
- * @param batchesSent          batches handed to the PUB socket (sequences 0 .. batchesSent - 1)
+ * @param batchesSent          batches handed to the PUB socket, numbered from 0 (one number is left unused after
+ *                             each drain that found records lost, see {@code blocksDropped})
  * @param eventsSent           events in those batches
  * @param blocksSent           page records in those batches
  * @param blocksDropped        page records lost: overwritten in a full queue, or still queued when close gave up

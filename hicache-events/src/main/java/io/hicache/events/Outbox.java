@@ -44,6 +44,14 @@ final class Outbox {
     }
 
     /**
+     * Leaves one sequence number unused: neither sent nor kept, so every subscriber sees a gap after it that no
+     * replay fills (the records a full queue overwrote are gone; the gap tells routers their view may be stale).
+     */
+    void skip() {
+        nextSeq++;
+    }
+
+    /**
      * Numbers, keeps and sends the payload {@code payload[0, len)}.
      *
      * @return false if ZeroMQ refused a frame (the batch is still numbered and kept for replay)

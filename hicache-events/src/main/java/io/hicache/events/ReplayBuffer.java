@@ -3,8 +3,8 @@ package io.hicache.events;
 /**
  * The last batches sent, by sequence, for the replay endpoint: at most {@code capacity} batches and
  * {@code maxBytes} payload bytes; the oldest go first when a new one would pass either bound, and a batch larger
- * than {@code maxBytes} is not kept (nor is anything before it). The kept sequences are always one run ending at the
- * newest kept. Publisher thread only.
+ * than {@code maxBytes} is not kept (nor is anything before it). The kept sequences always increase and end at the
+ * newest kept (one run, but for the numbers the publisher leaves unused after lost records). Publisher thread only.
  *
  * <p>The payloads are copied back to back into one byte array used as a ring (a batch that does not fit before the
  * array's end starts again at 0); when the batches kept and a new one do not fit, the array grows by half (or to
@@ -49,7 +49,7 @@ final class ReplayBuffer {
     }
 
     /**
-     * Keeps a copy of {@code src[0, len)} as batch {@code s} (sequences increase by one per call), dropping the oldest
+     * Keeps a copy of {@code src[0, len)} as batch {@code s} (sequences increase with each call), dropping the oldest
      * batches as the bounds need; a batch over {@code maxBytes} empties the buffer and is not kept.
      */
     void add(long s, byte[] src, int len) {

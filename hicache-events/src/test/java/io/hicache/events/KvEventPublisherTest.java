@@ -206,6 +206,37 @@ class KvEventPublisherTest {
     }
 
     @Test
+    void lostRecordsLeaveASequenceGapThatNoReplayFills() {
+        int pages = 8_000;
+        int[] tokens = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            tokens[i] = i;
+        }
+        try (KvEventPublisher p = KvEventPublisher.open(config().queueCapacity(4).build())) {
+            TierEventCollector c = p.collector(1, 0);
+            for (int i = 0; i < pages; i += 1000) {
+                c.onDeviceInserted(tokens, i, 1000, 0, null);
+            }
+            assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
+            c.onDeviceInserted(tokens, 0, 1, 0, null); // a batch after every loss: the last gap shows too
+            assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
+            KvEventStats s = p.stats();
+            assertThat(s.blocksDropped()).isPositive();
+
+            KvEventTally tally = new KvEventTally();
+            KvEventSubscriber.Result r;
+            try (KvEventSubscriber sub = new KvEventSubscriber(p.endpoint(), p.replayEndpoint(), "")) {
+                r = sub.run(Duration.ofMillis(300), Duration.ofSeconds(20), tally::accept);
+            }
+            assertThat(r.replayAnswered()).isTrue();
+            assertThat(r.contiguous()).isFalse();
+            assertThat(r.batches()).isEqualTo(s.batchesSent());
+            assertThat(r.lastSequence()).isGreaterThan(s.batchesSent() - 1);
+            assertThat(tally.stored().get("GPU")).isEqualTo(s.blocksSent());
+        }
+    }
+
+    @Test
     void closeStopsRecordingAndSendsWhatWasQueued() {
         KvEventPublisher p = KvEventPublisher.open(config().build());
         TierEventCollector c = p.collector(1, 0);
