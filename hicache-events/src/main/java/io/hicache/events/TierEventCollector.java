@@ -19,8 +19,8 @@ import io.hicache.radix.RadixNode;
  * nothing the tree has let go of reachable.
  */
 final class TierEventCollector implements HiCache.TierListener {
-    /** The cache's size: 2^16 pages (1 MiB). */
-    static final int CACHE_BITS = 16;
+    /** The cache's size: 2^14 pages (256 KiB), small enough to stay in a core's L2 cache. */
+    static final int CACHE_BITS = 14;
     /** Bits of a key that hold the page's place from its node's end; the serial takes the rest. */
     private static final int PLACE_BITS = 20;
     /** Serials at or past this bound (and places past {@link #PLACE_BITS}) are not cached: their keys would clash. */
