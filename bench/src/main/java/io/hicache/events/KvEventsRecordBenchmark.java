@@ -25,7 +25,7 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>{@code inserted}: a device insert's record (the page's 16 tokens hashed, the record and its tokens
  *   written);</li>
- *   <li>{@code stored}: a host commit's (the node's last-page hash from the collector's cache, the record and its
+ *   <li>{@code stored}: a host commit's (the page's hash from the collector's cache, the record and its
  *   tokens written);</li>
  *   <li>{@code removed}: an L3 removal's (the cached hash, a record without tokens).</li>
  * </ul>
@@ -57,7 +57,7 @@ public class KvEventsRecordBenchmark {
         tree.insert(tokens, 0, PAGE_SIZE, new int[] {0}, 0);
         node = tree.lastInsertNode();
         collector = new TierEventCollector(new EventRing(queue, PAGE_SIZE, false), 0, 0);
-        collector.onDeviceInserted(tokens, 0, PAGE_SIZE, 0, node); // caches the node's end hash
+        collector.onDeviceInserted(tokens, 0, PAGE_SIZE, 0, node); // caches the node's page hash
     }
 
     /** A device insert of one new page. */

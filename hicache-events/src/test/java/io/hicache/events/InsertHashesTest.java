@@ -17,10 +17,10 @@ import java.util.Set;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * An insert hashes only from the first node that holds a new page, starting from cached end hashes: on multi-turn
+ * An insert hashes only from the first node that holds a new page, starting from cached page hashes: on multi-turn
  * conversations (each turn extends an earlier one, branches split nodes, evictions drop and host-only nodes adopt
- * pages again, a reset empties the cache) every device block it reports has the hash and parent a router computes
- * from the request's tokens, and every removal names a block stored before.
+ * pages again, a reset empties the cache) every block stored on any tier has the hash and parent a router computes
+ * from the request's tokens, and every removal names a block that tier holds; also with a cache of a few pages.
  */
 class InsertHashesTest {
     private static final long EXTRA_KEY = 5;
