@@ -39,7 +39,7 @@ final class TierEventCollector implements HiCache.TierListener {
     private RadixNode[] path = new RadixNode[64];
     /** Scratch: an insert's nodes from its last up to the first that holds a new page. */
     private RadixNode[] nodes = new RadixNode[64];
-    /** Scratch: one page's tokens, hashed where a removal misses the cache. */
+    /** Scratch: one page's tokens, hashed where the cache misses. */
     private final int[] page;
     private volatile boolean enabled = true;
     /** Pages hashed so far (tests: what each transition costs in hashing). */
@@ -73,7 +73,8 @@ final class TierEventCollector implements HiCache.TierListener {
         clearCache();
     }
 
-    private void clearCache() {
+    /** Empties the cache, as a reset does (tests too: later events must hash the same from the tokens alone). */
+    void clearCache() {
         for (int i = 0; i < cache.length; i += 2) {
             cache[i] = -1;
         }
@@ -127,13 +128,8 @@ final class TierEventCollector implements HiCache.TierListener {
             int off = from + p * pageSize;
             long parent = h;
             h = hash(h, tokens, off, pageSize);
-            if (p >= firstNew && sink != null) {
-                sink.stored(DEVICE, h, parent == seed ? -1 : parent);
-            } else if (p >= firstNew) {
-                int i = ring.claim();
-                ring.set(i, EventRing.STORED, DEVICE, h, parent);
-                System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
-                ring.publish(i);
+            if (p >= firstNew) {
+                emit(EventRing.STORED, DEVICE, h, parent, tokens, off);
             }
             if (depth > 0) { // a page of a node on the path: remember its hash
                 RadixNode n = nodes[depth - 1];
@@ -144,9 +140,7 @@ final class TierEventCollector implements HiCache.TierListener {
                 }
             }
         }
-        if (sink == null) {
-            ring.flush();
-        }
+        flush();
     }
 
     @Override
@@ -198,27 +192,11 @@ final class TierEventCollector implements HiCache.TierListener {
             int off = from + p * pageSize;
             long parent = h;
             h = hash(h, tokens, off, pageSize);
-            if (p < firstPage) {
-                continue;
-            }
-            if (sink != null) {
-                if (stored) {
-                    sink.stored(tier, h, parent == seed ? -1 : parent);
-                } else {
-                    sink.removed(tier, h);
-                }
-            } else {
-                int i = ring.claim();
-                ring.set(i, kind, tier, h, parent);
-                if (stored) {
-                    System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
-                }
-                ring.publish(i);
+            if (p >= firstPage) {
+                emit(kind, tier, h, parent, tokens, off);
             }
         }
-        if (sink == null) {
-            ring.flush();
-        }
+        flush();
     }
 
     private void emitNode(byte kind, int tier, RadixNode node) {
@@ -233,46 +211,21 @@ final class TierEventCollector implements HiCache.TierListener {
      */
     private void emitNode(byte kind, int tier, RadixNode node, int first, int end) {
         int pages = node.pageCount();
-        boolean stored = kind == EventRing.STORED;
         // the hash of page first - 1 (the start hash when first is 0): a stored page's parent; a removal needs it
         // only where it misses the cache
-        long prev = stored ? hashBefore(node, first) : -1;
+        long prev = kind == EventRing.STORED ? hashBefore(node, first) : -1;
         for (int p = first; p < end; p++) {
-            int i = -1;
-            int[] dst = page;
-            int base = 0;
-            if (sink == null) {
-                i = ring.claim();
-                if (stored) { // a removal publishes no tokens
-                    dst = ring.tokens();
-                    base = i * pageSize;
-                    node.copyTokens(p * pageSize, pageSize, dst, base);
-                }
-            }
             long h = lookup(node, pages - 1 - p);
             if (h < 0) {
                 if (prev < 0) {
                     prev = hashBefore(node, p);
                 }
-                if (dst == page) {
-                    node.copyTokens(p * pageSize, pageSize, page, 0);
-                }
-                h = hash(prev, dst, base, pageSize);
-                remember(node, pages - 1 - p, h);
+                h = hashAndKeep(node, p, prev);
             }
-            if (sink == null) {
-                ring.set(i, kind, tier, h, prev);
-                ring.publish(i);
-            } else if (stored) {
-                sink.stored(tier, h, prev == seed ? -1 : prev);
-            } else {
-                sink.removed(tier, h);
-            }
+            emit(kind, tier, h, prev, node, p);
             prev = h;
         }
-        if (sink == null) {
-            ring.flush();
-        }
+        flush();
     }
 
     /** The hash of page {@code p - 1} of {@code node} (the start hash for page 0), hashing what the cache lacks. */
@@ -287,11 +240,60 @@ final class TierEventCollector implements HiCache.TierListener {
             h = startHash(node);
         }
         for (int r = q + 1; r < p; r++) {
-            node.copyTokens(r * pageSize, pageSize, page, 0);
-            h = hash(h, page, 0, pageSize);
-            remember(node, pages - 1 - r, h);
+            h = hashAndKeep(node, r, h);
         }
         return h;
+    }
+
+    /** Hashes page {@code p} of {@code node} below {@code parent} and keeps the hash in the cache. */
+    private long hashAndKeep(RadixNode node, int p, long parent) {
+        node.copyTokens(p * pageSize, pageSize, page, 0);
+        long h = hash(parent, page, 0, pageSize);
+        remember(node, node.pageCount() - 1 - p, h);
+        return h;
+    }
+
+    /** Records one page whose tokens (a stored page's are published) are {@code tokens[off, off + pageSize)}. */
+    private void emit(byte kind, int tier, long h, long parent, int[] tokens, int off) {
+        if (sink != null) {
+            toSink(kind, tier, h, parent);
+            return;
+        }
+        int i = ring.claim();
+        if (kind == EventRing.STORED) {
+            System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
+        }
+        ring.set(i, kind, tier, h, parent);
+        ring.publish(i);
+    }
+
+    /** Records page {@code p} of {@code node}, copying a stored page's tokens straight from the node. */
+    private void emit(byte kind, int tier, long h, long parent, RadixNode node, int p) {
+        if (sink != null) {
+            toSink(kind, tier, h, parent);
+            return;
+        }
+        int i = ring.claim();
+        if (kind == EventRing.STORED) {
+            node.copyTokens(p * pageSize, pageSize, ring.tokens(), i * pageSize);
+        }
+        ring.set(i, kind, tier, h, parent);
+        ring.publish(i);
+    }
+
+    private void toSink(byte kind, int tier, long h, long parent) {
+        if (kind == EventRing.STORED) {
+            sink.stored(tier, h, parent == seed ? -1 : parent);
+        } else {
+            sink.removed(tier, h);
+        }
+    }
+
+    /** Makes the ring's records of one hook call visible to the publisher (once per call, not per record). */
+    private void flush() {
+        if (sink == null) {
+            ring.flush();
+        }
     }
 
     private long hash(long parent, int[] tokens, int off, int n) {
@@ -340,11 +342,6 @@ final class TierEventCollector implements HiCache.TierListener {
         return lookup(node, 0) >= 0;
     }
 
-    /** Empties the cache, as a reset does (tests: later events must hash the same from the tokens alone). */
-    void dropCache() {
-        clearCache();
-    }
-
     /** The hash of the page before {@code node}'s first (the seed below the root). */
     private long startHash(RadixNode node) {
         RadixNode p = node.parent();
@@ -367,9 +364,7 @@ final class TierEventCollector implements HiCache.TierListener {
             path[d] = null;
             int pages = n.pageCount();
             for (int q = 0; q < pages; q++) {
-                n.copyTokens(q * pageSize, pageSize, page, 0);
-                h = hash(h, page, 0, pageSize);
-                remember(n, pages - 1 - q, h);
+                h = hashAndKeep(n, q, h);
             }
         }
         return h;

@@ -38,10 +38,7 @@ class PartialPagesTest {
 
     @Test
     void partsOfANodeAndSequencePagesHashAsTheWholeNode() {
-        int[] tokens = new int[24];
-        for (int i = 0; i < tokens.length; i++) {
-            tokens[i] = 1000 + 7 * i;
-        }
+        int[] tokens = tokens(24, 1000, 7);
         RadixTree tree = RadixTree.builder().pageSize(4).build();
         tree.insert(tokens, 0, 8, new int[] {0, 1}, 0);
         tree.insert(tokens, 0, 24, new int[] {0, 1, 2, 3, 4, 5}, 0);
@@ -77,10 +74,7 @@ class PartialPagesTest {
 
     @Test
     void eventsHashTheSameWhetherTheCacheHoldsThePagesOrNot() {
-        int[] tokens = new int[16];
-        for (int i = 0; i < tokens.length; i++) {
-            tokens[i] = 50 + i;
-        }
+        int[] tokens = tokens(16, 50, 1);
         RadixTree tree = RadixTree.builder().pageSize(4).build();
         tree.insert(tokens, 0, 8, new int[] {0, 1}, 0);
         RadixNode head = tree.lastInsertNode();
@@ -95,9 +89,9 @@ class PartialPagesTest {
         assertThat(hashes).hasSize(2).doesNotHaveDuplicates();
 
         c.onRemoving(TierListener.DEVICE, tail); // from the cache
-        c.dropCache();
+        c.clearCache();
         c.onRemoving(TierListener.HOST, tail); // hashed again, from the tokens alone
-        c.dropCache();
+        c.clearCache();
         c.onPagesStored(TierListener.STORAGE, tail, 1, 1); // a later page alone: its parent is hashed first
         assertThat(c.caches(tail)).isTrue();
         assertThat(r.seen.subList(2, 7)).extracting(e -> e.split(" ")[2])
@@ -107,10 +101,7 @@ class PartialPagesTest {
 
     @Test
     void aPageIsHashedOnceFromItsInsertToItsLastRemoval() {
-        int[] tokens = new int[40];
-        for (int i = 0; i < tokens.length; i++) {
-            tokens[i] = 300 + 11 * i;
-        }
+        int[] tokens = tokens(40, 300, 11);
         RadixTree tree = RadixTree.builder().pageSize(4).build();
         Recorder r = new Recorder();
         TierEventCollector c = new TierEventCollector(r, 4, 0, TierEventCollector.CACHE_BITS);
@@ -134,5 +125,14 @@ class PartialPagesTest {
         assertThat(r.seen.stream().map(e -> e.split(" ")[0] + " " + e.split(" ")[1]).distinct())
                 .containsExactlyInAnyOrder("stored 0", "stored 1", "removed 0", "removed 1");
         assertThat(c.pagesHashed()).isEqualTo(10);
+    }
+
+    /** {@code n} token ids from {@code first}, {@code step} apart. */
+    private static int[] tokens(int n, int first, int step) {
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = first + step * i;
+        }
+        return t;
     }
 }
