@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
+import java.util.stream.IntStream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -186,10 +187,7 @@ class KvEventPublisherTest {
     @Test
     void aFullQueueDropsAndCountsButNeverBlocksTheProducer() {
         int pages = 50_000;
-        int[] tokens = new int[pages];
-        for (int i = 0; i < pages; i++) {
-            tokens[i] = i;
-        }
+        int[] tokens = IntStream.range(0, pages).toArray();
         KvEventPublisher p = KvEventPublisher.open(config().queueCapacity(4).build());
         try {
             TierEventCollector c = p.collector(1, 0);
@@ -208,10 +206,7 @@ class KvEventPublisherTest {
     @Test
     void lostRecordsLeaveASequenceGapThatNoReplayFills() {
         int pages = 8_000;
-        int[] tokens = new int[pages];
-        for (int i = 0; i < pages; i++) {
-            tokens[i] = i;
-        }
+        int[] tokens = IntStream.range(0, pages).toArray();
         try (KvEventPublisher p = KvEventPublisher.open(config().queueCapacity(4).build())) {
             TierEventCollector c = p.collector(1, 0);
             for (int i = 0; i < pages; i += 1000) {
