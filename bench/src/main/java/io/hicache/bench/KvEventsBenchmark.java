@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * What KV events cost, events off and on (a publisher attached through the public API, its thread draining and
- * sending on loopback with no subscriber); the {@code insertEvict} and {@code pollCommit} rows also run with
+ * sending on loopback with no subscriber); every row but the hook's and the publisher's also runs with
  * events {@code collect}: the scheduler thread records into a ring exactly as with a publisher, but no thread
  * drains it (the scheduler thread's cost alone, without the publisher thread's CPU, allocation and GC):
  * <ul>
@@ -36,9 +36,14 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@code turnInsert}: a multi-turn request's insert, one new page after a {@value #PREFIX_PAGES}-page prefix
  *   already in the tree, and the device eviction of that page (one {@code BlockStored} and one {@code BlockRemoved}
  *   of one block when on); per turn. What events add must not grow with the prefix.</li>
- *   <li>{@code pollCommit}: {@link CommitBenchmark}'s commit path on one rank, one node of {@code backupPages}
- *   pages per backup (inserted, backed up, committed, evicted: a {@code BlockStored GPU}, a {@code BlockStored CPU}
- *   and the removals per page when on); per backup.</li>
+ *   <li>{@code CommitPath.pollCommit}: the commit path exactly as {@link CommitBenchmark} and
+ *   {@link JfrBenchmark} time it, on one rank: {@code poll()} until {@value #FORWARDS} acknowledged backups of one
+ *   node of {@code backupPages} pages each are committed (a {@code BlockStored CPU} of each page when on); their
+ *   insert, reservation, hooks and agents before and their eviction after are untimed; per backup.</li>
+ *   <li>{@code backupCycle}: a backup's whole life on the scheduler thread, one node of {@code backupPages} pages:
+ *   insert, reserve, 4 layer hooks, agents, poll and commit, retire and evict (a {@code BlockStored GPU}, a
+ *   {@code BlockStored CPU} and the removals of each page when on); per backup. The insert and eviction paths'
+ *   events included, so it is the sum the other rows split.</li>
  *   <li>{@code publishThroughput} (on only): records produced on this thread and drained, encoded and sent by the
  *   publisher's, waited for; per page record, so 1e9 / score is the publisher's events (blocks) per second.</li>
  * </ul>
@@ -64,7 +69,7 @@ public class KvEventsBenchmark {
     @Param({"65536"})
     public int queue;
 
-    /** Pages of each {@code pollCommit} backup (one node): 1 is the smallest backup, 8 a turn's worth. */
+    /** Pages of each {@code backupCycle} backup (one node): 1 is the smallest backup, 8 a turn's worth. */
     @Param({"1"})
     public int backupPages;
 
@@ -145,10 +150,10 @@ public class KvEventsBenchmark {
         return c.evictDevice(1, (p, off, n) -> { }); // the new leaf: the prefix has a child until then
     }
 
-    /** The commit path of {@link CommitBenchmark} on one rank; per backup. */
+    /** A backup's whole life on one rank (insert to eviction); per backup. */
     @Benchmark
     @OperationsPerInvocation(FORWARDS)
-    public void pollCommit() {
+    public void backupCycle() {
         for (int f = 0; f < FORWARDS; f++) {
             rig.insertAndReserve(backupPages, false);
             ForwardHandle[] h = rig.beginForward();
@@ -162,6 +167,85 @@ public class KvEventsBenchmark {
         rig.runAgentsUntilAcked();
         rig.pollUntilRetired();
         rig.retireAndEvict(FORWARDS * backupPages);
+    }
+
+    /**
+     * The commit path with events off, collected or published: {@code poll()} until {@value #FORWARDS} acknowledged
+     * backups committed, the rest of each backup's life its untimed fixture (as in {@link CommitBenchmark}); per
+     * backup. {@link TimedAllocation} counts the timed part's bytes alone.
+     */
+    @State(Scope.Thread)
+    @BenchmarkMode(Mode.AverageTime)
+    @OutputTimeUnit(TimeUnit.NANOSECONDS)
+    @Warmup(iterations = 3, time = 1)
+    @Measurement(iterations = 5, time = 1)
+    @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
+    public static class CommitPath {
+        @Param({"off", "collect", "on"})
+        public String events;
+
+        /** Pages of each backup (one node). */
+        @Param({"1"})
+        public int backupPages;
+
+        private ControllerRig rig;
+        private KvEventPublisher publisher;
+        private final TimedAllocation.Meter meter = new TimedAllocation.Meter();
+
+        @Setup(Level.Trial)
+        public void build() {
+            rig = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 4, 0, PAGE_SIZE, 4 * FORWARDS * backupPages,
+                    4 * FORWARDS * backupPages, 2, FORWARDS, true);
+            if (events.equals("on")) {
+                publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0)
+                        .build());
+                publisher.attach(rig.caches[0], 0);
+            } else if (events.equals("collect")) {
+                CollectOnly.attach(rig.caches[0], KvEventsConfig.builder("tcp://127.0.0.1:*").build()
+                        .queueCapacity());
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            if (publisher != null) {
+                publisher.close();
+            }
+            rig.close();
+        }
+
+        @Setup(Level.Iteration)
+        public void resetMeter() {
+            meter.reset();
+        }
+
+        @Setup(Level.Invocation)
+        public void begin() {
+            for (int f = 0; f < FORWARDS; f++) {
+                rig.insertAndReserve(backupPages, false);
+                ForwardHandle h = rig.beginForward()[0];
+                for (int l = 0; l < 4; l++) {
+                    h.targetLayerStored(l);
+                }
+                h.endForward();
+            }
+            rig.runAgentsUntilAcked();
+            meter.start();
+        }
+
+        @TearDown(Level.Invocation)
+        public void end() {
+            meter.stop(FORWARDS);
+            rig.retireAndEvict(FORWARDS * backupPages);
+        }
+
+        /** {@code poll()} until every backup committed; per backup. */
+        @Benchmark
+        @OperationsPerInvocation(FORWARDS)
+        public void pollCommit(TimedAllocation alloc) {
+            alloc.publish(meter);
+            rig.pollUntilRetired();
+        }
     }
 
     /** The per-layer hook of a forward thread, with the cache publishing events or not; per layer. */
