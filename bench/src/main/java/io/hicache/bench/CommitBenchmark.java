@@ -1,6 +1,5 @@
 package io.hicache.bench;
 
-import io.hicache.core.internal.ForwardHandle;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -59,17 +58,7 @@ public class CommitBenchmark {
 
     @Setup(Level.Invocation)
     public void begin() {
-        for (int f = 0; f < FORWARDS; f++) {
-            rig.insertAndReserve(1, false);
-            ForwardHandle[] h = rig.beginForward();
-            for (ForwardHandle handle : h) {
-                for (int l = 0; l < LAYERS; l++) {
-                    handle.targetLayerStored(l);
-                }
-                handle.endForward();
-            }
-        }
-        rig.runAgentsUntilAcked();
+        rig.forwardAndAck(FORWARDS, 1, LAYERS);
         meter.start();
     }
 

@@ -145,6 +145,24 @@ public final class ControllerRig implements AutoCloseable {
         scattered = true;
     }
 
+    /**
+     * Runs {@code forwards} forwards, each backing up one fresh node of {@code pageCount} pages on every rank with
+     * {@code layers} target-layer hooks, then steps the agents until all of them are acknowledged: what the commit
+     * path's rows prepare before they time {@link #pollUntilRetired()}.
+     */
+    void forwardAndAck(int forwards, int pageCount, int layers) {
+        for (int f = 0; f < forwards; f++) {
+            insertAndReserve(pageCount, false);
+            for (ForwardHandle handle : beginForward()) {
+                for (int l = 0; l < layers; l++) {
+                    handle.targetLayerStored(l);
+                }
+                handle.endForward();
+            }
+        }
+        runAgentsUntilAcked();
+    }
+
     /** Steps the agents and the simulated devices until every sealed forward is acknowledged to the scheduler. */
     void runAgentsUntilAcked() {
         for (int i = 0; i < 1_000_000; i++) {

@@ -126,15 +126,7 @@ public class JfrBenchmark {
 
         @Setup(Level.Invocation)
         public void begin() {
-            for (int f = 0; f < FORWARDS; f++) {
-                rig.insertAndReserve(1, false);
-                ForwardHandle h = rig.beginForward()[0];
-                for (int l = 0; l < 4; l++) {
-                    h.targetLayerStored(l);
-                }
-                h.endForward();
-            }
-            rig.runAgentsUntilAcked();
+            rig.forwardAndAck(FORWARDS, 1, 4);
             meter.start();
         }
 

@@ -154,17 +154,7 @@ public class KvEventsBenchmark {
     @Benchmark
     @OperationsPerInvocation(FORWARDS)
     public void backupCycle() {
-        for (int f = 0; f < FORWARDS; f++) {
-            rig.insertAndReserve(backupPages, false);
-            ForwardHandle[] h = rig.beginForward();
-            for (ForwardHandle handle : h) {
-                for (int l = 0; l < 4; l++) {
-                    handle.targetLayerStored(l);
-                }
-                handle.endForward();
-            }
-        }
-        rig.runAgentsUntilAcked();
+        rig.forwardAndAck(FORWARDS, backupPages, 4);
         rig.pollUntilRetired();
         rig.retireAndEvict(FORWARDS * backupPages);
     }
@@ -221,15 +211,7 @@ public class KvEventsBenchmark {
 
         @Setup(Level.Invocation)
         public void begin() {
-            for (int f = 0; f < FORWARDS; f++) {
-                rig.insertAndReserve(backupPages, false);
-                ForwardHandle h = rig.beginForward()[0];
-                for (int l = 0; l < 4; l++) {
-                    h.targetLayerStored(l);
-                }
-                h.endForward();
-            }
-            rig.runAgentsUntilAcked();
+            rig.forwardAndAck(FORWARDS, backupPages, 4);
             meter.start();
         }
 
