@@ -21,6 +21,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * conversations (each turn extends an earlier one, branches split nodes, evictions drop and host-only nodes adopt
  * pages again, a reset empties the cache) every block stored on any tier has the hash and parent a router computes
  * from the request's tokens, and every removal names a block that tier holds; also with a cache of a few pages.
+ * A second collector beside the checked one writes the same transitions into a ring, as a publisher's does: its
+ * drained records must be the checked ones, in order, each stored page carrying the tokens its hash was made of.
  */
 class InsertHashesTest {
     private static final long EXTRA_KEY = 5;
@@ -34,6 +36,8 @@ class InsertHashesTest {
         final Map<Long, Long> parentOf = new HashMap<>();
         final Map<Integer, Set<Long>> held = new HashMap<>();
         final List<long[]> storedNow = new ArrayList<>();
+        /** Every record in order: {kind, tier, hash, parent} with {@link EventRing}'s kinds. */
+        final List<long[]> log = new ArrayList<>();
 
         void request(long[] chain) {
             for (int p = 0; p < chain.length; p++) {
@@ -50,17 +54,47 @@ class InsertHashesTest {
             if (tier == HiCache.TierListener.DEVICE) {
                 storedNow.add(new long[] {hash, parent});
             }
+            log.add(new long[] {EventRing.STORED, tier, hash, parent});
         }
 
         @Override
         public void removed(int tier, long hash) {
             assertThat(held.computeIfAbsent(tier, t -> new HashSet<>()).remove(hash))
                     .as("removed block %d was not held on tier %d", hash, tier).isTrue();
+            log.add(new long[] {EventRing.REMOVED, tier, hash, 0});
         }
 
         @Override
         public void cleared() {
             held.clear();
+            log.add(new long[] {EventRing.CLEARED, 0, 0, 0});
+        }
+    }
+
+    /** Both collectors as one listener: the checked one first, then the ring's. */
+    private record Tee(HiCache.TierListener first, HiCache.TierListener second) implements HiCache.TierListener {
+        @Override
+        public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
+            first.onDeviceInserted(tokens, from, len, firstNewToken, last);
+            second.onDeviceInserted(tokens, from, len, firstNewToken, last);
+        }
+
+        @Override
+        public void onStored(int tier, RadixNode node) {
+            first.onStored(tier, node);
+            second.onStored(tier, node);
+        }
+
+        @Override
+        public void onRemoving(int tier, RadixNode node) {
+            first.onRemoving(tier, node);
+            second.onRemoving(tier, node);
+        }
+
+        @Override
+        public void onCleared() {
+            first.onCleared();
+            second.onCleared();
         }
     }
 
@@ -84,7 +118,11 @@ class InsertHashesTest {
         int pageSize = 1 << rnd.nextInt(3);
         RadixTree tree = RadixTree.builder().pageSize(pageSize).build();
         Checker checker = new Checker();
-        tree.tierObserver(new TreePort(new TierEventCollector(checker, pageSize, EXTRA_KEY, cacheBits)));
+        EventRing ring = new EventRing(1 << 14, pageSize, false);
+        TierEventCollector ringCollector = new TierEventCollector(ring, 0, EXTRA_KEY);
+        EventRing.Drained drained = new EventRing.Drained(256, pageSize);
+        tree.tierObserver(new TreePort(new Tee(new TierEventCollector(checker, pageSize, EXTRA_KEY, cacheBits),
+                ringCollector)));
         List<int[]> turns = new ArrayList<>();
         int nextPage = 0;
         for (int step = 0; step < 120; step++) {
@@ -119,7 +157,36 @@ class InsertHashesTest {
                 assertThat(checker.held.values()).allSatisfy(h -> assertThat(h).isEmpty());
                 tree.tierObserver().onCleared(); // a reset: empties the collector's hash cache too
             }
+            drainAndCompare(ring, drained, checker.log, ringCollector.seed(), "seed " + seed + " step " + step);
         }
+    }
+
+    /** Drains the ring and checks it holds exactly {@code log}'s records, then forgets them. */
+    private static void drainAndCompare(EventRing ring, EventRing.Drained d, List<long[]> log, long seed,
+                                        String where) {
+        int k = 0;
+        int ps = d.pageSize;
+        while (ring.drain(d) > 0 || d.lost > 0) {
+            assertThat(d.lost).as("%s: records lost", where).isZero();
+            for (int i = 0; i < d.count; i++, k++) {
+                assertThat(k).as("%s: more records in the ring than the sink got", where).isLessThan(log.size());
+                long[] want = log.get(k);
+                assertThat(d.kind[i]).as("%s record %d kind", where, k).isEqualTo((byte) want[0]);
+                if (want[0] == EventRing.CLEARED) {
+                    continue;
+                }
+                assertThat(d.tier[i]).as("%s record %d tier", where, k).isEqualTo((byte) want[1]);
+                assertThat(d.hash[i]).as("%s record %d hash", where, k).isEqualTo(want[2]);
+                if (want[0] == EventRing.STORED) {
+                    assertThat(d.parent[i] == seed ? -1 : d.parent[i]).as("%s record %d parent", where, k)
+                            .isEqualTo(want[3]);
+                    assertThat(BlockHasher.page(d.parent[i], d.tokens, i * ps, ps))
+                            .as("%s record %d: its tokens hash to its hash", where, k).isEqualTo(d.hash[i]);
+                }
+            }
+        }
+        assertThat(k).as("%s: records in the ring", where).isEqualTo(log.size());
+        log.clear();
     }
 
     /** A new turn: an earlier turn (or part of it, cut anywhere) followed by fresh tokens, or a fresh request. */
