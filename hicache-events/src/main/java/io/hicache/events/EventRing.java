@@ -7,8 +7,13 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The preallocated ring of block records between one cache's scheduler thread (the only producer) and the
- * publisher's thread (the only consumer). A record is one page: its kind, tier, hash, parent hash and (stored
- * pages only) tokens, all in primitive arrays, so producing allocates nothing and takes no lock.
+ * publisher's thread (the only consumer), in arrays preallocated for every slot, so producing allocates nothing
+ * and takes no lock. A record is either one page (its kind, tier, hash, parent hash and, stored pages only, its
+ * tokens copied into the ring) or a <em>run</em>: consecutive pages of one node, as the hash before its first page,
+ * the node's token array (never written after the node was made, see {@code RadixNode}), the offset of the run's
+ * first token in it, and its page count. The consumer hashes a run's pages itself while it drains, so a node's
+ * commit or removal costs the producer one record whatever the node's size. The consumer clears a run's array
+ * reference once it has read it, so the ring keeps no evicted node's tokens reachable.
  *
  * <p>When the ring is full the producer either overwrites the oldest record ({@link KvEventsConfig.Overflow#DROP_OLDEST}:
  * the consumer notices it was lapped and counts what it lost) or waits for the consumer
@@ -21,7 +26,12 @@ final class EventRing {
     static final byte STORED = 1;
     static final byte REMOVED = 2;
     static final byte CLEARED = 3;
+    /** A run of stored pages (expanded into {@link #STORED} pages by {@link #drain}). */
+    static final byte STORED_RUN = 4;
+    /** A run of removed pages (expanded into {@link #REMOVED} pages by {@link #drain}). */
+    static final byte REMOVED_RUN = 5;
     private static final VarHandle STAMP = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle REF = MethodHandles.arrayElementVarHandle(Object[].class);
 
     final int capacity;
     final int pageSize;
@@ -33,12 +43,16 @@ final class EventRing {
     private final long[] hash;
     private final long[] parent;
     private final int[] tokens;
+    /** A run's token array (null otherwise), its first token's offset in it and its page count. */
+    private final Object[] runTokens;
+    private final int[] runOff;
+    private final int[] runPages;
 
     /** Producer-owned: the next sequence to write. */
     private long tail;
     /** The producer's tail as the consumer may read it. */
     private final AtomicLong published = new AtomicLong();
-    /** The consumer's next sequence (read by a WAIT producer). */
+    /** The consumer's next sequence, less one while a run is still being expanded (read by a WAIT producer). */
     private final AtomicLong head = new AtomicLong();
     private volatile boolean closed;
 
@@ -57,6 +71,9 @@ final class EventRing {
         this.hash = new long[capacityPow2];
         this.parent = new long[capacityPow2];
         this.tokens = new int[Math.multiplyExact(capacityPow2, pageSize)];
+        this.runTokens = new Object[capacityPow2];
+        this.runOff = new int[capacityPow2];
+        this.runPages = new int[capacityPow2];
     }
 
     // ---------------------------------------------------------------- producer (one thread)
@@ -84,6 +101,20 @@ final class EventRing {
         tier[i] = (byte) t;
         hash[i] = h;
         parent[i] = p;
+    }
+
+    /**
+     * Makes slot {@code i} a run of {@code pages} pages ({@link #STORED_RUN} or {@link #REMOVED_RUN}) whose
+     * tokens are {@code nodeTokens[off, off + pages * pageSize)}, an array nobody writes again, hashed from
+     * {@code before} (the hash of the page before the run's first, the seed for a first page).
+     */
+    void setRun(int i, byte k, int t, long before, int[] nodeTokens, int off, int pages) {
+        kind[i] = k;
+        tier[i] = (byte) t;
+        parent[i] = before;
+        runTokens[i] = nodeTokens;
+        runOff[i] = off;
+        runPages[i] = pages;
     }
 
     /** The token array the producer writes slot {@code i}'s tokens into, at {@code i * pageSize}. */
@@ -130,15 +161,23 @@ final class EventRing {
     }
 
     private long next;
+    /** The run being expanded (consumer-owned): its kind, tier, tokens, next page's offset, pages left, last hash. */
+    private byte pendingKind;
+    private byte pendingTier;
+    private int[] pendingTokens;
+    private int pendingOff;
+    private int pendingLeft;
+    private long pendingHash;
 
     /**
-     * Copies up to {@code out.kind.length} records into {@code out}; {@code out.lost} is set to the records the
-     * producer overwrote before they were read.
+     * Copies up to {@code out.kind.length} page records into {@code out}, expanding runs into their pages (hashed
+     * here); a run larger than the room left continues in the next call. {@code out.lost} is set to the records
+     * the producer overwrote before they were read (a lost run counts once).
      *
-     * @return records copied
+     * @return page records copied
      */
     int drain(Drained out) {
-        int n = 0;
+        int n = expand(out, 0);
         long lost = 0;
         int max = out.kind.length;
         while (n < max) {
@@ -161,31 +200,88 @@ final class EventRing {
                 continue;
             }
             byte k = kind[i];
+            byte t = tier[i];
+            long p = parent[i];
+            if (k == STORED_RUN || k == REMOVED_RUN) {
+                Object ref = runTokens[i];
+                int off = runOff[i];
+                int pages = runPages[i];
+                VarHandle.loadLoadFence();
+                next = h + 1;
+                if ((long) STAMP.getOpaque(stamp, i) != h || ref == null) {
+                    lost++; // overwritten while read, or its reference cleared by an earlier lap's read
+                    continue;
+                }
+                REF.compareAndSet(runTokens, i, ref, null); // keep no node's tokens reachable once read
+                pendingKind = k == STORED_RUN ? STORED : REMOVED;
+                pendingTier = t;
+                pendingTokens = (int[]) ref;
+                pendingOff = off;
+                pendingLeft = pages;
+                pendingHash = p;
+                n = expand(out, n);
+                continue;
+            }
             out.kind[n] = k;
-            out.tier[n] = tier[i];
+            out.tier[n] = t;
             out.hash[n] = hash[i];
-            out.parent[n] = parent[i];
+            out.parent[n] = p;
             if (k == STORED) { // only a stored block's tokens are published
                 System.arraycopy(tokens, i * pageSize, out.tokens, n * pageSize, pageSize);
             }
             VarHandle.loadLoadFence();
+            next = h + 1;
             if ((long) STAMP.getOpaque(stamp, i) != h) {
                 lost++;
-                next = h + 1;
                 continue;
             }
             n++;
-            next = h + 1;
         }
-        head.setRelease(next);
+        head.setRelease(pendingLeft > 0 ? next - 1 : next); // a run being expanded is not yet read
         out.count = n;
         out.lost = lost;
         return n;
     }
 
-    /** True when the consumer has read everything published. */
+    /** Expands the pending run's pages into {@code out} from index {@code n} while there is room; the new count. */
+    private int expand(Drained out, int n) {
+        int max = out.kind.length;
+        int ps = pageSize;
+        while (pendingLeft > 0 && n < max) {
+            long before = pendingHash;
+            long h = BlockHasher.page(before, pendingTokens, pendingOff, ps);
+            out.kind[n] = pendingKind;
+            out.tier[n] = pendingTier;
+            out.hash[n] = h;
+            out.parent[n] = before;
+            if (pendingKind == STORED) {
+                System.arraycopy(pendingTokens, pendingOff, out.tokens, n * ps, ps);
+            }
+            pendingHash = h;
+            pendingOff += ps;
+            pendingLeft--;
+            n++;
+        }
+        if (pendingLeft == 0) {
+            pendingTokens = null;
+        }
+        return n;
+    }
+
+    /** True when the consumer has read everything published (a run's pages included). Any thread. */
     boolean empty() {
-        return published.getAcquire() <= next;
+        return published.getAcquire() <= head.get();
+    }
+
+    /** Slots still holding a run's token array (tests: read runs must keep none). */
+    int runReferences() {
+        int n = 0;
+        for (int i = 0; i < capacity; i++) {
+            if (REF.getVolatile(runTokens, i) != null) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Releases a producer parked in {@link #claim} (the publisher is closing). */

@@ -7,7 +7,8 @@ package io.hicache.events;
  *                             each drain that found records lost, see {@code blocksDropped})
  * @param eventsSent           events in those batches
  * @param blocksSent           page records in those batches
- * @param blocksDropped        page records lost: overwritten in a full queue, or still queued when close gave up
+ * @param blocksDropped        blocks lost: overwritten in a full queue (a node's commit or removal is one record
+ *                             there, counted once however many pages it had), or still queued when close gave up
  * @param sendFailures         batches the PUB socket refused (they stay in the replay buffer)
  * @param replayRequests       well-formed replay requests answered
  * @param replayMalformed      replay requests ignored as malformed (no reply)

@@ -11,7 +11,8 @@ import java.util.Objects;
  * @param topic               the first frame of every message ("" by default, as vLLM's)
  * @param dataParallelRank    the rank a cache attached with {@link KvEventPublisher#attach(io.hicache.core.HiCache, KvEventsConfig)}
  *                            publishes as
- * @param queueCapacity       page records each attached cache's queue holds (a power of two)
+ * @param queueCapacity       records each attached cache's queue holds (a power of two); a record is a page, or
+ *                            two or more pages of one node stored or removed together
  * @param overflow            what a full queue does
  * @param replayBufferBatches batches kept for replay
  * @param replayBufferBytes   payload bytes kept for replay at most (the oldest batches go first when a new one

@@ -3,8 +3,11 @@ package io.hicache.events;
 import io.hicache.core.HiCache;
 import io.hicache.radix.RadixNode;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
 /**
- * One cache's side of the publisher: turns the cache's tier transitions into page records in its
+ * One cache's side of the publisher: turns the cache's tier transitions into page and run records in its
  * {@link EventRing}. Runs on the cache's scheduler thread (the ring's one producer); allocates nothing once its
  * scratch arrays have grown to the deepest path seen, takes no lock.
  *
@@ -17,6 +20,12 @@ import io.hicache.radix.RadixNode;
  * cached ancestor, or the root, and hashes down), and keeps what it computed. An insert hashes only from the first
  * node that holds a new page. The cache holds numbers only, no node: storing one costs no GC barrier and keeps
  * nothing the tree has let go of reachable.
+ *
+ * <p>Into a ring, a store (after the insert's) or removal of two or more of a node's pages is one run record: the
+ * hash before its first page and where its tokens are in the node's own token array, which is never written again
+ * (the radix module opens that field to this one); the publisher's thread hashes and copies the pages. An insert's
+ * pages are hashed here anyway (the next insert chains from them), so they go into the ring one page at a time
+ * with their hashes.
  */
 final class TierEventCollector implements HiCache.TierListener {
     /** The cache's size: 2^14 pages (256 KiB), small enough to stay in a core's L2 cache. */
@@ -25,6 +34,32 @@ final class TierEventCollector implements HiCache.TierListener {
     private static final int PLACE_BITS = 20;
     /** Serials at or past this bound (and places past {@link #PLACE_BITS}) are not cached: their keys would clash. */
     private static final long MAX_SERIAL = 1L << (Long.SIZE - 1 - PLACE_BITS);
+    /**
+     * Fewest pages a node's store or removal must have to go into the ring as one run. A single page's hash is
+     * usually cached, so its own record costs the scheduler no more and spares the publisher hashing it again.
+     */
+    static final int MIN_RUN_PAGES = 2;
+    /** A node's token array and its key's offset in it (fields the radix module opens to this one), or null. */
+    private static final VarHandle KEY_TOKENS;
+    private static final VarHandle KEY_OFF;
+    /** Why they could not be had (null when they could). */
+    private static final String NO_ACCESS;
+
+    static {
+        VarHandle tokens = null;
+        VarHandle off = null;
+        String why = null;
+        try {
+            MethodHandles.Lookup node = MethodHandles.privateLookupIn(RadixNode.class, MethodHandles.lookup());
+            tokens = node.findVarHandle(RadixNode.class, "keyTokens", int[].class);
+            off = node.findVarHandle(RadixNode.class, "keyOff", int.class);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            why = e.toString();
+        }
+        KEY_TOKENS = tokens;
+        KEY_OFF = off;
+        NO_ACCESS = why;
+    }
 
     final EventRing ring;
     /** Where blocks go instead of the ring (an in-process consumer), or null. */
@@ -45,7 +80,16 @@ final class TierEventCollector implements HiCache.TierListener {
     /** Pages hashed so far (tests: what each transition costs in hashing). */
     private long pagesHashed;
 
+    /**
+     * @throws IllegalStateException if this module cannot read a node's tokens (io.hicache.events on the class
+     *                               path while io.hicache.radix is a named module that does not open to it)
+     */
     TierEventCollector(EventRing ring, int dataParallelRank, long extraKey) {
+        if (NO_ACCESS != null) {
+            throw new IllegalStateException("KV events need to read radix nodes' tokens: put io.hicache.events and "
+                    + "io.hicache.radix both on the module path (io.hicache.radix opens its package to "
+                    + "io.hicache.events) or both on the class path (" + NO_ACCESS + ")");
+        }
         this.ring = ring;
         this.sink = null;
         this.dataParallelRank = dataParallelRank;
@@ -206,10 +250,21 @@ final class TierEventCollector implements HiCache.TierListener {
     }
 
     /**
-     * Records pages {@code [first, end)} of {@code node} to the sink or the ring. Each page's hash comes from the
-     * cache; a miss hashes it from the page before (found the same way) and keeps it.
+     * Records pages {@code [first, end)} of {@code node}: into the ring as one run when there are at least
+     * {@link #MIN_RUN_PAGES} (only the hash before its first page is needed here), else page by page (to the sink
+     * always), each page's hash from the cache; a miss hashes it from the page before (found the same way) and
+     * keeps it.
      */
     private void emitNode(byte kind, int tier, RadixNode node, int first, int end) {
+        if (sink == null && end - first >= MIN_RUN_PAGES) { // one record; the publisher hashes and copies the pages
+            long before = hashBefore(node, first);
+            int i = ring.claim();
+            ring.setRun(i, kind == EventRing.STORED ? EventRing.STORED_RUN : EventRing.REMOVED_RUN, tier, before,
+                    (int[]) KEY_TOKENS.get(node), (int) KEY_OFF.get(node) + first * pageSize, end - first);
+            ring.publish(i);
+            ring.flush();
+            return;
+        }
         int pages = node.pageCount();
         // the hash of page first - 1 (the start hash when first is 0): a stored page's parent; a removal needs it
         // only where it misses the cache
@@ -253,20 +308,6 @@ final class TierEventCollector implements HiCache.TierListener {
         return h;
     }
 
-    /** Records one page whose tokens (a stored page's are published) are {@code tokens[off, off + pageSize)}. */
-    private void emit(byte kind, int tier, long h, long parent, int[] tokens, int off) {
-        if (sink != null) {
-            toSink(kind, tier, h, parent);
-            return;
-        }
-        int i = ring.claim();
-        if (kind == EventRing.STORED) {
-            System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
-        }
-        ring.set(i, kind, tier, h, parent);
-        ring.publish(i);
-    }
-
     /** Records page {@code p} of {@code node}, copying a stored page's tokens straight from the node. */
     private void emit(byte kind, int tier, long h, long parent, RadixNode node, int p) {
         if (sink != null) {
@@ -276,6 +317,20 @@ final class TierEventCollector implements HiCache.TierListener {
         int i = ring.claim();
         if (kind == EventRing.STORED) {
             node.copyTokens(p * pageSize, pageSize, ring.tokens(), i * pageSize);
+        }
+        ring.set(i, kind, tier, h, parent);
+        ring.publish(i);
+    }
+
+    /** Records one page whose tokens (a stored page's are published) are {@code tokens[off, off + pageSize)}. */
+    private void emit(byte kind, int tier, long h, long parent, int[] tokens, int off) {
+        if (sink != null) {
+            toSink(kind, tier, h, parent);
+            return;
+        }
+        int i = ring.claim();
+        if (kind == EventRing.STORED) {
+            System.arraycopy(tokens, off, ring.tokens(), i * pageSize, pageSize);
         }
         ring.set(i, kind, tier, h, parent);
         ring.publish(i);

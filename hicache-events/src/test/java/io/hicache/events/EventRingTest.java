@@ -107,4 +107,128 @@ class EventRingTest {
         }
         assertThat(seen + lost).isEqualTo(total);
     }
+
+    /** The chain of {@code pages} pages of {@code tokens} from {@code off}, hashed from {@code before}. */
+    private static long[] chain(long before, int[] tokens, int off, int pages, int pageSize) {
+        long[] h = new long[pages];
+        long prev = before;
+        for (int p = 0; p < pages; p++) {
+            prev = BlockHasher.page(prev, tokens, off + p * pageSize, pageSize);
+            h[p] = prev;
+        }
+        return h;
+    }
+
+    @Test
+    void aRunIsHashedPageByPageAndContinuesWhereTheDrainIsFull() {
+        EventRing r = new EventRing(8, 2, false);
+        int[] node = new int[22];
+        for (int i = 0; i < node.length; i++) {
+            node[i] = 100 + i;
+        }
+        produce(r, 7); // a page record before the run
+        int i = r.claim();
+        r.setRun(i, EventRing.STORED_RUN, 1, 42, node, 4, 8); // pages 2..9 of the node
+        r.publish(i);
+        i = r.claim();
+        r.setRun(i, EventRing.REMOVED_RUN, 0, 42, node, 4, 2);
+        r.publish(i);
+        r.flush();
+        long[] want = chain(42, node, 4, 8, 2);
+        EventRing.Drained d = new EventRing.Drained(3, 2);
+        List<long[]> got = new ArrayList<>(); // {kind, tier, hash, parent, first token}
+        while (r.drain(d) > 0) {
+            assertThat(d.lost).isZero();
+            for (int k = 0; k < d.count; k++) {
+                got.add(new long[] {d.kind[k], d.tier[k], d.hash[k], d.parent[k], d.tokens[k * 2]});
+            }
+            if (got.size() < 11) {
+                assertThat(r.empty()).as("pages of the run still to come").isFalse();
+            }
+        }
+        assertThat(r.empty()).isTrue();
+        assertThat(got).hasSize(1 + 8 + 2);
+        assertThat(got.get(0)[2]).isEqualTo(7);
+        for (int p = 0; p < 8; p++) {
+            long[] g = got.get(1 + p);
+            assertThat(g[0]).isEqualTo(EventRing.STORED);
+            assertThat(g[1]).isEqualTo(1);
+            assertThat(g[2]).as("page %d hash", p).isEqualTo(want[p]);
+            assertThat(g[3]).as("page %d parent", p).isEqualTo(p == 0 ? 42 : want[p - 1]);
+            assertThat(g[4]).as("page %d tokens", p).isEqualTo(node[4 + 2 * p]);
+        }
+        for (int p = 0; p < 2; p++) {
+            long[] g = got.get(9 + p);
+            assertThat(g[0]).isEqualTo(EventRing.REMOVED);
+            assertThat(g[2]).isEqualTo(want[p]);
+        }
+        assertThat(r.runReferences()).as("read runs keep no token array").isZero();
+    }
+
+    @Test
+    void aRunOverwrittenBeforeItWasReadIsLostAndKeepsNothing() {
+        EventRing r = new EventRing(2, 1, false);
+        for (int k = 0; k < 3; k++) {
+            int i = r.claim();
+            r.setRun(i, EventRing.STORED_RUN, 0, k, new int[] {k, k, k}, 0, 3);
+            r.publish(i);
+        }
+        r.flush();
+        assertThat(r.runReferences()).isEqualTo(2);
+        EventRing.Drained d = new EventRing.Drained(16, 1);
+        assertThat(r.drain(d)).isEqualTo(6);
+        assertThat(d.lost).isEqualTo(1);
+        assertThat(d.tokens).startsWith(1, 1, 1, 2, 2, 2);
+        assertThat(d.parent[0]).isEqualTo(1);
+        assertThat(d.parent[3]).isEqualTo(2);
+        assertThat(r.runReferences()).isZero();
+    }
+
+    @Test
+    void concurrentRunsUnderDropOldestAreNeverTorn() throws Exception {
+        EventRing r = new EventRing(8, 2, false);
+        int total = 50_000;
+        Thread producer = new Thread(() -> {
+            for (int run = 0; run < total; run++) {
+                int pages = 1 + run % 5;
+                int[] tokens = new int[pages * 2];
+                java.util.Arrays.fill(tokens, run);
+                int i = r.claim();
+                r.setRun(i, EventRing.STORED_RUN, 0, run, tokens, 0, pages);
+                r.publish(i);
+                r.flush();
+            }
+        });
+        producer.start();
+        EventRing.Drained d = new EventRing.Drained(7, 2);
+        long runs = 0;
+        long lost = 0;
+        long current = -1;
+        long prev = 0;
+        int page = 0;
+        while (producer.isAlive() || !r.empty()) {
+            int n = r.drain(d);
+            lost += d.lost;
+            for (int k = 0; k < n; k++) {
+                int run = d.tokens[2 * k];
+                assertThat(d.tokens[2 * k + 1]).isEqualTo(run);
+                if (run != current) { // a run's first page: its parent is the run's before-hash
+                    assertThat(run).isGreaterThan((int) current);
+                    assertThat(current < 0 || page == 1 + current % 5).as("run %d complete", current).isTrue();
+                    assertThat(d.parent[k]).isEqualTo(run);
+                    current = run;
+                    page = 0;
+                    runs++;
+                } else {
+                    assertThat(d.parent[k]).isEqualTo(prev);
+                }
+                assertThat(d.hash[k]).isEqualTo(BlockHasher.page(d.parent[k], d.tokens, 2 * k, 2));
+                prev = d.hash[k];
+                page++;
+            }
+        }
+        producer.join();
+        assertThat(runs + lost).isEqualTo(total);
+        assertThat(r.runReferences()).isZero();
+    }
 }

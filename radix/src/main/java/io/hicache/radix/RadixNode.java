@@ -26,7 +26,10 @@ public final class RadixNode {
     // ---- structure ----
     RadixNode parent;
     boolean attached;
-    /** Token storage shared between split fragments; key is keyTokens[keyOff, keyOff + keyLen). */
+    /**
+     * Token storage shared between split fragments; key is keyTokens[keyOff, keyOff + keyLen). Its token range is
+     * written once, when the array is made, and never again: io.hicache.events reads it from another thread.
+     */
     int[] keyTokens;
     int keyOff;
     int keyLen;
