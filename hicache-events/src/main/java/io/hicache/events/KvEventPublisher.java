@@ -174,8 +174,8 @@ public final class KvEventPublisher implements AutoCloseable {
         cache.tierListener(present == null ? own : new BothListeners(present, own));
     }
 
-    /** Tells two listeners of one cache, in order (a publisher's collector and an in-process one). */
-    private record BothListeners(HiCache.TierListener first, HiCache.TierListener second)
+    /** Tells two listeners of one cache, in order (a publisher's collector and an in-process one; tests too). */
+    record BothListeners(HiCache.TierListener first, HiCache.TierListener second)
             implements HiCache.TierListener {
         @Override
         public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {

@@ -71,33 +71,6 @@ class InsertHashesTest {
         }
     }
 
-    /** Both collectors as one listener: the checked one first, then the ring's. */
-    private record Tee(HiCache.TierListener first, HiCache.TierListener second) implements HiCache.TierListener {
-        @Override
-        public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
-            first.onDeviceInserted(tokens, from, len, firstNewToken, last);
-            second.onDeviceInserted(tokens, from, len, firstNewToken, last);
-        }
-
-        @Override
-        public void onStored(int tier, RadixNode node) {
-            first.onStored(tier, node);
-            second.onStored(tier, node);
-        }
-
-        @Override
-        public void onRemoving(int tier, RadixNode node) {
-            first.onRemoving(tier, node);
-            second.onRemoving(tier, node);
-        }
-
-        @Override
-        public void onCleared() {
-            first.onCleared();
-            second.onCleared();
-        }
-    }
-
     @Test
     void multiTurnInsertsReportTheChainARouterComputes() {
         for (long seed = 1; seed <= 40; seed++) {
@@ -121,8 +94,8 @@ class InsertHashesTest {
         EventRing ring = new EventRing(1 << 14, pageSize, false);
         TierEventCollector ringCollector = new TierEventCollector(ring, 0, EXTRA_KEY);
         EventRing.Drained drained = new EventRing.Drained(256, pageSize);
-        tree.tierObserver(new TreePort(new Tee(new TierEventCollector(checker, pageSize, EXTRA_KEY, cacheBits),
-                ringCollector)));
+        tree.tierObserver(new TreePort(new KvEventPublisher.BothListeners(
+                new TierEventCollector(checker, pageSize, EXTRA_KEY, cacheBits), ringCollector)));
         List<int[]> turns = new ArrayList<>();
         int nextPage = 0;
         for (int step = 0; step < 120; step++) {
