@@ -1,5 +1,6 @@
 package io.hicache.bench;
 
+import io.hicache.core.HiCache;
 import io.hicache.core.internal.ForwardHandle;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.events.CollectOnly;
@@ -65,7 +66,7 @@ public class KvEventsBenchmark {
     @Param({"off", "collect", "on"})
     public String events;
 
-    /** Page records each cache's event queue holds ({@link KvEventsConfig#queueCapacity()}; its default). */
+    /** Records each cache's event queue holds ({@link KvEventsConfig#queueCapacity()}; its default). */
     @Param({"65536"})
     public int queue;
 
@@ -86,8 +87,7 @@ public class KvEventsBenchmark {
 
     @Setup(Level.Trial)
     public void build() {
-        rig = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 4, 0, PAGE_SIZE, 4 * FORWARDS * backupPages,
-                4 * FORWARDS * backupPages, 2, FORWARDS, true);
+        rig = commitRig(backupPages);
         bare = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 1, 0, PAGE_SIZE, BURST, 4, 2, 4, true);
         for (int i = 0; i < pages.length; i++) {
             pages[i] = i;
@@ -97,17 +97,7 @@ public class KvEventsBenchmark {
             turnPages[i] = i;
         }
         fresh(turnTokens, 1 << 30);
-        if (events.equals("on")) {
-            publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0)
-                    .queueCapacity(queue).build());
-            publisher.attach(rig.caches[0], 0);
-            publisher.attach(bare.caches[0], 1);
-            publisher.attach(turns.caches[0], 2);
-        } else if (events.equals("collect")) {
-            CollectOnly.attach(rig.caches[0], queue);
-            CollectOnly.attach(bare.caches[0], queue);
-            CollectOnly.attach(turns.caches[0], queue);
-        }
+        publisher = events(events, queue, rig.caches[0], bare.caches[0], turns.caches[0]);
         turns.controllers[0].tree().insert(turnTokens, 0, PREFIX_PAGES * PAGE_SIZE, turnPages, 0);
     }
 
@@ -119,6 +109,33 @@ public class KvEventsBenchmark {
         rig.close();
         bare.close();
         turns.close();
+    }
+
+    /** The rig of the commit-path rows: one rank, 4 layers, room for {@value #FORWARDS} backups of n pages. */
+    static ControllerRig commitRig(int backupPages) {
+        return new ControllerRig(ControllerRig.Runtime.NOOP, 1, 4, 0, PAGE_SIZE, 4 * FORWARDS * backupPages,
+                4 * FORWARDS * backupPages, 2, FORWARDS, true);
+    }
+
+    /**
+     * Events for {@code caches} as {@code mode} says: "off" nothing, "collect" a ring of {@code queue} records per
+     * cache that nobody drains, "on" a publisher on loopback (returned; cache k publishes as rank k).
+     */
+    static KvEventPublisher events(String mode, int queue, HiCache... caches) {
+        if (mode.equals("on")) {
+            KvEventPublisher p = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0)
+                    .queueCapacity(queue).build());
+            for (int k = 0; k < caches.length; k++) {
+                p.attach(caches[k], k);
+            }
+            return p;
+        }
+        if (mode.equals("collect")) {
+            for (HiCache c : caches) {
+                CollectOnly.attach(c, queue);
+            }
+        }
+        return null;
     }
 
     private static void fresh(int[] t, int start) {
@@ -178,22 +195,18 @@ public class KvEventsBenchmark {
         @Param({"1"})
         public int backupPages;
 
+        /** Records the cache's event queue holds (its default). */
+        @Param({"65536"})
+        public int queue;
+
         private ControllerRig rig;
         private KvEventPublisher publisher;
         private final TimedAllocation.Meter meter = new TimedAllocation.Meter();
 
         @Setup(Level.Trial)
         public void build() {
-            rig = new ControllerRig(ControllerRig.Runtime.NOOP, 1, 4, 0, PAGE_SIZE, 4 * FORWARDS * backupPages,
-                    4 * FORWARDS * backupPages, 2, FORWARDS, true);
-            if (events.equals("on")) {
-                publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0)
-                        .build());
-                publisher.attach(rig.caches[0], 0);
-            } else if (events.equals("collect")) {
-                CollectOnly.attach(rig.caches[0], KvEventsConfig.builder("tcp://127.0.0.1:*").build()
-                        .queueCapacity());
-            }
+            rig = commitRig(backupPages);
+            publisher = events(events, queue, rig.caches[0]);
         }
 
         @TearDown(Level.Trial)
@@ -250,11 +263,7 @@ public class KvEventsBenchmark {
         @Setup(Level.Trial)
         public void build() {
             rig = new ControllerRig(ControllerRig.Runtime.NOOP, 1, LAYERS, 0, PAGE_SIZE, 64, 64, 16, 2, true);
-            if (events.equals("on")) {
-                publisher = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0)
-                        .build());
-                publisher.attach(rig.caches[0], 0);
-            }
+            publisher = events(events, 1 << 16, rig.caches[0]); // the default queue
         }
 
         @TearDown(Level.Trial)
