@@ -2,7 +2,6 @@ package io.hicache.events;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -21,6 +20,11 @@ import java.util.concurrent.locks.LockSupport;
  * record in it, written last with release semantics and set to -1 while the slot is rewritten: the consumer
  * copies a record out and keeps it only if the stamp was the expected one before and after the copy (a
  * per-slot seqlock).
+ *
+ * <p>The two threads write no cache line in common outside the slots: the producer's cursor, the sequence it
+ * publishes and the consumer's cursor are 128 bytes apart in one array, and the consumer's cursor and the run it is
+ * expanding live in a padded object of their own. Without that, the consumer's per-page writes would take the
+ * line holding the producer's cursor and the ring's array references on every page.
  */
 final class EventRing {
     static final byte STORED = 1;
@@ -30,7 +34,7 @@ final class EventRing {
     static final byte STORED_RUN = 4;
     /** A run of removed pages (expanded into {@link #REMOVED} pages by {@link #drain}). */
     static final byte REMOVED_RUN = 5;
-    private static final VarHandle STAMP = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
     private static final VarHandle REF = MethodHandles.arrayElementVarHandle(Object[].class);
 
     final int capacity;
@@ -48,12 +52,17 @@ final class EventRing {
     private final int[] runOff;
     private final int[] runPages;
 
+    /** Longs between two cursors in {@link #cursors}: 128 bytes, so no two share a line or its prefetched pair. */
+    private static final int PAD = 16;
     /** Producer-owned: the next sequence to write. */
-    private long tail;
+    private static final int TAIL = PAD;
     /** The producer's tail as the consumer may read it. */
-    private final AtomicLong published = new AtomicLong();
+    private static final int PUBLISHED = 2 * PAD;
     /** The consumer's next sequence, less one while a run is still being expanded (read by a WAIT producer). */
-    private final AtomicLong head = new AtomicLong();
+    private static final int HEAD = 3 * PAD;
+    private final long[] cursors = new long[4 * PAD];
+    /** Consumer-owned. */
+    private final Reader reader = new Reader();
     private volatile boolean closed;
 
     EventRing(int capacityPow2, int pageSize, boolean waitWhenFull) {
@@ -83,15 +92,15 @@ final class EventRing {
      * {@link #publish}. A WAIT ring parks here while full (until the consumer frees a slot or the ring closes).
      */
     int claim() {
-        long t = tail;
-        if (wait && t - head.get() >= capacity) {
+        long t = cursors[TAIL];
+        if (wait && t - head() >= capacity) {
             flush(); // the consumer can only free slots it can see
-            while (t - head.get() >= capacity && !closed) {
+            while (t - head() >= capacity && !closed) {
                 LockSupport.parkNanos(20_000);
             }
         }
         int i = (int) (t & mask);
-        STAMP.setOpaque(stamp, i, -1L);
+        LONGS.setOpaque(stamp, i, -1L);
         VarHandle.storeStoreFence();
         return i;
     }
@@ -124,9 +133,9 @@ final class EventRing {
 
     /** Marks slot {@code i} written; the consumer sees it after the next {@link #flush()}. */
     void publish(int i) {
-        long t = tail;
-        STAMP.setRelease(stamp, i, t);
-        tail = t + 1;
+        long t = cursors[TAIL];
+        LONGS.setRelease(stamp, i, t);
+        cursors[TAIL] = t + 1;
     }
 
     /**
@@ -134,7 +143,11 @@ final class EventRing {
      * record, so the two threads do not trade the cache line on every page.
      */
     void flush() {
-        published.setRelease(tail);
+        LONGS.setRelease(cursors, PUBLISHED, cursors[TAIL]);
+    }
+
+    private long head() {
+        return (long) LONGS.getVolatile(cursors, HEAD);
     }
 
     // ---------------------------------------------------------------- consumer (one thread)
@@ -160,14 +173,28 @@ final class EventRing {
         }
     }
 
-    private long next;
-    /** The run being expanded (consumer-owned): its kind, tier, tokens, next page's offset, pages left, last hash. */
-    private byte pendingKind;
-    private byte pendingTier;
-    private int[] pendingTokens;
-    private int pendingOff;
-    private int pendingLeft;
-    private long pendingHash;
+    /** 64 bytes laid out before a subclass's fields, keeping them off the line of the object before in memory. */
+    @SuppressWarnings("unused")
+    abstract static class PadBefore {
+        long p0, p1, p2, p3, p4, p5, p6, p7;
+    }
+
+    /** The consumer's next sequence and the run it is expanding: its kind, tier, tokens, next offset, pages left. */
+    abstract static class ReaderFields extends PadBefore {
+        long next;
+        long pendingHash;
+        int[] pendingTokens;
+        int pendingOff;
+        int pendingLeft;
+        byte pendingKind;
+        byte pendingTier;
+    }
+
+    /** {@link ReaderFields} with 64 bytes after them too (subclass fields are laid out after a superclass's). */
+    @SuppressWarnings("unused")
+    static final class Reader extends ReaderFields {
+        long q0, q1, q2, q3, q4, q5, q6, q7;
+    }
 
     /**
      * Copies up to {@code out.kind.length} page records into {@code out}, expanding runs into their pages (hashed
@@ -177,26 +204,29 @@ final class EventRing {
      * @return page records copied
      */
     int drain(Drained out) {
-        int n = expand(out, 0);
+        Reader r = reader;
+        int n = expand(r, out, 0);
         long lost = 0;
         int max = out.kind.length;
         while (n < max) {
-            long h = next;
+            long h = r.next;
             int i = (int) (h & mask);
-            long pt = published.getAcquire(); // first: a record published before this read has its stamp set
+            // first: a record published before this read has its stamp set
+            long pt = (long) LONGS.getAcquire(cursors, PUBLISHED);
             if (pt <= h) {
                 break; // nothing new
             }
             if (pt - h > capacity) {
                 long skip = pt - capacity - h;
                 lost += skip;
-                next = h + skip;
+                r.next = h + skip;
                 continue;
             }
-            long s = (long) STAMP.getAcquire(stamp, i);
-            if (s != h) {
-                lost++; // being overwritten by a later lap
-                next = h + 1;
+            long s = (long) LONGS.getAcquire(stamp, i);
+            if (s != h) { // being overwritten by a later lap
+                long to = overtaken(h);
+                lost += to - h;
+                r.next = to;
                 continue;
             }
             byte k = kind[i];
@@ -207,19 +237,25 @@ final class EventRing {
                 int off = runOff[i];
                 int pages = runPages[i];
                 VarHandle.loadLoadFence();
-                next = h + 1;
-                if ((long) STAMP.getOpaque(stamp, i) != h || ref == null) {
-                    lost++; // overwritten while read, or its reference cleared by an earlier lap's read
+                r.next = h + 1;
+                if ((long) LONGS.getOpaque(stamp, i) != h) { // overwritten while read
+                    long to = overtaken(h);
+                    lost += to - h;
+                    r.next = to;
+                    continue;
+                }
+                if (ref == null) { // its reference cleared by an earlier lap's read
+                    lost++;
                     continue;
                 }
                 REF.compareAndSet(runTokens, i, ref, null); // keep no node's tokens reachable once read
-                pendingKind = k == STORED_RUN ? STORED : REMOVED;
-                pendingTier = t;
-                pendingTokens = (int[]) ref;
-                pendingOff = off;
-                pendingLeft = pages;
-                pendingHash = p;
-                n = expand(out, n);
+                r.pendingKind = k == STORED_RUN ? STORED : REMOVED;
+                r.pendingTier = t;
+                r.pendingTokens = (int[]) ref;
+                r.pendingOff = off;
+                r.pendingLeft = pages;
+                r.pendingHash = p;
+                n = expand(r, out, n);
                 continue;
             }
             out.kind[n] = k;
@@ -230,47 +266,73 @@ final class EventRing {
                 System.arraycopy(tokens, i * pageSize, out.tokens, n * pageSize, pageSize);
             }
             VarHandle.loadLoadFence();
-            next = h + 1;
-            if ((long) STAMP.getOpaque(stamp, i) != h) {
-                lost++;
+            r.next = h + 1;
+            if ((long) LONGS.getOpaque(stamp, i) != h) { // overwritten while read
+                long to = overtaken(h);
+                lost += to - h;
+                r.next = to;
                 continue;
             }
             n++;
         }
-        head.setRelease(pendingLeft > 0 ? next - 1 : next); // a run being expanded is not yet read
+        // a run being expanded is not yet read
+        LONGS.setRelease(cursors, HEAD, r.pendingLeft > 0 ? r.next - 1 : r.next);
         out.count = n;
         out.lost = lost;
         return n;
     }
 
+    /**
+     * Where to resume after finding record {@code h} overwritten while the producer is lapping this reader: an
+     * eighth of the ring ahead of the oldest record, not at it. Read from the oldest, every record would be the
+     * one being written next (lost anyway), and the two threads would trade those slots' cache lines on every
+     * record. The records skipped are the oldest, and are counted lost. A ring the producer has stopped filling
+     * is never skipped into: its oldest record is intact, so this is not called.
+     */
+    private long overtaken(long h) {
+        long resume = (long) LONGS.getAcquire(cursors, PUBLISHED) - capacity + (capacity >>> 3);
+        return Math.max(h + 1, resume);
+    }
+
     /** Expands the pending run's pages into {@code out} from index {@code n} while there is room; the new count. */
-    private int expand(Drained out, int n) {
+    private int expand(Reader r, Drained out, int n) {
+        int left = r.pendingLeft;
+        if (left == 0) {
+            return n;
+        }
         int max = out.kind.length;
         int ps = pageSize;
-        while (pendingLeft > 0 && n < max) {
-            long before = pendingHash;
-            long h = BlockHasher.page(before, pendingTokens, pendingOff, ps);
-            out.kind[n] = pendingKind;
-            out.tier[n] = pendingTier;
+        byte k = r.pendingKind;
+        byte t = r.pendingTier;
+        int[] src = r.pendingTokens;
+        int off = r.pendingOff;
+        long before = r.pendingHash;
+        while (left > 0 && n < max) {
+            long h = BlockHasher.page(before, src, off, ps);
+            out.kind[n] = k;
+            out.tier[n] = t;
             out.hash[n] = h;
             out.parent[n] = before;
-            if (pendingKind == STORED) {
-                System.arraycopy(pendingTokens, pendingOff, out.tokens, n * ps, ps);
+            if (k == STORED) {
+                System.arraycopy(src, off, out.tokens, n * ps, ps);
             }
-            pendingHash = h;
-            pendingOff += ps;
-            pendingLeft--;
+            before = h;
+            off += ps;
+            left--;
             n++;
         }
-        if (pendingLeft == 0) {
-            pendingTokens = null;
+        r.pendingHash = before;
+        r.pendingOff = off;
+        r.pendingLeft = left;
+        if (left == 0) {
+            r.pendingTokens = null;
         }
         return n;
     }
 
     /** True when the consumer has read everything published (a run's pages included). Any thread. */
     boolean empty() {
-        return published.getAcquire() <= head.get();
+        return (long) LONGS.getAcquire(cursors, PUBLISHED) <= head();
     }
 
     /** Slots still holding a run's token array (tests: read runs must keep none). */

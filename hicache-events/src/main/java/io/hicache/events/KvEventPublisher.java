@@ -56,14 +56,24 @@ public final class KvEventPublisher implements AutoCloseable {
     private final AtomicLong replayMalformed = new AtomicLong();
     private final AtomicLong replayBatchesSent = new AtomicLong();
 
-    /** One attached cache: its collector (scheduler side) and its drain scratch and encoder (publisher side). */
+    /**
+     * One attached cache: its collector (scheduler side) and its drain scratch and encoder (publisher side). The
+     * collector's constants are copied here so the publisher's thread never reads the collector's cache lines,
+     * which the scheduler thread writes.
+     */
     private static final class Source {
         final TierEventCollector collector;
+        final EventRing ring;
+        final long seed;
+        final int rank;
         final EventRing.Drained drained;
         final BatchEncoder encoder;
 
         Source(TierEventCollector c, int maxBlocks, String storageMedium) {
             this.collector = c;
+            this.ring = c.ring;
+            this.seed = c.seed();
+            this.rank = c.dataParallelRank;
             this.drained = new EventRing.Drained(maxBlocks, c.ring.pageSize);
             this.encoder = new BatchEncoder(storageMedium, c.ring.pageSize);
         }
@@ -270,7 +280,7 @@ public final class KvEventPublisher implements AutoCloseable {
         while (System.nanoTime() < deadline && thread.isAlive()) {
             boolean empty = true;
             for (Source s : sources) {
-                empty &= s.collector.ring.empty();
+                empty &= s.ring.empty();
             }
             if (empty && loops.get() >= seen + 2) {
                 return true;
@@ -297,7 +307,7 @@ public final class KvEventPublisher implements AutoCloseable {
         }
         stopping = true;
         for (Source s : sources) {
-            s.collector.ring.close();
+            s.ring.close();
         }
         try {
             thread.join(config.closeFlushMillis() + 5_000);
@@ -324,7 +334,7 @@ public final class KvEventPublisher implements AutoCloseable {
                     }
                     boolean empty = true;
                     for (Source s : sources) {
-                        empty &= s.collector.ring.empty();
+                        empty &= s.ring.empty();
                     }
                     if (empty || System.nanoTime() >= flushDeadline) {
                         break;
@@ -335,7 +345,7 @@ public final class KvEventPublisher implements AutoCloseable {
                 }
             }
             for (Source s : sources) {
-                while (s.collector.ring.drain(s.drained) > 0 || s.drained.lost > 0) {
+                while (s.ring.drain(s.drained) > 0 || s.drained.lost > 0) {
                     blocksDropped.addAndGet(s.drained.count + s.drained.lost);
                 }
             }
@@ -348,7 +358,7 @@ public final class KvEventPublisher implements AutoCloseable {
 
     private int drainOne(Source s) {
         EventRing.Drained d = s.drained;
-        int n = s.collector.ring.drain(d);
+        int n = s.ring.drain(d);
         if (d.lost > 0) { // records a full queue overwrote: make the loss a sequence gap subscribers can see
             blocksDropped.addAndGet(d.lost);
             outbox.skip();
@@ -356,8 +366,7 @@ public final class KvEventPublisher implements AutoCloseable {
         if (n == 0) {
             return 0;
         }
-        int len = s.encoder.encodeInto(d, 0, n, s.collector.seed(), System.currentTimeMillis() / 1000.0,
-                s.collector.dataParallelRank);
+        int len = s.encoder.encodeInto(d, 0, n, s.seed, System.currentTimeMillis() / 1000.0, s.rank);
         if (!outbox.send(s.encoder.buffer(), len)) {
             sendFailures.incrementAndGet();
         }

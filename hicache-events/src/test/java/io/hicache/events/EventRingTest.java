@@ -35,6 +35,31 @@ class EventRingTest {
     }
 
     @Test
+    void aReaderTheProducerIsLappingSkipsAnEighthOfTheRingAndCountsIt() {
+        EventRing r = new EventRing(64, 1, false);
+        for (long h = 0; h < 64; h++) {
+            produce(r, h);
+        }
+        EventRing.Drained one = new EventRing.Drained(1, 1);
+        assertThat(r.drain(one)).isEqualTo(1);
+        assertThat(one.hash[0]).isZero();
+        for (long h = 64; h < 66; h++) { // overwrites records 0 and 1, not yet visible: the producer is lapping
+            int i = r.claim();
+            r.set(i, EventRing.STORED, 0, h, h - 1);
+            r.publish(i);
+        }
+        EventRing.Drained d = new EventRing.Drained(64, 1);
+        assertThat(r.drain(d)).isEqualTo(56);
+        assertThat(d.lost).as("records 1 to 7: the one being overwritten and the oldest after it").isEqualTo(7);
+        assertThat(d.hash[0]).isEqualTo(8);
+        assertThat(d.hash[55]).isEqualTo(63);
+        r.flush();
+        assertThat(r.drain(d)).isEqualTo(2);
+        assertThat(d.lost).isZero();
+        assertThat(d.hash).startsWith(64, 65);
+    }
+
+    @Test
     void waitingRingLosesNothingAndKeepsOrder() throws Exception {
         EventRing r = new EventRing(4, 1, true);
         int total = 10_000;
