@@ -40,7 +40,8 @@ import java.util.concurrent.TimeUnit;
  *   <li>{@code CommitPath.pollCommit}: the commit path exactly as {@link CommitBenchmark} and
  *   {@link JfrBenchmark} time it, on one rank: {@code poll()} until {@value #FORWARDS} acknowledged backups of one
  *   node of {@code backupPages} pages each are committed (a {@code BlockStored CPU} of each page when on); their
- *   insert, reservation, hooks and agents before and their eviction after are untimed; per backup.</li>
+ *   insert, reservation, hooks and agents before and their eviction after are untimed; per backup. Also with
+ *   events {@code replay}: on, with a replay endpoint, so the publisher also keeps a copy of every batch.</li>
  *   <li>{@code backupCycle}: a backup's whole life on the scheduler thread, one node of {@code backupPages} pages:
  *   insert, reserve, 4 layer hooks, agents, poll and commit, retire and evict (a {@code BlockStored GPU}, a
  *   {@code BlockStored CPU} and the removals of each page when on); per backup. The insert and eviction paths'
@@ -119,12 +120,13 @@ public class KvEventsBenchmark {
 
     /**
      * Events for {@code caches} as {@code mode} says: "off" nothing, "collect" a ring of {@code queue} records per
-     * cache that nobody drains, "on" a publisher on loopback (returned; cache k publishes as rank k).
+     * cache that nobody drains, "on" a publisher on loopback (returned; cache k publishes as rank k), "replay" the
+     * same with a replay endpoint (every batch also kept for replay).
      */
     static KvEventPublisher events(String mode, int queue, HiCache... caches) {
-        if (mode.equals("on")) {
+        if (mode.equals("on") || mode.equals("replay")) {
             KvEventPublisher p = KvEventPublisher.open(KvEventsConfig.builder("tcp://127.0.0.1:*").closeFlushMillis(0)
-                    .queueCapacity(queue).build());
+                    .replayEndpoint(mode.equals("replay") ? "tcp://127.0.0.1:*" : null).queueCapacity(queue).build());
             for (int k = 0; k < caches.length; k++) {
                 p.attach(caches[k], k);
             }
@@ -188,7 +190,7 @@ public class KvEventsBenchmark {
     @Measurement(iterations = 5, time = 1)
     @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow"})
     public static class CommitPath {
-        @Param({"off", "collect", "on"})
+        @Param({"off", "collect", "on", "replay"})
         public String events;
 
         /** Pages of each backup (one node). */

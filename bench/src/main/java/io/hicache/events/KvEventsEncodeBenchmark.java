@@ -60,7 +60,7 @@ public class KvEventsEncodeBenchmark {
         ZMQ.Socket pub = context.createSocket(SocketType.PUB);
         pub.setSndHWM(100_000);
         pub.bind("tcp://127.0.0.1:*");
-        outbox = new Outbox(pub, new byte[0], REPLAY_BATCHES, KvEventsConfig.MAX_REPLAY_BYTES);
+        outbox = new Outbox(pub, new byte[0], true, REPLAY_BATCHES, KvEventsConfig.MAX_REPLAY_BYTES);
     }
 
     @TearDown(Level.Trial)

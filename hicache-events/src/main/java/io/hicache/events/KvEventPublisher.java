@@ -35,6 +35,7 @@ public final class KvEventPublisher implements AutoCloseable {
     private static final byte[] END = longBytes(-1L);
 
     private final KvEventsConfig config;
+    private final boolean waitWhenFull;
     private final ZContext context;
     private final ZMQ.Socket pub;
     private final ZMQ.Socket replay;
@@ -81,6 +82,7 @@ public final class KvEventPublisher implements AutoCloseable {
 
     private KvEventPublisher(KvEventsConfig config) {
         this.config = config;
+        this.waitWhenFull = config.overflow() == KvEventsConfig.Overflow.WAIT;
         this.topic = config.topic().getBytes(java.nio.charset.StandardCharsets.UTF_8);
         ZContext ctx = new ZContext();
         try {
@@ -103,7 +105,7 @@ public final class KvEventPublisher implements AutoCloseable {
             throw e;
         }
         this.context = ctx;
-        this.outbox = new Outbox(pub, topic, config.replayBufferBatches(), config.replayBufferBytes());
+        this.outbox = new Outbox(pub, topic, replay != null, config.replayBufferBatches(), config.replayBufferBytes());
         this.thread = new Thread(this::run, "hicache-kv-events");
         thread.setDaemon(true);
         thread.start();
@@ -263,6 +265,11 @@ public final class KvEventPublisher implements AutoCloseable {
         return boundReplayEndpoint;
     }
 
+    /** Batches kept for replay now (tests; read racily from another thread). */
+    int batchesKept() {
+        return outbox.replay == null ? 0 : outbox.replay.size();
+    }
+
     /** The counters now. Any thread. */
     public KvEventStats stats() {
         return new KvEventStats(batchesSent.get(), eventsSent.get(), blocksSent.get(), blocksDropped.get(),
@@ -322,11 +329,15 @@ public final class KvEventPublisher implements AutoCloseable {
         long flushDeadline = Long.MAX_VALUE;
         try {
             while (true) {
-                int work = 0;
+                // Drain again at once only if a batch came out full (more may be waiting) or a WAIT producer may be
+                // parked on a full queue; else wait, so the records gather rather than this thread chasing the
+                // producer slot by slot through lines it is still writing.
+                boolean again = false;
                 for (Source s : sources) {
-                    work += drainOne(s);
+                    int n = drainOne(s);
+                    again |= n == s.drained.kind.length || (waitWhenFull && n > 0);
                 }
-                work += serveReplay();
+                int replayed = serveReplay();
                 loops.incrementAndGet();
                 if (stopping) {
                     if (flushDeadline == Long.MAX_VALUE) {
@@ -340,7 +351,7 @@ public final class KvEventPublisher implements AutoCloseable {
                         break;
                     }
                 }
-                if (work == 0) {
+                if (!again && replayed == 0) {
                     LockSupport.parkNanos(200_000);
                 }
             }

@@ -20,6 +20,7 @@ final class Outbox {
     private static final VarHandle BIG_ENDIAN_LONG =
             MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
+    /** The batches kept for the replay endpoint, or null without one (nobody could ask for them). */
     final ReplayBuffer replay;
     private final ZMQ.Socket pub;
     private final byte[] topic;
@@ -29,13 +30,14 @@ final class Outbox {
     /**
      * @param pub           the PUB socket (used by this thread only)
      * @param topic         the first frame of every message (sent as is: never changed)
+     * @param keep          whether to keep batches for replay (there is a replay endpoint)
      * @param replayBatches batches kept for replay
      * @param replayBytes   payload bytes kept for replay at most
      */
-    Outbox(ZMQ.Socket pub, byte[] topic, int replayBatches, int replayBytes) {
+    Outbox(ZMQ.Socket pub, byte[] topic, boolean keep, int replayBatches, int replayBytes) {
         this.pub = pub;
         this.topic = topic;
-        this.replay = new ReplayBuffer(replayBatches, replayBytes);
+        this.replay = keep ? new ReplayBuffer(replayBatches, replayBytes) : null;
     }
 
     /** Writes {@code v} into {@code dst[0, 8)} big-endian, as the wire carries sequences. */
@@ -52,13 +54,15 @@ final class Outbox {
     }
 
     /**
-     * Numbers, keeps and sends the payload {@code payload[0, len)}.
+     * Numbers, keeps (with a replay endpoint) and sends the payload {@code payload[0, len)}.
      *
      * @return false if ZeroMQ refused a frame (the batch is still numbered and kept for replay)
      */
     boolean send(byte[] payload, int len) {
         long seq = nextSeq++;
-        replay.add(seq, payload, len);
+        if (replay != null) {
+            replay.add(seq, payload, len);
+        }
         putLong(seqBytes, seq);
         return pub.sendMore(topic)
                 && pub.send(seqBytes, 0, 8, ZMQ.SNDMORE)

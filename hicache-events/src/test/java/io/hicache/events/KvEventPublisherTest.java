@@ -232,6 +232,21 @@ class KvEventPublisherTest {
     }
 
     @Test
+    void withoutAReplayEndpointNoBatchIsKept() {
+        for (boolean replay : new boolean[] {false, true}) {
+            KvEventsConfig.Builder b = KvEventsConfig.builder(ANY).closeFlushMillis(200);
+            try (KvEventPublisher p = KvEventPublisher.open((replay ? b.replayEndpoint(ANY) : b).build())) {
+                TierEventCollector c = p.collector(1, 0);
+                c.onDeviceInserted(new int[] {1, 2, 3}, 0, 3, 0, null);
+                assertThat(p.flush(60, TimeUnit.SECONDS)).isTrue();
+                assertThat(p.stats().batchesSent()).isPositive();
+                assertThat((long) p.batchesKept()).as("replay endpoint %s", replay)
+                        .isEqualTo(replay ? p.stats().batchesSent() : 0);
+            }
+        }
+    }
+
+    @Test
     void closeStopsRecordingAndSendsWhatWasQueued() {
         KvEventPublisher p = KvEventPublisher.open(config().build());
         TierEventCollector c = p.collector(1, 0);
