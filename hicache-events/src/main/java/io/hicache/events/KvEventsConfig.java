@@ -14,7 +14,7 @@ import java.util.Objects;
  * @param queueCapacity       records each attached cache's queue holds (a power of two); a record is a page, or
  *                            two or more pages of one node stored or removed together
  * @param overflow            what a full queue does
- * @param replayBufferBatches batches kept for replay
+ * @param replayBufferBatches batches kept for replay (only with a replay endpoint: without one nothing is kept)
  * @param replayBufferBytes   payload bytes kept for replay at most (the oldest batches go first when a new one
  *                            would pass it; a batch larger than it is sent but not kept)
  * @param sendHighWaterMark   the PUB socket's send high-water mark (messages a slow subscriber may queue)
