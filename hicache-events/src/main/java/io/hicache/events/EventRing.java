@@ -224,9 +224,7 @@ final class EventRing {
             }
             long s = (long) LONGS.getAcquire(stamp, i);
             if (s != h) { // being overwritten by a later lap
-                long to = overtaken(h);
-                lost += to - h;
-                r.next = to;
+                lost += overtaken(r, h);
                 continue;
             }
             byte k = kind[i];
@@ -239,9 +237,7 @@ final class EventRing {
                 VarHandle.loadLoadFence();
                 r.next = h + 1;
                 if ((long) LONGS.getOpaque(stamp, i) != h) { // overwritten while read
-                    long to = overtaken(h);
-                    lost += to - h;
-                    r.next = to;
+                    lost += overtaken(r, h);
                     continue;
                 }
                 if (ref == null) { // its reference cleared by an earlier lap's read
@@ -268,9 +264,7 @@ final class EventRing {
             VarHandle.loadLoadFence();
             r.next = h + 1;
             if ((long) LONGS.getOpaque(stamp, i) != h) { // overwritten while read
-                long to = overtaken(h);
-                lost += to - h;
-                r.next = to;
+                lost += overtaken(r, h);
                 continue;
             }
             n++;
@@ -283,15 +277,17 @@ final class EventRing {
     }
 
     /**
-     * Where to resume after finding record {@code h} overwritten while the producer is lapping this reader: an
-     * eighth of the ring ahead of the oldest record, not at it. Read from the oldest, every record would be the
-     * one being written next (lost anyway), and the two threads would trade those slots' cache lines on every
-     * record. The records skipped are the oldest, and are counted lost. A ring the producer has stopped filling
-     * is never skipped into: its oldest record is intact, so this is not called.
+     * Moves the reader past record {@code h}, found overwritten while the producer is lapping it, and returns the
+     * records skipped (lost): it resumes an eighth of the ring ahead of the oldest record, not at it. Read from the
+     * oldest, every record would be the one being written next (lost anyway), and the two threads would trade those
+     * slots' cache lines on every record. The records skipped are the oldest. A ring the producer has stopped
+     * filling is never skipped into: its oldest record is intact, so this is not called.
      */
-    private long overtaken(long h) {
+    private long overtaken(Reader r, long h) {
         long resume = (long) LONGS.getAcquire(cursors, PUBLISHED) - capacity + (capacity >>> 3);
-        return Math.max(h + 1, resume);
+        long to = Math.max(h + 1, resume);
+        r.next = to;
+        return to - h;
     }
 
     /** Expands the pending run's pages into {@code out} from index {@code n} while there is room; the new count. */

@@ -233,8 +233,7 @@ public final class KvEventPublisher implements AutoCloseable {
         if (stopping) {
             throw new IllegalStateException("KV event publisher is closed");
         }
-        EventRing ring = new EventRing(config.queueCapacity(), pageSize,
-                config.overflow() == KvEventsConfig.Overflow.WAIT);
+        EventRing ring = new EventRing(config.queueCapacity(), pageSize, waitWhenFull);
         TierEventCollector c = new TierEventCollector(ring, dataParallelRank, config.extraKey());
         sources.add(new Source(c, config.maxBlocksPerBatch(), config.storageMedium()));
         return c;
@@ -265,6 +264,16 @@ public final class KvEventPublisher implements AutoCloseable {
         return boundReplayEndpoint;
     }
 
+    /** True when this publisher's thread has read everything every attached cache recorded. Any thread. */
+    private boolean ringsEmpty() {
+        for (Source s : sources) {
+            if (!s.ring.empty()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Batches kept for replay now (tests; read racily from another thread). */
     int batchesKept() {
         return outbox.replay == null ? 0 : outbox.replay.size();
@@ -285,10 +294,7 @@ public final class KvEventPublisher implements AutoCloseable {
         long deadline = System.nanoTime() + unit.toNanos(timeout);
         long seen = loops.get();
         while (System.nanoTime() < deadline && thread.isAlive()) {
-            boolean empty = true;
-            for (Source s : sources) {
-                empty &= s.ring.empty();
-            }
+            boolean empty = ringsEmpty();
             if (empty && loops.get() >= seen + 2) {
                 return true;
             }
@@ -343,11 +349,7 @@ public final class KvEventPublisher implements AutoCloseable {
                     if (flushDeadline == Long.MAX_VALUE) {
                         flushDeadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.closeFlushMillis());
                     }
-                    boolean empty = true;
-                    for (Source s : sources) {
-                        empty &= s.ring.empty();
-                    }
-                    if (empty || System.nanoTime() >= flushDeadline) {
+                    if (ringsEmpty() || System.nanoTime() >= flushDeadline) {
                         break;
                     }
                 }
