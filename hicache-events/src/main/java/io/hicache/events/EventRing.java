@@ -223,8 +223,9 @@ final class EventRing {
                 continue;
             }
             long s = (long) LONGS.getAcquire(stamp, i);
-            if (s != h) { // being overwritten by a later lap
-                lost += overtaken(r, h);
+            if (s != h) {
+                lost++; // being overwritten by a later lap
+                r.next = h + 1;
                 continue;
             }
             byte k = kind[i];
@@ -236,12 +237,8 @@ final class EventRing {
                 int pages = runPages[i];
                 VarHandle.loadLoadFence();
                 r.next = h + 1;
-                if ((long) LONGS.getOpaque(stamp, i) != h) { // overwritten while read
-                    lost += overtaken(r, h);
-                    continue;
-                }
-                if (ref == null) { // its reference cleared by an earlier lap's read
-                    lost++;
+                if ((long) LONGS.getOpaque(stamp, i) != h || ref == null) {
+                    lost++; // overwritten while read, or its reference cleared by an earlier lap's read
                     continue;
                 }
                 REF.compareAndSet(runTokens, i, ref, null); // keep no node's tokens reachable once read
@@ -263,8 +260,8 @@ final class EventRing {
             }
             VarHandle.loadLoadFence();
             r.next = h + 1;
-            if ((long) LONGS.getOpaque(stamp, i) != h) { // overwritten while read
-                lost += overtaken(r, h);
+            if ((long) LONGS.getOpaque(stamp, i) != h) {
+                lost++;
                 continue;
             }
             n++;
@@ -274,20 +271,6 @@ final class EventRing {
         out.count = n;
         out.lost = lost;
         return n;
-    }
-
-    /**
-     * Moves the reader past record {@code h}, found overwritten while the producer is lapping it, and returns the
-     * records skipped (lost): it resumes an eighth of the ring ahead of the oldest record, not at it. Read from the
-     * oldest, every record would be the one being written next (lost anyway), and the two threads would trade those
-     * slots' cache lines on every record. The records skipped are the oldest. A ring the producer has stopped
-     * filling is never skipped into: its oldest record is intact, so this is not called.
-     */
-    private long overtaken(Reader r, long h) {
-        long resume = (long) LONGS.getAcquire(cursors, PUBLISHED) - capacity + (capacity >>> 3);
-        long to = Math.max(h + 1, resume);
-        r.next = to;
-        return to - h;
     }
 
     /** Expands the pending run's pages into {@code out} from index {@code n} while there is room; the new count. */

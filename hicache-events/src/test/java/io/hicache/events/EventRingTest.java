@@ -35,28 +35,34 @@ class EventRingTest {
     }
 
     @Test
-    void aReaderTheProducerIsLappingSkipsAnEighthOfTheRingAndCountsIt() {
+    void aReaderTheProducerOvertakesReadsOrLosesEveryRunAndKeepsNoReference() {
         EventRing r = new EventRing(64, 1, false);
-        for (long h = 0; h < 64; h++) {
-            produce(r, h);
+        for (int id = 0; id < 64; id++) {
+            run(r, id);
         }
+        r.flush();
         EventRing.Drained one = new EventRing.Drained(1, 1);
         assertThat(r.drain(one)).isEqualTo(1);
-        assertThat(one.hash[0]).isZero();
-        for (long h = 64; h < 66; h++) { // overwrites records 0 and 1, not yet visible: the producer is lapping
-            int i = r.claim();
-            r.set(i, EventRing.STORED, 0, h, h - 1);
-            r.publish(i);
-        }
+        assertThat(one.tokens[0]).isZero();
+        run(r, 64); // overwrite records 0 and 1, not yet visible: the producer is lapping the reader
+        run(r, 65);
         EventRing.Drained d = new EventRing.Drained(64, 1);
-        assertThat(r.drain(d)).isEqualTo(56);
-        assertThat(d.lost).as("records 1 to 7: the one being overwritten and the oldest after it").isEqualTo(7);
-        assertThat(d.hash[0]).isEqualTo(8);
-        assertThat(d.hash[55]).isEqualTo(63);
+        assertThat(r.drain(d)).as("records 2 to 63").isEqualTo(62);
+        assertThat(d.lost).as("record 1, overwritten").isEqualTo(1);
+        assertThat(d.tokens[0]).isEqualTo(2);
+        assertThat(d.tokens[61]).isEqualTo(63);
         r.flush();
         assertThat(r.drain(d)).isEqualTo(2);
         assertThat(d.lost).isZero();
-        assertThat(d.hash).startsWith(64, 65);
+        assertThat(d.tokens).startsWith(64, 65);
+        assertThat(r.runReferences()).as("every run either read or overwritten: no token array kept").isZero();
+    }
+
+    /** A one-page run record whose token is {@code id}. */
+    private static void run(EventRing r, int id) {
+        int i = r.claim();
+        r.setRun(i, EventRing.STORED_RUN, 0, id, new int[] {id}, 0, 1);
+        r.publish(i);
     }
 
     @Test
