@@ -108,6 +108,23 @@ class HiCacheFacadeTest {
     }
 
     @Test
+    void aLookAtTheCachedPrefixCountsItAndMovesNothing() {
+        int[] tokens = insert(3 * PAGE);
+        int[] twoPagesThenOther = java.util.Arrays.copyOf(tokens, 3 * PAGE);
+        twoPagesThenOther[2 * PAGE] = -1;
+        assertThat(cache.cachedPrefixPages(tokens, 0, tokens.length)).isEqualTo(3);
+        assertThat(cache.cachedPrefixPages(twoPagesThenOther, 0, twoPagesThenOther.length)).isEqualTo(2);
+        assertThat(cache.cachedPrefixPages(tokens, PAGE, 2 * PAGE)).isZero();
+        assertThat(cache.tree().nodeCount()).as("nothing split").isEqualTo(1);
+        assertThat(cache.metrics().get(Metric.DEVICE_HIT_TOKENS)).as("a look is not a hit").isZero();
+        assertThatThrownBy(() -> cache.cachedPrefixPages(null, 0, 0)).isInstanceOf(IllegalArgumentException.class);
+
+        cache.match(twoPagesThenOther, 0, twoPagesThenOther.length, new MatchResult());
+        assertThat(cache.tree().nodeCount()).as("match splits").isEqualTo(2);
+        assertThat(cache.metrics().get(Metric.DEVICE_HIT_TOKENS)).isEqualTo(2 * PAGE);
+    }
+
+    @Test
     void aLockedPrefixIsNotEvictedUntilUnlocked() {
         insert(2 * PAGE);
         RadixNode node = cache.lastInsertNode();
@@ -161,6 +178,7 @@ class HiCacheFacadeTest {
         assertThat(cache.stickyError()).isNull();
         List<Runnable> calls = List.of(
             () -> cache.match(tokens, 0, tokens.length, new MatchResult()),
+            () -> cache.cachedPrefixPages(tokens, 0, tokens.length),
             () -> cache.insert(tokens, 0, tokens.length, new int[1], 0),
             () -> cache.lock(node),
             () -> cache.reserve(node, false),

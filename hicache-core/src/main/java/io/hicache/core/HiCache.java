@@ -90,6 +90,20 @@ public final class HiCache implements AutoCloseable {
     }
 
     /**
+     * Pages of the longest cached prefix of {@code tokens[from, from + len)} (on the device, loading, or committed
+     * on the host), counted without changing the cache: no node is split, no access order or hit count moves, no
+     * metric counts it and no storage tier sees it. For a router or an admission policy that compares caches
+     * before it picks one; {@link #match} is the call for the request being served. Scheduler thread;
+     * allocation-free.
+     *
+     * @throws IllegalArgumentException on a null array or a range outside {@code tokens}
+     * @throws IllegalStateException if the cache is closed
+     */
+    public int cachedPrefixPages(int[] tokens, int from, int len) {
+        return openTree().cachedPrefixPages(tokens, from, len);
+    }
+
+    /**
      * Inserts the whole pages of {@code tokens[from, from + len)} with their device pages
      * {@code devicePages[pagesFrom, pagesFrom + len / pageSize)}. Pages already cached on device stay the tree's:
      * <b>the caller frees its pages {@code [pagesFrom, pagesFrom + r / pageSize)}, where r is the return value;

@@ -414,6 +414,32 @@ public final class RadixTree {
         return out;
     }
 
+    /**
+     * Counts the pages of the longest cached prefix of {@code tokens[from, from + len)}, on the device (loading
+     * included) or committed on the host, as {@link #match} would report them, without changing the tree: no node
+     * is split and no access order or hit count moves. What a router asks of several caches before it picks one.
+     * Allocation-free.
+     *
+     * @throws IllegalArgumentException on a null array or a range outside {@code tokens}
+     */
+    public int cachedPrefixPages(int[] tokens, int from, int len) {
+        checkRange(tokens, "tokens", from, len);
+        int remaining = len >> pageShift;
+        int pages = 0;
+        RadixNode node = root;
+        int pos = from;
+        while (remaining > 0 && (node = findChild(node, tokens, pos)) != null) {
+            int k = matchPages(node, tokens, pos, remaining);
+            pages += k;
+            if (k < node.pageCount) {
+                break;
+            }
+            pos += k << pageShift;
+            remaining -= k;
+        }
+        return pages;
+    }
+
     /** Convenience: matches all of {@code tokens} into a new {@link MatchResult} (allocates). */
     public MatchResult match(int[] tokens) {
         return match(tokens, 0, tokens == null ? 0 : tokens.length, new MatchResult());

@@ -250,6 +250,10 @@ class RadixTreeModelPropertyTest {
                 }
                 expectedHost++;
             }
+            int nodes = tree.nodeCount();
+            assertThat(tree.cachedPrefixPages(k, 0, k.length)).as("cached prefix pages")
+                    .isEqualTo(expectedDev.size() + expectedHost);
+            assertThat(tree.nodeCount()).as("a look splits nothing").isEqualTo(nodes);
             tree.match(k, 0, k.length, match);
             List<Integer> got = new ArrayList<>();
             for (int j = 0; j < match.devicePageCount(); j++) {

@@ -175,6 +175,38 @@ class RadixTreeTest {
     }
 
     @Test
+    void cachedPrefixPagesCountsWhatMatchReportsButSplitsAndTouchesNothing() {
+        RadixTree t = tree(2);
+        int[] old = seq(1, 1, 2, 2, 3, 3, 4, 4);
+        int[] young = seq(5, 5, 6, 6);
+        insert(t, old, 0);
+        RadixNode oldNode = t.lastInsertNode();
+        insert(t, young, 10);
+        int nodes = t.nodeCount();
+        int[] partial = seq(1, 1, 2, 2, 3, 3, 9, 9);
+        assertThat(t.cachedPrefixPages(partial, 0, partial.length)).isEqualTo(3);
+        assertThat(t.cachedPrefixPages(old, 0, old.length)).isEqualTo(4);
+        assertThat(t.cachedPrefixPages(old, 2, 4)).isZero(); // not a prefix
+        assertThat(t.cachedPrefixPages(old, 0, 5)).isEqualTo(2); // whole pages only
+        assertThat(t.nodeCount()).as("no split").isEqualTo(nodes);
+        // the older sequence was looked at last, yet LRU still evicts it first: its access order did not move
+        Evictions ev = new Evictions();
+        assertThat(t.evictDevice(1, ev)).isEqualTo(4);
+        assertThat(ev.deviceNodes).containsExactly(oldNode);
+        // a committed host-only extension counts, as in match
+        insert(t, old, 20);
+        RadixNode again = t.lastInsertNode();
+        backUp(t, again, 100);
+        t.evictDevice(6, new Evictions()); // young, then old (now host-only)
+        assertThat(again.isDeviceEvicted()).isTrue();
+        MatchResult m = t.match(old);
+        assertThat(t.cachedPrefixPages(old, 0, old.length)).isEqualTo(m.devicePageCount() + m.hostPageCount())
+                .isEqualTo(4);
+        assertThatThrownBy(() -> t.cachedPrefixPages(old, 6, 4)).isInstanceOf(IllegalArgumentException.class);
+        t.checkInvariants();
+    }
+
+    @Test
     void matchThroughEvictedNodesAndPartialMatchSplitsAHostOnlyNode() {
         RadixTree t = tree(2);
         int[] a = seq(1, 1, 2, 2);

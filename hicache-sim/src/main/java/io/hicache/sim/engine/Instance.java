@@ -12,7 +12,6 @@ import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.CudaStream;
 import io.hicache.cuda.simulated.SimulatedCudaConfig;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
-import io.hicache.radix.MatchResult;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.SimConfig;
 import io.hicache.sim.report.TimelineSegment;
@@ -84,7 +83,6 @@ final class Instance {
 
     /** This instance's storage tier on the fleet's shared store, or null without {@code --storage}. */
     final StorageSim storage;
-    private final MatchResult routerMatch = new MatchResult(256);
 
     // counters
     long steps;
@@ -178,10 +176,13 @@ final class Instance {
         return scheduler.pendingPrefillSim();
     }
 
-    /** Leading pages of {@code keys} cached here, on the device or committed on the host (rank 0's cache). */
+    /**
+     * Leading pages of {@code keys} cached here, on the device or committed on the host (rank 0's cache; every rank
+     * holds the same tree). Looks without touching: a router's look must not move one rank's access order (the CP
+     * group's trees would part) nor the order of an instance the request does not go to.
+     */
     int cachedPages(int[] keys) {
-        caches[0].match(keys, 0, keys.length, routerMatch);
-        return routerMatch.devicePageCount() + routerMatch.hostPageCount();
+        return caches[0].cachedPrefixPages(keys, 0, keys.length);
     }
 
     /** Queues an arrived request (the instance's clock is at its arrival). */

@@ -324,7 +324,7 @@ final class StepScheduler {
             // the prefix reaches a load in flight (this request's or another's): the forward waits for it
             q.waitFor = new LoadHandle[cp];
             for (int r = 0; r < cp; r++) {
-                q.waitFor[r] = caches[r].joinLoad(match[r]);
+                q.waitFor[r] = inStep(caches[r].joinLoad(match[r]), r, q);
             }
         }
         int totalPages = ceilPages(q.targetSim);
@@ -441,7 +441,7 @@ final class StepScheduler {
             LoadHandle mine = caches[r].loadBack(match[r], q.request.index(), Integer.MAX_VALUE,
                     ledger.loadAllocator(r));
             if (ops != null) {
-                ops[r] = mine;
+                ops[r] = inStep(mine, r, q);
             }
         }
         if (q.prefetches != null) {
@@ -472,6 +472,15 @@ final class StepScheduler {
         q.waitFor = ops; // the latest load issued: waiting for it covers any load above it
         matchAll(q);
         return 1;
+    }
+
+    /** {@code load}, rank {@code r}'s part of a load rank 0 has; a CP group's ranks hold one tree, so never null. */
+    private static LoadHandle inStep(LoadHandle load, int r, ServedRequest q) {
+        if (load == null) {
+            throw new IllegalStateException("CP rank " + r + " has no part in the load rank 0 has for request "
+                    + q.request.index() + ": the group's trees differ");
+        }
+        return load;
     }
 
     // ------------------------------------------------------------------ pages into the trees

@@ -153,6 +153,23 @@ class ServingModelTest {
     }
 
     @Test
+    void aCacheAwareRoutersLookKeepsTheRanksOfEachCpGroupInStep() {
+        // The router looks at every instance's cache for each arrival. A look that split or touched nodes on
+        // rank 0 alone parted the group's trees: rank 0 had a prefix host-only that rank 1 still held on the
+        // device, and the load back rank 0 queued had no counterpart on rank 1.
+        Path trace = dir.resolve("mt.jsonl");
+        new io.hicache.sim.trace.MultiTurnGenerator(64, 6, 300, 64, 8, 2, 3).write(trace);
+        SimConfig c = new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 512, 64, 30_000, 60_000,
+                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 2, OwnerLanes.ROUND_ROBIN, 0, false,
+                3, 1.0);
+        SimResult r = run(c, serving(2, Router.CACHE_AWARE, 4), TraceSource.parse(trace.toString(), dir, dir,
+                Long.MAX_VALUE));
+        assertThat(r.requests()).isEqualTo(64 * 6);
+        assertThat(r.hostHitTokens()).as("the host tier serves hits").isPositive();
+        assertThat(r.prefillTokensComputed() + r.deviceHitTokens() + r.hostHitTokens()).isEqualTo(r.simulatedTokens());
+    }
+
+    @Test
     void resultsDoNotDependOnTheThreadCount() throws Exception {
         SimConfig c = ServingEngineTest.pressured(ModelPreset.LLAMA3_8B, BackupMode.LAYERED, WritePolicy.WRITE_THROUGH,
                 1, 0);
