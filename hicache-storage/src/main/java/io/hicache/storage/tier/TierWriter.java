@@ -145,28 +145,34 @@ final class TierWriter {
         long pageBytes = views.pageBytes();
         long draftBytes = draft ? views.draftPageBytes() : 0;
         long stride = pageBytes + draftBytes;
-        // the host pages are freed when this returns: copy them out now
-        @SuppressWarnings("MustBeClosedChecker") // owned by the Write, closed when the write completes
-        Arena arena = Arena.ofShared();
-        MemorySegment staging = arena.allocate(stride * n, 64);
-        List<HostPage> staged = new ArrayList<>(n);
-        List<HostPage> stagedDraft = draft ? new ArrayList<>(n) : null;
-        for (int i = 0; i < n; i++) {
-            MemorySegment slice = staging.asSlice(stride * i, pageBytes);
-            views.of(pages.hostPage(i)).copyTo(slice, 0);
-            staged.add(HostPage.of(slice));
-            if (draft) {
-                MemorySegment d = staging.asSlice(stride * i + pageBytes, draftBytes);
-                views.draft(pages.hostPage(i)).copyTo(d, 0);
-                stagedDraft.add(HostPage.of(d));
-            }
-        }
-        stagedPages += n;
-        Write w = new Write(null, keys, staged, draft ? draftKeys(keys) : null, stagedDraft, arena,
-                java.util.Arrays.copyOf(offsets, n), startPage(node));
+        int startPage = startPage(node);
         // the node may be gone when the write commits: its KV events name the pages by their sequence
-        w.sequence = observer() == null ? null : sequenceTokens(node, w.startPage);
-        start(w);
+        int[] sequence = observer() == null ? null : sequenceTokens(node, startPage);
+        stagedPages += n;
+        // the host pages are freed when this returns: copy them out now, a store batch at a time
+        for (int from = 0; from < n; from += maxBatch) {
+            int to = Math.min(n, from + maxBatch);
+            @SuppressWarnings("MustBeClosedChecker") // owned by the Write, closed when the write completes
+            Arena arena = Arena.ofShared();
+            MemorySegment staging = arena.allocate(stride * (to - from), 64);
+            List<HostPage> staged = new ArrayList<>(to - from);
+            List<HostPage> stagedDraft = draft ? new ArrayList<>(to - from) : null;
+            for (int i = from; i < to; i++) {
+                MemorySegment slice = staging.asSlice(stride * (i - from), pageBytes);
+                views.of(pages.hostPage(i)).copyTo(slice, 0);
+                staged.add(HostPage.of(slice));
+                if (draft) {
+                    MemorySegment d = staging.asSlice(stride * (i - from) + pageBytes, draftBytes);
+                    views.draft(pages.hostPage(i)).copyTo(d, 0);
+                    stagedDraft.add(HostPage.of(d));
+                }
+            }
+            List<PageKey> batch = new ArrayList<>(keys.subList(from, to));
+            Write w = new Write(null, batch, staged, draft ? draftKeys(batch) : null, stagedDraft, arena,
+                    java.util.Arrays.copyOfRange(offsets, from, to), startPage);
+            w.sequence = sequence;
+            start(w);
+        }
     }
 
     /** Write-through-selective: writes the nodes of {@code match}'s path whose hit count reached the threshold. */
