@@ -272,8 +272,8 @@ public final class HiCache implements AutoCloseable {
 
     /**
      * Reserves the backup of {@code node} to host memory: host pages are allocated and the node's device pages
-     * locked until the backup commits or aborts. Host room is counted in group budget units so every rank of a
-     * CP group decides alike; with no room one host eviction pass runs, and if there is still none the result is
+     * locked until the backup commits or aborts. Host room is counted for every rank of a CP group on every rank
+     * (each holds the pages it owns) so every rank decides alike; with no room host eviction runs, and if there is still none the result is
      * null (counted). Scheduler thread.
      *
      * @param withDraft whether the backup also carries the draft/MTP KV (needs a draft layout)
@@ -701,10 +701,13 @@ public final class HiCache implements AutoCloseable {
         /** Host pages holding a backup (reserved, committed, or leased to a storage tier): capacity minus free. */
         int allocatedPages();
 
-        /** Host pages reserved or committed, in group budget units (the same on every rank). */
+        /**
+         * Host pages reserved or committed on the group's fullest rank (each rank counts every rank's pages, so this
+         * is the same on every rank; without CP, this rank's).
+         */
         long budgetUsedPages();
 
-        /** Host pages the group budget allows. */
+        /** Host pages the budget allows each rank. */
         long budgetCapacityPages();
 
         /** Bytes of one host page, every layer and buffer of the target KV. */

@@ -1896,15 +1896,11 @@ final class DstHarness implements AutoCloseable {
         }
     }
 
-    private int budgetOf(int start, int pages, int total) {
-        if (cp == 1) {
-            return pages;
-        }
-        int max = 0;
+    /** Adds what pages {@code [start, start + pages)} of a sequence of {@code total} cost each rank of the group. */
+    private void addBudget(long[] perRank, int start, int pages, int total) {
         for (int r = 0; r < cp; r++) {
-            max = Math.max(max, lanes.ownedCount(r, start, pages, total, cp));
+            perRank[r] += cp == 1 ? pages : lanes.ownedCount(r, start, pages, total, cp);
         }
-        return max;
     }
 
     /** Checks every invariant on every rank; throws {@link AssertionError} on the first violations. */
@@ -2043,7 +2039,7 @@ final class DstHarness implements AutoCloseable {
             violations.add("rank " + rank.r + " tree: " + e.getMessage());
         }
         BitSet used = new BitSet(hostPages);
-        long[] budget = new long[1];
+        long[] budget = new long[cp]; // every rank's pages, as each rank's budget counts them
         RadixTestAccess.forEachNode(rank.tree, n -> {
             HostValue v = n.hostValue();
             if (v != null) {
@@ -2061,7 +2057,7 @@ final class DstHarness implements AutoCloseable {
                         + " pages carries lanes " + l + " for " + hp.ownedPageCount() + " host pages");
                     return;
                 }
-                budget[0] += budgetOf(l.startPage(), l.pageCount(), l.totalPages());
+                addBudget(budget, l.startPage(), l.pageCount(), l.totalPages());
                 for (int i = 0; i < hp.ownedPageCount(); i++) {
                     int h = hp.hostPage(i);
                     if (used.get(h)) {
@@ -2102,7 +2098,7 @@ final class DstHarness implements AutoCloseable {
             if (b.state().terminal()) {
                 continue;
             }
-            budget[0] += budgetOf(rec.startPage, rec.pageCount, rec.startPage + rec.pageCount);
+            addBudget(budget, rec.startPage, rec.pageCount, rec.startPage + rec.pageCount);
             for (int i = 0; i < b.ownedPageCount(); i++) {
                 int h = b.hostPage(i);
                 if (used.get(h)) {
@@ -2122,9 +2118,16 @@ final class DstHarness implements AutoCloseable {
                 violations.add("rank " + rank.r + " host page " + h + " is referenced but free in the allocator");
             }
         }
-        if (rank.ctl.stickyError() == null && !manualHostEviction && rank.ctl.hostBudgetUsedPages() != budget[0]) {
-            violations.add("rank " + rank.r + " host budget says " + rank.ctl.hostBudgetUsedPages()
-                + " pages used but committed values and backups in flight need " + budget[0]);
+        long most = java.util.Arrays.stream(budget).max().orElse(0);
+        if (rank.ctl.stickyError() == null && !manualHostEviction) {
+            if (rank.ctl.hostBudgetUsedPages() != most) {
+                violations.add("rank " + rank.r + " host budget says " + rank.ctl.hostBudgetUsedPages()
+                    + " pages used on its fullest rank but committed values and backups in flight need " + most);
+            }
+            if (budget[rank.r] != alloc.allocatedPages()) {
+                violations.add("rank " + rank.r + " holds " + alloc.allocatedPages() + " host pages but its share of "
+                    + "committed values and backups in flight is " + budget[rank.r]);
+            }
         }
     }
 

@@ -2,6 +2,7 @@ package io.hicache.core.internal;
 
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupState;
+import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.radix.spi.PendingBackup;
 import io.hicache.radix.RadixNode;
 
@@ -35,7 +36,8 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     final int ownedCount;
     /** Host pages for the owned positions, parallel to {@link #ownedIndex}. */
     final int[] hostPages;
-    final int budgetPages;
+    /** The positions reserved, as charged to the host budget (given back whole on an abort). */
+    final LaneDescription budgetLane;
     final HostPages hostValue;
     final long leaseDeadlineNs;
 
@@ -57,7 +59,7 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     io.hicache.core.DevicePageSink heldSink;
 
     Backup(Object owner, long seq, RadixNode node, int startPage, int[] devicePages, int[] ownedIndex, int ownedCount,
-           int[] hostPages, int budgetPages, HostPages hostValue, boolean withDraft,
+           int[] hostPages, LaneDescription budgetLane, HostPages hostValue, boolean withDraft,
            long leaseDeadlineNs) {
         this.owner = owner;
         this.seq = seq;
@@ -70,7 +72,7 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
         this.ownedIndex = ownedIndex;
         this.ownedCount = ownedCount;
         this.hostPages = hostPages;
-        this.budgetPages = budgetPages;
+        this.budgetLane = budgetLane;
         this.hostValue = hostValue;
         this.withDraft = withDraft;
         this.leaseDeadlineNs = leaseDeadlineNs;

@@ -190,8 +190,7 @@ final class BackupBook {
             startPage += p.pageCount();
         }
         int totalPages = startPage + pages;
-        int cost = budget.costOf(startPage, pages, totalPages);
-        if (!room.makeRoom(cost)) {
+        if (!room.makeRoom(startPage, pages, totalPages)) {
             metrics.increment(Metric.RESERVE_NO_ROOM);
             return null;
         }
@@ -206,12 +205,12 @@ final class BackupBook {
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
         HostPages value = new HostPages(hostPages, lane, withDraft, cpSize == 1 ? null : owner);
         long now = clock.getAsLong();
-        Backup b = new Backup(owner, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, cost, value, withDraft,
+        Backup b = new Backup(owner, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, lane, value, withDraft,
             leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
         tree.markPending(node, b);
         tree.lock(node);
         nextSeq++;
-        budget.take(cost);
+        budget.take(lane);
         fifo.add(b);
         metrics.increment(Metric.BACKUPS_RESERVED);
         return b;
@@ -413,7 +412,7 @@ final class BackupBook {
         if (b.ownedCount > 0) {
             room.freeWritten(b.hostPages, 0, b.ownedCount);
         }
-        budget.give(b.budgetPages);
+        budget.give(b.budgetLane);
         b.abortReason = reason;
         b.state = BackupState.ABORTED;
         b.local = Backup.Local.FAILED;

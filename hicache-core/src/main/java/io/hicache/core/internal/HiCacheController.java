@@ -295,12 +295,12 @@ public final class HiCacheController implements AutoCloseable {
         return draftLayers;
     }
 
-    /** Host pages reserved or committed in group budget units (see {@link #reserve}). Scheduler thread. */
+    /** Host pages reserved or committed on the group's fullest rank (see {@link #reserve}). Scheduler thread. */
     public long hostBudgetUsedPages() {
         return budget.usedPages();
     }
 
-    /** Host pages the group budget allows. */
+    /** Host pages the budget allows each rank. */
     public long hostBudgetCapacityPages() {
         return budget.capacityPages();
     }
@@ -348,9 +348,10 @@ public final class HiCacheController implements AutoCloseable {
      * Reserves a backup of {@code node}'s pages: allocates host pages for the positions this rank owns,
      * marks the node pending (a device hit only: not a host hit, not evictable) and locks its device pages.
      *
-     * <p>Host room is accounted in group budget units: a node costs, on every rank, the largest number of its
-     * positions any rank owns, so every rank of the group makes the same decision and evicts the same nodes
-     * without a collective. With no room, one host eviction pass frees least-recently-used host-only leaves;
+     * <p>Host room is counted for every rank of the group on every rank: a node costs each rank the positions it
+     * owns, and fits when it fits on the rank with the least room, so every rank of the group makes the same
+     * decision and evicts the same nodes without a collective. With no room, host eviction frees
+     * least-recently-used host-only leaves until it fits or none is left;
      * if there is still no room the call returns null and counts {@link Metric#RESERVE_NO_ROOM}.
      *
      * @param withDraft whether the backup also carries the draft/MTP KV (needs a draft layout)

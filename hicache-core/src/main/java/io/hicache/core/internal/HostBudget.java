@@ -6,11 +6,13 @@ import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
 
 /**
- * The host pool's room in group budget units. A node costs, on every rank, the largest number of its positions any
- * rank of the CP group owns, so every rank makes the same reservation and eviction decisions without a collective;
- * the budget bounds every rank's physical use of its own pool.
+ * The host pool's room, counted for every rank of the CP group: each rank keeps the pages every rank owns of each
+ * reserved or committed range (owner lanes are a pure function of the positions, so every rank computes the same
+ * counts), and a range fits when it fits on the rank with the least room. Every rank thus makes the same
+ * reservation and eviction decisions without a collective, each rank's physical use of its own pool stays within
+ * the capacity, and a node costs the group its pages, not its largest share on every rank.
  *
- * <p>Publishes its level as {@link Metric#HOST_PAGES_USED} on every change and its capacity as
+ * <p>Publishes the most any rank uses as {@link Metric#HOST_PAGES_USED} on every change and the capacity as
  * {@link Metric#HOST_PAGES_CAPACITY}. Owned by the scheduler thread; allocation-free.
  */
 final class HostBudget {
@@ -18,61 +20,71 @@ final class HostBudget {
     private final int cpSize;
     private final long capacityPages;
     private final HiCacheMetrics metrics;
-    private long usedPages;
+    /** Pages each rank of the group holds or has reserved. */
+    private final long[] used;
+    private long mostUsed;
 
     HostBudget(OwnerLanes lanes, int cpSize, long capacityPages, HiCacheMetrics metrics) {
         this.lanes = lanes;
         this.cpSize = cpSize;
         this.capacityPages = capacityPages;
         this.metrics = metrics;
+        this.used = new long[cpSize];
         metrics.set(Metric.HOST_PAGES_CAPACITY, capacityPages);
     }
 
-    /** The cost of pages {@code [startPage, startPage + pages)} of a sequence of {@code totalPages}. */
-    int costOf(int startPage, int pages, int totalPages) {
-        if (cpSize == 1) {
-            return pages;
-        }
-        int max = 0;
-        for (int r = 0; r < cpSize; r++) {
-            max = Math.max(max, lanes.ownedCount(r, startPage, pages, totalPages, cpSize));
-        }
-        return max;
-    }
-
-    /** The cost of the pages a lane description covers. */
-    int costOf(LaneDescription lane) {
-        return costOf(lane.startPage(), lane.pageCount(), lane.totalPages());
-    }
-
-    /** Pages beyond the capacity that a reservation of {@code cost} would use (0 or less when it fits). */
-    long overBy(int cost) {
-        return usedPages + cost - capacityPages;
-    }
-
-    void take(long cost) {
-        changeUsed(cost);
-    }
-
-    void give(long cost) {
-        changeUsed(-cost);
-    }
-
     /**
-     * A committed host value split by the tree: the halves may each cost more than their share under CP lanes; the
-     * difference is accounted here.
+     * Pages beyond the capacity that pages {@code [startPage, startPage + pages)} of a sequence of
+     * {@code totalPages} would use on the rank they crowd most (0 or less when they fit on every rank).
      */
+    long overBy(int startPage, int pages, int totalPages) {
+        long worst = Long.MIN_VALUE;
+        for (int r = 0; r < cpSize; r++) {
+            worst = Math.max(worst, used[r] + owned(r, startPage, pages, totalPages));
+        }
+        return worst - capacityPages;
+    }
+
+    void take(int startPage, int pages, int totalPages) {
+        change(startPage, pages, totalPages, 1);
+    }
+
+    void give(int startPage, int pages, int totalPages) {
+        change(startPage, pages, totalPages, -1);
+    }
+
+    void take(LaneDescription lane) {
+        take(lane.startPage(), lane.pageCount(), lane.totalPages());
+    }
+
+    void give(LaneDescription lane) {
+        give(lane.startPage(), lane.pageCount(), lane.totalPages());
+    }
+
+    /** A committed host value split by the tree into {@code head} and {@code tail}. */
     void onSplit(LaneDescription whole, LaneDescription head, LaneDescription tail) {
-        changeUsed(costOf(head) + costOf(tail) - costOf(whole));
+        give(whole);
+        take(head);
+        take(tail);
     }
 
-    private void changeUsed(long delta) {
-        usedPages += delta;
-        metrics.set(Metric.HOST_PAGES_USED, usedPages);
+    private int owned(int r, int startPage, int pages, int totalPages) {
+        return cpSize == 1 ? pages : lanes.ownedCount(r, startPage, pages, totalPages, cpSize);
     }
 
+    private void change(int startPage, int pages, int totalPages, long sign) {
+        long most = 0;
+        for (int r = 0; r < cpSize; r++) {
+            used[r] += sign * owned(r, startPage, pages, totalPages);
+            most = Math.max(most, used[r]);
+        }
+        mostUsed = most;
+        metrics.set(Metric.HOST_PAGES_USED, most);
+    }
+
+    /** The most pages any rank of the group holds or has reserved. */
     long usedPages() {
-        return usedPages;
+        return mostUsed;
     }
 
     long capacityPages() {

@@ -17,15 +17,14 @@ import io.hicache.core.internal.tier.HostTierPort;
 public final class HostLease implements HostTierPort.Lease {
     final HiCacheController owner;
     final int[] hostPages;
+    /** The positions reserved, as charged to the host budget. */
     final LaneDescription lanes;
-    final int budgetPages;
     boolean ended;
 
-    HostLease(HiCacheController owner, int[] hostPages, LaneDescription lanes, int budgetPages) {
+    HostLease(HiCacheController owner, int[] hostPages, LaneDescription lanes) {
         this.owner = owner;
         this.hostPages = hostPages;
         this.lanes = lanes;
-        this.budgetPages = budgetPages;
     }
 
     /** Positions covered (owned by any rank of the group). */

@@ -51,16 +51,15 @@ final class HostLeases {
             throw new IllegalArgumentException("reserveHost(startPage=" + startPage + ", pages=" + pages
                 + ", totalPages=" + totalPages + "): need pages >= 1 and startPage + pages <= totalPages");
         }
-        int cost = budget.costOf(startPage, pages, totalPages);
-        if (!room.makeRoom(cost)) {
+        if (!room.makeRoom(startPage, pages, totalPages)) {
             return null;
         }
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
         int owned = lane.ownedCount();
         int[] hostPages = new int[owned];
         room.allocateBudgeted(owned, hostPages, LEASE_HOLDER_BASE + leaseSeq++);
-        budget.take(cost);
-        HostLease lease = new HostLease(owner, hostPages, lane, cost);
+        budget.take(lane);
+        HostLease lease = new HostLease(owner, hostPages, lane);
         open.add(lease);
         return lease;
     }
@@ -140,7 +139,7 @@ final class HostLeases {
         if (freeCount > 0) {
             allocator.free(lease.hostPages, keptOwned, freeCount);
         }
-        int keptBudget = keptPositions == 0 ? 0 : budget.costOf(l.startPage(), keptPositions, l.totalPages());
-        budget.give(lease.budgetPages - keptBudget);
+        // the kept head is the published node's now: its value gives it back when evicted
+        budget.give(l.startPage() + keptPositions, l.pageCount() - keptPositions, l.totalPages());
     }
 }

@@ -1,6 +1,5 @@
 package io.hicache.core.internal;
 
-import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.internal.memory.HostPageAllocator;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
@@ -46,12 +45,25 @@ final class HostRoom {
         this.observer = observer;
     }
 
-    /** True when the host budget has room for {@code cost}, after one host eviction pass if it had none. */
-    boolean makeRoom(int cost) {
-        if (budget.overBy(cost) > 0) {
-            evictHostBudget(budget.overBy(cost));
+    /**
+     * True when the host budget has room for pages {@code [startPage, startPage + pages)} of a sequence of
+     * {@code totalPages} on every rank, after host eviction (policy order) if it had none.
+     */
+    boolean makeRoom(int startPage, int pages, int totalPages) {
+        long over = budget.overBy(startPage, pages, totalPages);
+        if (over <= 0) {
+            return true;
         }
-        return budget.overBy(cost) <= 0;
+        if (cpSize == 1) {
+            tree.evictHost((int) Math.min(Integer.MAX_VALUE, over), evictionListener);
+        } else { // a node frees room only on the ranks owning its pages: one at a time until the range fits
+            while (budget.overBy(startPage, pages, totalPages) > 0) {
+                if (tree.evictHost(1, evictionListener) == 0) {
+                    break;
+                }
+            }
+        }
+        return budget.overBy(startPage, pages, totalPages) <= 0;
     }
 
     /**
@@ -107,21 +119,7 @@ final class HostRoom {
         if (n > 0) {
             freeWritten(scratchPages, 0, n);
         }
-        LaneDescription l = hp.lanes();
-        budget.give(budget.costOf(l));
+        budget.give(hp.lanes());
         metrics.add(Metric.HOST_PAGES_EVICTED, n);
-    }
-
-    private void evictHostBudget(long needed) {
-        long target = budget.usedPages() - needed;
-        if (cpSize == 1) {
-            tree.evictHost((int) Math.min(Integer.MAX_VALUE, needed), evictionListener);
-            return;
-        }
-        while (budget.usedPages() > target) {
-            if (tree.evictHost(1, evictionListener) == 0) {
-                return;
-            }
-        }
     }
 }

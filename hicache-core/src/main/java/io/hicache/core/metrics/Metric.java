@@ -47,7 +47,10 @@ public enum Metric {
     LOAD_DURATION_NS,
     /** Tokens a prefix match found on the device, counted by {@code HiCache.match} (scheduler). */
     DEVICE_HIT_TOKENS,
-    /** Host pages in use by reserved and committed backups, in budget units: a level, not a counter (scheduler). */
+    /**
+     * Host pages in use by reserved and committed backups (and storage-tier leases) on the CP group's fullest rank: a
+     * level, not a counter (scheduler).
+     */
     HOST_PAGES_USED,
     /** Host pages the budget allows: a level, set once at build (scheduler). */
     HOST_PAGES_CAPACITY,

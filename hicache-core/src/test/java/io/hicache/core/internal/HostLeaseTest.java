@@ -106,6 +106,24 @@ class HostLeaseTest {
     }
 
     @Test
+    void underCpARangeCostsTheGroupItsPagesNotItsLargestShareOnEveryRank() {
+        // one-page ranges at positions 0..7, round-robin lanes: each lands on one rank, so 4 pages a rank hold all
+        // 8 (charging each range's largest share to every rank held 4)
+        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.ROUND_ROBIN).layers(2, 0).pages(4, 64, 4).build()) {
+            for (int k = 0; k < 8; k++) {
+                for (HiCacheController c : rig.ctl) {
+                    assertThat(c.reserveHost(k, 1, k + 1)).as("position %d", k).isNotNull();
+                }
+            }
+            for (HiCacheController c : rig.ctl) {
+                assertThat(c.allocator().allocatedPages()).isEqualTo(4);
+                assertThat(c.hostBudgetUsedPages()).isEqualTo(4);
+                assertThat(c.reserveHost(8, 1, 9)).as("rank 0's lane is full: both ranks refuse").isNull();
+            }
+        }
+    }
+
+    @Test
     void badArgumentsNameTheRule() {
         try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 16).build()) {
             assertThatThrownBy(() -> rig.ctl[0].reserveHost(0, 0, 4)).hasMessageContaining("pages >= 1");
