@@ -273,8 +273,8 @@ public final class HiCache implements AutoCloseable {
     /**
      * Reserves the backup of {@code node} to host memory: host pages are allocated and the node's device pages
      * locked until the backup commits or aborts. Host room is counted for every rank of a CP group on every rank
-     * (each holds the pages it owns) so every rank decides alike; with no room host eviction runs, and if there is still none the result is
-     * null (counted). Scheduler thread.
+     * (each holds the pages it owns) so every rank decides alike; with no room host eviction runs, and if there
+     * is still none the result is null (counted). Scheduler thread.
      *
      * @param withDraft whether the backup also carries the draft/MTP KV (needs a draft layout)
      * @return the backup, or null when the host pool has no room
