@@ -76,6 +76,10 @@ public final class Main implements Callable<Integer> {
 
     /** System property the launcher sets to the repository root. */
     public static final String REPO_ROOT_PROPERTY = "hicache.repo.root";
+    /** Environment variable that makes a failed run print its exception's stack trace after the message. */
+    public static final String DEBUG_ENV = "HICACHE_SIM_DEBUG";
+    /** System property with the same effect as {@link #DEBUG_ENV} (tests). */
+    public static final String DEBUG_PROPERTY = "hicache.sim.debug";
     /** Report written by the no-argument run. */
     public static final String DEFAULT_HTML = "report.html";
 
@@ -130,6 +134,9 @@ public final class Main implements Callable<Integer> {
                 throw pe;
             }
             env.err().println("hicache-sim: error: " + ex.getMessage());
+            if (Boolean.getBoolean(DEBUG_PROPERTY) || System.getenv(DEBUG_ENV) != null) {
+                ex.printStackTrace(env.err()); // for a bug report
+            }
             return CommandLine.ExitCode.SOFTWARE;
         });
         return cl.execute(args);

@@ -311,6 +311,24 @@ class MainTest {
     }
 
     @Test
+    void aFailedRunPrintsOneLineAndItsStackTraceOnlyWhenAsked() {
+        EngineFactory failing = config -> (SimulationEngine) (c, trace, progress) -> {
+            throw new IllegalStateException("boom in the engine");
+        };
+        assertThat(run(failing, "replay", "--limit", "5")).isEqualTo(1);
+        assertThat(err()).contains("hicache-sim: error: boom in the engine").doesNotContain("\tat ");
+        err.reset();
+        System.setProperty(Main.DEBUG_PROPERTY, "true");
+        try {
+            assertThat(run(failing, "replay", "--limit", "5")).isEqualTo(1);
+        } finally {
+            System.clearProperty(Main.DEBUG_PROPERTY);
+        }
+        assertThat(err()).startsWith("hicache-sim: error: boom in the engine")
+                .contains("java.lang.IllegalStateException: boom in the engine", "\tat ");
+    }
+
+    @Test
     void aBadTraceLineFailsTheRunWithFileAndLine() throws IOException {
         Path bad = work.resolve("bad.jsonl");
         Files.writeString(bad, "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [0]}\n"
