@@ -203,7 +203,7 @@ final class BackupBook {
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
-        HostPages value = new HostPages(hostPages, lane, withDraft, cpSize == 1 ? null : owner);
+        HostPages value = new HostPages(hostPages, lane, withDraft);
         long now = clock.getAsLong();
         Backup b = new Backup(owner, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, lane, value, withDraft,
             leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);

@@ -9,7 +9,6 @@ import io.hicache.core.DevicePageSink;
 import io.hicache.core.LoadListener;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
-import io.hicache.core.internal.cp.LaneDescription;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
@@ -694,11 +693,6 @@ public final class HiCacheController implements AutoCloseable {
             throw new IllegalArgumentException("evictHost(" + pages + "): pages must be >= 0");
         }
         return room.evict(pages);
-    }
-
-    /** A committed host value split by the tree (see {@link HostBudget#onSplit}). */
-    void onHostValueSplit(LaneDescription whole, LaneDescription head, LaneDescription tail) {
-        budget.onSplit(whole, head, tail);
     }
 
     // ------------------------------------------------------------------ storage tier hooks

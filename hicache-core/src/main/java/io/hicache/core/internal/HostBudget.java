@@ -10,7 +10,9 @@ import io.hicache.core.metrics.Metric;
  * reserved or committed range (owner lanes are a pure function of the positions, so every rank computes the same
  * counts), and a range fits when it fits on the rank with the least room. Every rank thus makes the same
  * reservation and eviction decisions without a collective, each rank's physical use of its own pool stays within
- * the capacity, and a node costs the group its pages, not its largest share on every rank.
+ * the capacity, and a node costs the group its pages, not its largest share on every rank. A range's counts are the
+ * sums of its positions', so a split of a value (head and tail keep the sequence's length) changes nothing here and
+ * each piece gives back its own part when it goes.
  *
  * <p>Publishes the most any rank uses as {@link Metric#HOST_PAGES_USED} on every change and the capacity as
  * {@link Metric#HOST_PAGES_CAPACITY}. Owned by the scheduler thread; allocation-free.
@@ -59,13 +61,6 @@ final class HostBudget {
 
     void give(LaneDescription lane) {
         give(lane.startPage(), lane.pageCount(), lane.totalPages());
-    }
-
-    /** A committed host value split by the tree into {@code head} and {@code tail}. */
-    void onSplit(LaneDescription whole, LaneDescription head, LaneDescription tail) {
-        give(whole);
-        take(head);
-        take(tail);
     }
 
     private int owned(int r, int startPage, int pages, int totalPages) {

@@ -18,10 +18,8 @@ public final class HostPages implements HostValue, HostTierPort.HostCopy {
     private final int[] hostPages;
     private final LaneDescription lanes;
     private final boolean draft;
-    /** The controller whose host budget this value is charged to (notified of splits), or null. */
-    private final HiCacheController budgetOwner;
 
-    HostPages(int[] hostPages, LaneDescription lanes, boolean draft, HiCacheController budgetOwner) {
+    HostPages(int[] hostPages, LaneDescription lanes, boolean draft) {
         if (hostPages.length != lanes.ownedCount()) {
             throw new IllegalArgumentException(hostPages.length + " host pages for " + lanes.ownedCount()
                 + " owned positions of " + lanes);
@@ -29,7 +27,6 @@ public final class HostPages implements HostValue, HostTierPort.HostCopy {
         this.hostPages = hostPages;
         this.lanes = lanes;
         this.draft = draft;
-        this.budgetOwner = budgetOwner;
     }
 
     /** True when the draft/MTP KV of these pages was backed up too (same host page ids, draft pool). */
@@ -73,12 +70,7 @@ public final class HostPages implements HostValue, HostTierPort.HostCopy {
     public HostValue head(int pages) {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
-        LaneDescription head = lanes.slice(0, pages);
-        if (budgetOwner != null) {
-            // the tree splits a value by asking for its head, then its tail: account the split once, here
-            budgetOwner.onHostValueSplit(lanes, head, lanes.slice(pages, lanes.pageCount() - pages));
-        }
-        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), head, draft, budgetOwner);
+        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), lanes.slice(0, pages), draft);
     }
 
     @Override
@@ -86,7 +78,7 @@ public final class HostPages implements HostValue, HostTierPort.HostCopy {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
         return new HostPages(Arrays.copyOfRange(hostPages, owned, hostPages.length),
-            lanes.slice(pages, lanes.pageCount() - pages), draft, budgetOwner);
+            lanes.slice(pages, lanes.pageCount() - pages), draft);
     }
 
     private void checkCut(int pages) {
