@@ -2,6 +2,7 @@ package io.hicache.storage.tier;
 
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
+import io.hicache.storage.PageStore;
 import io.hicache.storage.PrefetchPolicy;
 import io.hicache.storage.StorageMetric;
 import io.hicache.storage.StorageTierConfig;
@@ -88,11 +89,20 @@ class StorageTierTest {
             assertThat(store.inner.pageCount()).isEqualTo(5);
             a.checkNoLeak();
         }
+        restartPrefetchesAll(store, cfg, t, 5, 9);
+    }
+
+    /**
+     * A restarted cache on {@code store} (empty tree) prefetches all {@code pages} of {@code t}, with the bytes of
+     * the computation tagged {@code tag}, and leaks nothing.
+     */
+    private static void restartPrefetchesAll(PageStore store, StorageTierConfig cfg, int[] t, int pages, int tag) {
         try (TierRig b = new TierRig(1, PAGE, 64, 64, store, cfg, "")) {
             StorageTier.Prefetch p = b.prefetch(t, 1)[0];
             b.drain();
-            assertThat(p.publishedPages()).isEqualTo(5);
-            assertThat(b.hostHoldsPattern(0, b.match(t)[0].lastHostNode(), 0, 9)).isTrue();
+            assertThat(p.publishedPages()).isEqualTo(pages);
+            assertThat(b.hostHoldsPattern(0, b.match(t)[0].lastHostNode(), 0, tag)).isTrue();
+            b.checkNoLeak();
         }
     }
 
@@ -109,13 +119,7 @@ class StorageTierTest {
             assertThat(a.tier[0].metrics().get(StorageMetric.WRITE_PAGES_STORED)).isEqualTo(10);
             a.checkNoLeak();
         }
-        try (TierRig b = new TierRig(1, PAGE, 64, 64, store, cfg, "")) {
-            StorageTier.Prefetch p = b.prefetch(t, 1)[0];
-            b.drain();
-            assertThat(p.publishedPages()).isEqualTo(10);
-            assertThat(b.hostHoldsPattern(0, b.match(t)[0].lastHostNode(), 0, 4)).isTrue();
-            b.checkNoLeak();
-        }
+        restartPrefetchesAll(store, cfg, t, 10, 4);
     }
 
     @Test
