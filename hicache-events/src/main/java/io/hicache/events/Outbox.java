@@ -56,7 +56,7 @@ final class Outbox {
     /**
      * Numbers, keeps (with a replay endpoint) and sends the payload {@code payload[0, len)}.
      *
-     * @return false if ZeroMQ refused a frame (the batch is still numbered and kept for replay)
+     * @return false if ZeroMQ refused a frame (the batch is still numbered, and kept with a replay endpoint)
      */
     boolean send(byte[] payload, int len) {
         long seq = nextSeq++;
