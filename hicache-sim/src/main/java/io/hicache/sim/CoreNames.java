@@ -4,6 +4,8 @@ import io.hicache.core.LoadOverlap;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.radix.EvictionPolicy;
+import io.hicache.storage.PrefetchPolicy;
+import io.hicache.storage.StorageWritePolicy;
 
 import java.util.Locale;
 import java.util.function.Function;
@@ -12,7 +14,8 @@ import java.util.function.Function;
  * Command-line and report spellings of the core options the simulator passes to the controller unchanged:
  * {@link WritePolicy} ({@code write_through}, {@code write_through_selective}, {@code write_back}, as SGLang's
  * {@code hicache_write_policy}), {@link OwnerLanes} ({@code round-robin}, {@code contiguous},
- * {@code zigzag}) and {@link EvictionPolicy} ({@code lru}, {@code lfu}, ..., SGLang's strategy names). Parsing
+ * {@code zigzag}) and {@link EvictionPolicy} ({@code lru}, {@code lfu}, ..., SGLang's strategy names), and of the
+ * storage tier's {@link StorageWritePolicy} and {@link PrefetchPolicy} (SGLang's spellings too). Parsing
  * ignores case and takes {@code -} and {@code _} alike ({@code write-back}, {@code previous_batch}), since the other
  * options of the command line are spelled with hyphens. Stateless; thread-safe.
  */
@@ -90,6 +93,26 @@ public final class CoreNames {
             valid.append(valid.isEmpty() ? "" : ", ").append(spelling.apply(e));
         }
         throw new IllegalArgumentException("unknown " + what + " '" + name + "'; valid values: " + valid);
+    }
+
+    /**
+     * The storage tier's write policy spelled {@code name} (case-insensitive): {@code write_through},
+     * {@code write_through_selective} or {@code write_back}.
+     *
+     * @throws IllegalArgumentException unknown name; the message lists the valid spellings
+     */
+    public static StorageWritePolicy storageWritePolicy(String name) {
+        return byName(StorageWritePolicy.values(), StorageWritePolicy::cliName, "storage write policy", name);
+    }
+
+    /**
+     * The storage tier's prefetch stop policy spelled {@code name} (case-insensitive): {@code timeout},
+     * {@code wait_complete} or {@code best_effort}.
+     *
+     * @throws IllegalArgumentException unknown name; the message lists the valid spellings
+     */
+    public static PrefetchPolicy prefetchPolicy(String name) {
+        return byName(PrefetchPolicy.values(), PrefetchPolicy::cliName, "prefetch policy", name);
     }
 
     /** Case and the choice of {@code -} or {@code _} between words do not matter: {@code write-back} = {@code write_back}. */

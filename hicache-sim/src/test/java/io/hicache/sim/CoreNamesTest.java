@@ -4,6 +4,8 @@ import io.hicache.core.LoadOverlap;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.radix.EvictionPolicy;
+import io.hicache.storage.PrefetchPolicy;
+import io.hicache.storage.StorageWritePolicy;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -20,6 +22,10 @@ class CoreNamesTest {
         assertThat(CoreNames.loadOverlap("previous_batch")).isEqualTo(LoadOverlap.PREVIOUS_BATCH);
         assertThat(CoreNames.lanes("round_robin")).isEqualTo(OwnerLanes.ROUND_ROBIN);
         assertThat(CoreNames.eviction("LRU")).isEqualTo(EvictionPolicy.LRU);
+        // the storage tier's options too (before, only SGLang's underscored spelling was taken there)
+        assertThat(CoreNames.storageWritePolicy("write-back")).isEqualTo(StorageWritePolicy.WRITE_BACK);
+        assertThat(CoreNames.storageWritePolicy("write_through")).isEqualTo(StorageWritePolicy.WRITE_THROUGH);
+        assertThat(CoreNames.prefetchPolicy("Wait-Complete")).isEqualTo(PrefetchPolicy.WAIT_COMPLETE);
     }
 
     @Test
@@ -32,6 +38,12 @@ class CoreNamesTest {
         }
         for (OwnerLanes l : OwnerLanes.values()) {
             assertThat(CoreNames.lanes(CoreNames.of(l))).isEqualTo(l);
+        }
+        for (StorageWritePolicy p : StorageWritePolicy.values()) {
+            assertThat(CoreNames.storageWritePolicy(p.cliName())).isEqualTo(p);
+        }
+        for (PrefetchPolicy p : PrefetchPolicy.values()) {
+            assertThat(CoreNames.prefetchPolicy(p.cliName())).isEqualTo(p);
         }
     }
 

@@ -213,7 +213,7 @@ public final class Main implements Callable<Integer> {
         List<String> hostCapacity;
 
         @Option(names = "--write-policy", paramLabel = "POLICY",
-                description = "write_through (default), write_through_selective, write_back.")
+                description = "write_through (default), write_through_selective, write_back (or with hyphens).")
         WritePolicy writePolicy;
 
         @Option(names = "--backup-mode", paramLabel = "MODE", description = "layered (default), all-layers, none.")
@@ -265,7 +265,7 @@ public final class Main implements Callable<Integer> {
         Double storageLatencyUs;
 
         @Option(names = "--storage-write-policy", paramLabel = "POLICY",
-                description = "L2 -> L3 writes: write_through (default), write_through_selective, write_back.")
+                description = "L2 -> L3 writes: write_through (default), write_through_selective, write_back (or with hyphens).")
         String storageWritePolicy;
 
         @Option(names = "--prefetch-policy", paramLabel = "POLICY",

@@ -34,13 +34,48 @@ class KvEventsCliTest {
 
     @Test
     void aLateSubscriberReplaysTheWholeRunContiguously() throws Exception {
+        Collected c = publishAndCollect("--limit", "40", "--device-capacity-tokens", "60000",
+                "--host-capacity-tokens", "120000");
+        JsonNode j = c.json;
+        assertThat(j.get("batches").asLong()).isEqualTo(c.batches);
+        assertThat(j.get("last_sequence").asLong()).isEqualTo(c.batches - 1);
+        assertThat(j.get("contiguous").asBoolean()).isTrue();
+        assertThat(j.get("parents_ok").asBoolean()).isTrue();
+        assertThat(j.get("removed_unknown").asLong()).isZero();
+        assertThat(j.get("stored").get("GPU").asLong()).isPositive();
+        assertThat(j.get("stored").get("CPU").asLong()).isPositive();
+        assertThat(j.get("removed").get("GPU").asLong()).isPositive();
+    }
+
+    /**
+     * A CP group writing back to L3: each rank writes its own lanes, and the stream announces every page the group
+     * stored, chained to its parent (before, only the speaker's lanes: most L3 blocks were orphans).
+     */
+    @Test
+    void aCpGroupsWriteBackIsAnnouncedWholeOnL3() throws Exception {
+        Collected c = publishAndCollect("--limit", "80", "--cp", "2", "--device-capacity-tokens", "20000",
+                "--host-capacity-tokens", "40000", "--storage-capacity-tokens", "1M",
+                "--storage-write-policy", "write-back");
+        JsonNode j = c.json;
+        assertThat(j.get("contiguous").asBoolean()).isTrue();
+        assertThat(j.get("stored").get("DISK").asLong()).isPositive();
+        assertThat(j.get("orphans").asLong()).isZero();
+        assertThat(j.get("parents_ok").asBoolean()).isTrue();
+    }
+
+    private record Collected(long batches, JsonNode json) {
+    }
+
+    /** Runs {@code replay} with {@code args} publishing with a replay endpoint, and collects it with {@code kv-events}. */
+    private Collected publishAndCollect(String... args) throws Exception {
         ByteArrayOutputStream pubOut = new ByteArrayOutputStream();
         ByteArrayOutputStream pubErr = new ByteArrayOutputStream();
-        CompletableFuture<Integer> replay = CompletableFuture.supplyAsync(() -> run(work, pubOut, pubErr,
-                "replay", "--limit", "40", "--device-capacity-tokens", "60000", "--host-capacity-tokens", "120000",
-                "--kv-events", "tcp://127.0.0.1:*", "--kv-events-replay", "tcp://127.0.0.1:*",
-                "--kv-events-linger", "15"));
-        Matcher m = PUBLISHED.matcher("");
+        String[] replayArgs = java.util.stream.Stream.concat(java.util.stream.Stream.of("replay"),
+                java.util.stream.Stream.concat(java.util.Arrays.stream(args), java.util.stream.Stream.of(
+                        "--kv-events", "tcp://127.0.0.1:*", "--kv-events-replay", "tcp://127.0.0.1:*",
+                        "--kv-events-linger", "15"))).toArray(String[]::new);
+        CompletableFuture<Integer> replay = CompletableFuture.supplyAsync(() -> run(work, pubOut, pubErr, replayArgs));
+        Matcher m;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(240);
         while (!(m = PUBLISHED.matcher(pubErr.toString(StandardCharsets.UTF_8))).find()) {
             assertThat(replay).as(pubErr.toString(StandardCharsets.UTF_8)).isNotDone();
@@ -56,16 +91,7 @@ class KvEventsCliTest {
                 "--idle-s", "0.5", "--json", "e.json");
         assertThat(rc).as(err.toString(StandardCharsets.UTF_8)).isZero();
         assertThat(replay.get(60, TimeUnit.SECONDS)).as(pubErr.toString(StandardCharsets.UTF_8)).isZero();
-
-        JsonNode j = new ObjectMapper().readTree(work.resolve("e.json").toFile());
-        assertThat(j.get("batches").asLong()).isEqualTo(batches);
-        assertThat(j.get("last_sequence").asLong()).isEqualTo(batches - 1);
-        assertThat(j.get("contiguous").asBoolean()).isTrue();
-        assertThat(j.get("parents_ok").asBoolean()).isTrue();
-        assertThat(j.get("removed_unknown").asLong()).isZero();
-        assertThat(j.get("stored").get("GPU").asLong()).isPositive();
-        assertThat(j.get("stored").get("CPU").asLong()).isPositive();
-        assertThat(j.get("removed").get("GPU").asLong()).isPositive();
+        return new Collected(batches, new ObjectMapper().readTree(work.resolve("e.json").toFile()));
     }
 
     /** The summary line without its wall-clock column. */

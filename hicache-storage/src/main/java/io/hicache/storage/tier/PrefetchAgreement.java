@@ -5,11 +5,12 @@ import io.hicache.core.cp.RankAgreement;
 /**
  * The CP group's agreement on the storage tier's rank-local progress, in rounds run by {@link StorageTier#poll} while
  * anything awaits it (again in the same poll while a result moved something): each rank contributes how many leading
- * positions of the head prefetch landed whole on it ({@link #NOT_LANDED} while its I/O runs) and how many
- * host-protected node writes, in the order they were started, are done on it. The round's result is the group minimum
- * of each: the head prefetch ends (publishing the agreed prefix) once it landed on every rank, and the node writes
- * done on every rank lose their host protection. Without a group (no agreement) the local values are the result at
- * once.
+ * positions of the head prefetch landed whole on it ({@link #NOT_LANDED} while its I/O runs) and its tracked writes'
+ * progress ({@code TierWriter.agreementValue()}: how many, in the order they were started, are done on it, and the
+ * first of those that failed). The round's result is the group minimum of each: the head prefetch ends (publishing the
+ * agreed prefix) once it landed on every rank, and the writes done on every rank lose their host protection (and, when
+ * every rank stored all of one, it is announced as stored in L3). Without a group (no agreement) the local values are
+ * the result at once.
  *
  * <p>Why agree on writes: a write's host protection keeps its node from host eviction, and host eviction must pick
  * the same nodes on every rank (the trees, the host budget and every later prefetch decision depend on it), while
@@ -39,7 +40,8 @@ final class PrefetchAgreement {
     private long round;
     private boolean roundOpen;
     private long positions;
-    private long writesDone;
+    private long writes;
+    private boolean byGroup;
 
     /** @param agreement the group's storage-tier channel, or null for a rank alone */
     PrefetchAgreement(RankAgreement agreement, int rank) {
@@ -49,19 +51,20 @@ final class PrefetchAgreement {
 
     /**
      * Contributes this rank's values if no round is open, and returns true when a round's result arrived (then read
-     * {@link #positions()} and {@link #writesDone()}); false while other ranks have not contributed yet.
+     * {@link #positions()} and {@link #writes()}); false while other ranks have not contributed yet.
      *
      * @param headPositions leading positions of the head prefetch landed whole here (>= 0), or {@link #NOT_LANDED}
-     * @param localWritesDone node writes done here, counted in the order they were started, since the tier began
+     * @param localWrites   this rank's {@code TierWriter.agreementValue()} (monotonic: a minimum of it is meaningful)
      */
-    boolean poll(long headPositions, long localWritesDone) {
+    boolean poll(long headPositions, long localWrites) {
         if (agreement == null) {
             positions = headPositions;
-            writesDone = localWritesDone;
+            writes = localWrites;
+            byGroup = false;
             return true;
         }
         if (!roundOpen) {
-            agreement.contribute(rank, round, headPositions, localWritesDone);
+            agreement.contribute(rank, round, headPositions, localWrites);
             roundOpen = true;
         }
         if (!agreement.tryResult(rank, round, agreed)) {
@@ -71,11 +74,13 @@ final class PrefetchAgreement {
         round++;
         if (agreed.degraded()) { // nothing is agreed any more
             positions = headPositions < 0 ? NOT_LANDED : 0;
-            writesDone = localWritesDone;
+            writes = localWrites;
+            byGroup = false;
         } else {
             // the agreement's two group minima carry this channel's two values, in the order contributed
             positions = agreed.minCompletedPrefix();
-            writesDone = agreed.minFirstFailedSeq();
+            writes = agreed.minFirstFailedSeq();
+            byGroup = true;
         }
         return true;
     }
@@ -85,8 +90,13 @@ final class PrefetchAgreement {
         return positions;
     }
 
-    /** The last result's count of node writes done on every rank. */
-    long writesDone() {
-        return writesDone;
+    /** The last result's group minimum of the ranks' write progress (see {@code TierWriter.agreementValue()}). */
+    long writes() {
+        return writes;
+    }
+
+    /** True when the last result is a group's (false: a rank alone's, or a degraded round's local values). */
+    boolean byGroup() {
+        return byGroup;
     }
 }

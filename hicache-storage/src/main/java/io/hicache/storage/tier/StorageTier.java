@@ -104,7 +104,7 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         PageHasher hasher = new PageHasher(controller.tree(), namespace);
         HostViews views = new HostViews(controller);
         KnownKeys known = new KnownKeys();
-        this.writer = new TierWriter(controller, store, config, metrics, hasher, views, known);
+        this.writer = new TierWriter(controller, store, config, metrics, hasher, views, known, cpSize > 1);
         this.prefetcher = new TierPrefetcher(controller, store, config, metrics, hasher, views, known, cpSize,
                 clockNs);
         this.agreement = new PrefetchAgreement(agreement, controller.rank());
@@ -207,9 +207,10 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         int work = writer.poll() + prefetcher.poll();
         // rounds while anything awaits the group and the last one moved something: what is pending and what a
         // result moves are agreed state, so every rank opens the same rounds
-        while ((prefetcher.size() > 0 || writer.protectedCount() > 0)
-                && agreement.poll(prefetcher.headPositions(), writer.doneInOrder())) {
-            int moved = prefetcher.agreed(agreement.positions()) + writer.agreed(agreement.writesDone());
+        while ((prefetcher.size() > 0 || writer.trackedCount() > 0)
+                && agreement.poll(prefetcher.headPositions(), writer.agreementValue())) {
+            int moved = prefetcher.agreed(agreement.positions())
+                    + writer.agreed(agreement.writes(), agreement.byGroup());
             if (moved == 0) {
                 break;
             }

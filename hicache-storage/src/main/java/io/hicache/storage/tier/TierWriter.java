@@ -30,8 +30,13 @@ import java.util.List;
  * <p><b>Protection in a CP group.</b> Host eviction must pick the same nodes on every rank, so a node's protection is
  * agreed state: taken when its write starts (on every rank, at the same point, even where this lane has nothing of
  * it to put) and dropped, in the order taken, once the group agrees that every rank finished it
- * ({@link PrefetchAgreement}, run by the tier; see {@link #doneInOrder} and {@link #agreed}), never when this rank's
- * store answered.
+ * ({@link PrefetchAgreement}, run by the tier; see {@link #agreementValue} and {@link #agreed}), never when this
+ * rank's store answered. A write-back is tracked the same way (it protects nothing: its pages are staged copies).
+ *
+ * <p><b>KV events.</b> A rank alone tells the cache's observer of each run of pages as soon as its store batch
+ * committed them. In a CP group each rank writes only its own lanes, so no rank's store answers name a whole page
+ * run: the observer (the speaker rank's) is told of a write's whole page range once the group agreed that every rank
+ * finished it with every page stored or found; a write that failed anywhere is not announced.
  *
  * <p><b>Draft KV.</b> In a cache with draft/MTP layers a page whose host copy carries its draft KV is written as two
  * objects: its draft part under its draft key ({@link PageHasher#draftKey}), then its target part under its key, and
@@ -53,14 +58,16 @@ final class TierWriter {
     private final int maxBatch;
     private final ArrayList<Write> writes = new ArrayList<>();
     private final ArrayList<RadixNode> committed = new ArrayList<>();
-    /** Protected nodes in the order their writes started, until the group agrees every rank finished them. */
-    private final ArrayDeque<NodeWrite> protectedWrites = new ArrayDeque<>();
+    /** Node writes and write-backs in the order they started, until the group agrees every rank finished them. */
+    private final ArrayDeque<Tracked> tracked = new ArrayDeque<>();
+    /** In a CP group: L3 commits are announced when the group agreed on them, not as this rank's store answers. */
+    private final boolean group;
     private long releasedWrites;
     private int stagedPages;
     private boolean closing;
 
     TierWriter(HostTierPort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
-               PageHasher hasher, HostViews views, KnownKeys known) {
+               PageHasher hasher, HostViews views, KnownKeys known, boolean group) {
         this.ctl = ctl;
         this.tree = ctl.tree();
         this.store = store;
@@ -70,6 +77,7 @@ final class TierWriter {
         this.views = views;
         this.known = known;
         this.maxBatch = Math.max(1, store.maxBatchPages());
+        this.group = group;
     }
 
     /** Write batches not yet done. */
@@ -77,34 +85,52 @@ final class TierWriter {
         return writes.size();
     }
 
-    /** Node writes whose protection awaits the group's agreement (agreed state: the same on every rank). */
-    int protectedCount() {
-        return protectedWrites.size();
-    }
-
-    /** Node writes done on this rank, counted in the order they started (released ones plus the done head run). */
-    long doneInOrder() {
-        long done = releasedWrites;
-        for (NodeWrite t : protectedWrites) {
-            if (t.batches > 0) {
-                break;
-            }
-            done++;
-        }
-        return done;
+    /** Writes awaiting the group's agreement (agreed state: the same on every rank). */
+    int trackedCount() {
+        return tracked.size();
     }
 
     /**
-     * The group agreed that the first {@code writesDone} node writes are done on every rank: drops their protection.
+     * This rank's contribution to the group minimum that releases tracked writes, counted in the order they started:
+     * {@code 2d} when the first {@code d} are done here and none of them failed, {@code 2f + 1} when the {@code f}-th
+     * is the first failed one among those done. The group minimum {@code m} then says: writes before {@code m / 2}
+     * are done on every rank with every page stored, and when {@code m} is odd the write at {@code m / 2} is done on
+     * every rank and failed on some.
+     */
+    long agreementValue() {
+        long index = releasedWrites;
+        for (Tracked t : tracked) {
+            if (t.batches > 0) {
+                break;
+            }
+            if (t.failed) {
+                return 2 * index + 1;
+            }
+            index++;
+        }
+        return 2 * index;
+    }
+
+    /**
+     * The group agreed on {@code value} (the minimum of {@link #agreementValue()}): drops the protection of the
+     * writes it releases and, when {@code announce} (a group's result, not a degraded or a lone rank's), tells the
+     * cache's observer of the whole page range of each that every rank stored.
      *
      * @return work done
      */
-    int agreed(long writesDone) {
+    int agreed(long value, boolean announce) {
+        long ok = value >>> 1;
+        long end = ok + (value & 1);
         int work = 0;
-        while (releasedWrites < writesDone && !protectedWrites.isEmpty()) {
-            NodeWrite t = protectedWrites.pollFirst();
+        while (releasedWrites < end && !tracked.isEmpty()) {
+            Tracked t = tracked.pollFirst();
+            if (t.node != null) {
+                tree.releaseHost(t.node);
+            }
+            if (announce && releasedWrites < ok) {
+                announce(t);
+            }
             releasedWrites++;
-            tree.releaseHost(t.node);
             work++;
         }
         return work;
@@ -112,13 +138,29 @@ final class TierWriter {
 
     /** Shutdown, after {@link #drain} found every write done: drops every protection. */
     void close(boolean live) {
-        for (NodeWrite t : protectedWrites) {
-            if (live) {
+        for (Tracked t : tracked) {
+            if (live && t.node != null) {
                 tree.releaseHost(t.node);
             }
         }
-        releasedWrites += protectedWrites.size();
-        protectedWrites.clear();
+        releasedWrites += tracked.size();
+        tracked.clear();
+    }
+
+    /** Tells the observer of {@code t}'s whole page range (a group write every rank committed). */
+    private void announce(Tracked t) {
+        io.hicache.radix.spi.TierObserver o = observer();
+        if (o == null || t.pages == 0) {
+            return;
+        }
+        if (t.node == null) {
+            if (t.sequence != null) {
+                o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, true, t.sequence, 0, t.startPage,
+                        t.pages);
+            }
+        } else if (t.node.isAttached()) {
+            storedRun(o, t.node, startPage(t.node), t.startPage, t.startPage + t.pages);
+        }
     }
 
     /** A backup committed: its nodes are considered at the next {@link #poll()}. */
@@ -126,11 +168,20 @@ final class TierWriter {
         ctl.committedNodes(handle, committed);
     }
 
-    /** Write-back: {@code node}'s host pages are about to be freed; copies and writes the owned ones. */
+    /**
+     * Write-back: {@code node}'s host pages are about to be freed; copies and writes the owned ones. Tracked on every
+     * rank of a group (host eviction is agreed), even one with nothing of it to write or no room to stage it.
+     */
     void onHostEvicting(RadixNode node, HostTierPort.HostCopy pages) {
-        if (cfg.writePolicy() != StorageWritePolicy.WRITE_BACK || !node.hasPageHashes()) {
+        if (cfg.writePolicy() != StorageWritePolicy.WRITE_BACK) {
             return;
         }
+        hasher.ensureHashes(node);
+        int startPage = startPage(node);
+        Tracked t = new Tracked(null, startPage, pages.pageCount());
+        // the node may be gone when the write commits: its KV events name the pages by their sequence
+        t.sequence = observer() == null ? null : sequenceTokens(node, startPage);
+        tracked.add(t);
         int[] offsets = new int[pages.pageCount()];
         List<PageKey> keys = ownedKeys(node, pages, null, null, offsets);
         int n = keys.size();
@@ -139,15 +190,13 @@ final class TierWriter {
         }
         if (stagedPages + n > cfg.writeBackStagingPages()) {
             metrics.add(StorageMetric.WRITE_BACK_DROPPED_PAGES, n);
+            t.failed = true;
             return;
         }
         boolean draft = views.hasDraft() && pages.hasDraft();
         long pageBytes = views.pageBytes();
         long draftBytes = draft ? views.draftPageBytes() : 0;
         long stride = pageBytes + draftBytes;
-        int startPage = startPage(node);
-        // the node may be gone when the write commits: its KV events name the pages by their sequence
-        int[] sequence = observer() == null ? null : sequenceTokens(node, startPage);
         stagedPages += n;
         // the host pages are freed when this returns: copy them out now, a store batch at a time
         for (int from = 0; from < n; from += maxBatch) {
@@ -168,10 +217,9 @@ final class TierWriter {
                 }
             }
             List<PageKey> batch = new ArrayList<>(keys.subList(from, to));
-            Write w = new Write(null, batch, staged, draft ? draftKeys(batch) : null, stagedDraft, arena,
-                    java.util.Arrays.copyOfRange(offsets, from, to), startPage);
-            w.sequence = sequence;
-            start(w);
+            t.batches++;
+            start(new Write(t, batch, staged, draft ? draftKeys(batch) : null, stagedDraft, arena,
+                    java.util.Arrays.copyOfRange(offsets, from, to), startPage));
         }
     }
 
@@ -243,14 +291,14 @@ final class TierWriter {
         int[] offsets = new int[hp.pageCount()];
         List<PageKey> keys = ownedKeys(n, hp, pages, draftPages, offsets);
         // protected on every rank, even with nothing to put here: see the class comment
-        NodeWrite t = new NodeWrite(n);
+        int startPage = startPage(n);
+        Tracked t = new Tracked(n, startPage, hp.pageCount());
         tree.protectHost(n);
-        protectedWrites.add(t);
+        tracked.add(t);
         if (keys.isEmpty()) {
             return;
         }
         List<PageKey> draftKeys = draft ? draftKeys(keys) : null;
-        int startPage = startPage(n);
         for (int from = 0; from < keys.size(); from += maxBatch) {
             int to = Math.min(keys.size(), from + maxBatch);
             t.batches++;
@@ -346,12 +394,15 @@ final class TierWriter {
 
     /**
      * The pages of {@code w} at key indices {@code idx[0, n)} (ascending) are committed in the store (their commit
-     * markers written, or found there): tells the cache's observer, one call per run of consecutive pages, so a
-     * node written in several batches, or only at one CP rank's positions, is announced page by page.
+     * markers written, or found there): counts them and, on a rank alone, tells the cache's observer, one call per
+     * run of consecutive pages, so a node written in several batches is announced batch by batch (in a group, see
+     * {@link #agreed}).
      */
     private void l3Stored(Write w, int[] idx, int n) {
-        io.hicache.radix.spi.TierObserver o = observer();
-        if (o == null || n == 0 || (w.node == null ? w.sequence == null : !w.node.isAttached())) {
+        w.stored += n;
+        io.hicache.radix.spi.TierObserver o = group ? null : observer();
+        int[] sequence = w.tracked.sequence;
+        if (o == null || n == 0 || (w.node == null ? sequence == null : !w.node.isAttached())) {
             return;
         }
         for (int j = 0; j < n; ) {
@@ -363,7 +414,7 @@ final class TierWriter {
                 j++;
             }
             if (w.node == null) {
-                o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, true, w.sequence, 0, first,
+                o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, true, sequence, 0, first,
                         end - first);
             } else {
                 storedRun(o, w.node, startPage(w.node), first, end);
@@ -492,8 +543,9 @@ final class TierWriter {
     }
 
     private void finish(Write w) {
-        if (w.nodeWrite != null && !w.released) {
-            w.nodeWrite.batches--; // the protection is dropped when the group agrees (see agreed)
+        if (!w.released) {
+            w.tracked.batches--; // a protection is dropped when the group agrees (see agreed)
+            w.tracked.failed |= w.stored < w.keys.size();
         }
         w.released = true;
         if (w.staging != null) {
@@ -507,9 +559,9 @@ final class TierWriter {
      * then the target put of those whose draft part is stored). Scheduler thread.
      */
     private static final class Write {
-        /** The protected node write this batch belongs to; null for write-back (staged copies). */
-        final NodeWrite nodeWrite;
-        /** The node written ({@code nodeWrite}'s), or null for write-back. */
+        /** The node write or write-back this batch belongs to. */
+        final Tracked tracked;
+        /** The node written ({@code tracked}'s), or null for write-back (staged copies). */
         final RadixNode node;
         final List<PageKey> keys;
         final List<HostPage> pages;
@@ -520,8 +572,6 @@ final class TierWriter {
         final int[] offsets;
         /** The sequence position of the node's first page when the write started. */
         final int startPage;
-        /** Write-back with an observer: the tokens from the root to the node's end, for its KV events. */
-        int[] sequence;
         /** The index in {@link #keys} of each key of {@link #putKeys}. */
         int[] putIndex;
         StoreOp<Integer> exists;
@@ -531,14 +581,16 @@ final class TierWriter {
         List<PageKey> putKeys;
         int offset;
         int failedDrafts;
+        /** Pages committed in the store: put, or found by the existence check. */
+        int stored;
         long ioStartNs;
         boolean released;
 
         /** @param draftKeys the draft keys aligned with {@code keys}, or null to write the target KV only */
-        Write(NodeWrite nodeWrite, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
+        Write(Tracked tracked, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
               List<HostPage> draftPages, Arena staging, int[] offsets, int startPage) {
-            this.nodeWrite = nodeWrite;
-            this.node = nodeWrite == null ? null : nodeWrite.node;
+            this.tracked = tracked;
+            this.node = tracked.node;
             this.keys = keys;
             this.pages = pages;
             this.draftKeys = draftKeys;
@@ -549,13 +601,25 @@ final class TierWriter {
         }
     }
 
-    /** One node's write: its protection and the batches of it still running on this rank. Scheduler thread. */
-    private static final class NodeWrite {
+    /**
+     * One node's write (its protection) or write-back: its page range, the batches of it still running on this rank
+     * and whether one of them left a page unstored. Scheduler thread.
+     */
+    private static final class Tracked {
+        /** The protected node, or null for a write-back. */
         final RadixNode node;
+        /** The sequence position of the node's first page and its page count when the write started. */
+        final int startPage;
+        final int pages;
+        /** Write-back with an observer: the tokens from the root to the node's end, for its KV events. */
+        int[] sequence;
         int batches;
+        boolean failed;
 
-        NodeWrite(RadixNode node) {
+        Tracked(RadixNode node, int startPage, int pages) {
             this.node = node;
+            this.startPage = startPage;
+            this.pages = pages;
         }
     }
 }

@@ -143,15 +143,111 @@ class StorageTierEventsTest {
         }
     }
 
+    /**
+     * In a CP group each rank writes only its own lanes (round-robin: rank 0 the even positions), yet the speaker
+     * announces the node's every page, once the group agreed that every rank stored its share (before, only the
+     * speaker's own positions: a chain with a hole at every other page).
+     */
     @Test
-    void aCpRankAnnouncesThePositionsItWrites() {
+    void aCpGroupAnnouncesTheWholeNodeOnceEveryRankStoredItsLanes() {
         FaultyPageStore store = new FaultyPageStore(3);
         try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
             Recorder r = new Recorder();
-            a.ctl[0].tierObserver(r); // round-robin lanes: rank 0 owns the even positions
+            a.ctl[0].tierObserver(r);
             a.compute(TierRig.tokens(40, 6 * PAGE), 5);
-            assertThat(r.seen).containsExactly("inserted 6", "stored " + TierObserver.HOST + " 6", "l3 0+1",
-                    "l3 2+1", "l3 4+1");
+            assertThat(store.inner.pageCount()).as("each rank put its three pages").isEqualTo(6);
+            assertThat(r.seen).containsExactly("inserted 6", "stored " + TierObserver.HOST + " 6", "l3 0+6");
+        }
+    }
+
+    /** A CP group's write-back is announced whole too, by sequence, once every rank stored its lanes. */
+    @Test
+    void aCpGroupAnnouncesAWholeWriteBack() {
+        FaultyPageStore store = new FaultyPageStore(4);
+        StorageTierConfig cfg = CFG.withWritePolicy(io.hicache.storage.StorageWritePolicy.WRITE_BACK);
+        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, cfg, "")) {
+            Recorder r = new Recorder();
+            a.ctl[0].tierObserver(r);
+            a.compute(TierRig.tokens(50, 5 * PAGE), 9);
+            a.evictAll();
+            a.drain();
+            assertThat(store.inner.pageCount()).isEqualTo(5);
+            assertThat(r.seen).endsWith("removing " + TierObserver.HOST + " 5", "l3 sequence stored 0+5");
+            assertThat(r.seen).filteredOn(e -> e.startsWith("l3")).hasSize(1);
+        }
+    }
+
+    /**
+     * A write whose put failed on one rank is not announced at all, though the other rank's pages were stored: the
+     * group cannot read that prefix back whole. Its host protection is still dropped once every rank finished.
+     */
+    @Test
+    void aCpWriteThatFailedOnOneRankIsNotAnnounced() {
+        FaultyPageStore store = new FaultyPageStore(3);
+        try (TierRig a = new TierRig(2, PAGE, 64, 64, new FailingPut(store, 2), CFG, "")) {
+            Recorder r = new Recorder();
+            a.ctl[0].tierObserver(r);
+            a.compute(TierRig.tokens(40, 6 * PAGE), 5);
+            assertThat(store.inner.pageCount()).as("one rank's puts landed, the other's failed").isEqualTo(3);
+            assertThat(r.seen).containsExactly("inserted 6", "stored " + TierObserver.HOST + " 6");
+            a.evictAll();
+            for (int rank = 0; rank < 2; rank++) {
+                assertThat(a.ctl[rank].tree().hostPagesCommitted()).as("rank %d: protection dropped, evicted", rank)
+                        .isZero();
+            }
+        }
+    }
+
+    /** A store whose {@code failing}-th put call (1-based) fails every page of it. */
+    private static final class FailingPut implements io.hicache.storage.PageStore {
+        final io.hicache.storage.PageStore inner;
+        final int failing;
+        int puts;
+
+        FailingPut(io.hicache.storage.PageStore inner, int failing) {
+            this.inner = inner;
+            this.failing = failing;
+        }
+
+        @Override
+        public int maxBatchPages() {
+            return inner.maxBatchPages();
+        }
+
+        @Override
+        public io.hicache.storage.StoreOp<Integer> existsPrefix(List<io.hicache.storage.PageKey> keys) {
+            return inner.existsPrefix(keys);
+        }
+
+        @Override
+        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> put(List<io.hicache.storage.PageKey> keys,
+                List<io.hicache.storage.HostPage> pages) {
+            if (++puts == failing) {
+                return io.hicache.storage.StoreOp.completed(io.hicache.storage.StoreResult.all(keys.size(),
+                        io.hicache.storage.StoreStatus.FAILED));
+            }
+            return inner.put(keys, pages);
+        }
+
+        @Override
+        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> get(List<io.hicache.storage.PageKey> keys,
+                List<io.hicache.storage.HostPage> pages) {
+            return inner.get(keys, pages);
+        }
+
+        @Override
+        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> remove(List<io.hicache.storage.PageKey> keys) {
+            return inner.remove(keys);
+        }
+
+        @Override
+        public io.hicache.storage.StoreStats stats() {
+            return inner.stats();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
         }
     }
 
