@@ -1039,10 +1039,11 @@ public final class RadixTree {
                     observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, n);
                 }
                 hostPagesCommitted -= count;
+                // before the removal: a listener may read the node's path (a write-back names its pages by it)
+                listener.onHostEvicted(n, value);
                 removeNode(n);
                 refresh(parent);
                 evicted += count;
-                listener.onHostEvicted(n, value);
             }
         } finally {
             hostQueue.endScan();

@@ -10,7 +10,8 @@ import io.hicache.radix.RadixNode;
 @FunctionalInterface
 public interface HostTierObserver {
     /**
-     * @param node  the host-only node being evicted (already detached from the tree)
+     * @param node  the host-only node being evicted, still attached (its path from the root can be read); the tree
+     *              removes it when this returns
      * @param pages its committed host value on this rank
      */
     void onHostEvicting(RadixNode node, HostPages pages);

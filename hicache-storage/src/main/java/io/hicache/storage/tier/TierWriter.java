@@ -60,6 +60,8 @@ final class TierWriter {
     private final ArrayList<RadixNode> committed = new ArrayList<>();
     /** Node writes and write-backs in the order they started, until the group agrees every rank finished them. */
     private final ArrayDeque<Tracked> tracked = new ArrayDeque<>();
+    /** Scratch: the writes one agreement round announces. */
+    private final ArrayList<Tracked> toAnnounce = new ArrayList<>();
     /** In a CP group: L3 commits are announced when the group agreed on them, not as this rank's store answers. */
     private final boolean group;
     private long releasedWrites;
@@ -128,11 +130,17 @@ final class TierWriter {
                 tree.releaseHost(t.node);
             }
             if (announce && releasedWrites < ok) {
-                announce(t);
+                toAnnounce.add(t);
             }
             releasedWrites++;
             work++;
         }
+        // the latest first: a write-back's parent node is evicted (and written) after it, so this announces a
+        // parent before its child where both are agreed in one round
+        for (int i = toAnnounce.size() - 1; i >= 0; i--) {
+            announce(toAnnounce.get(i));
+        }
+        toAnnounce.clear();
         return work;
     }
 

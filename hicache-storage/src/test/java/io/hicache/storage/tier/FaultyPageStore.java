@@ -33,6 +33,8 @@ final class FaultyPageStore implements PageStore {
     boolean unavailable;
     long tornWrites;
     long lostMarkers;
+    /** Keys whose put answered OK with the marker lost: taken for stored by the writer, never readable. */
+    final java.util.Set<PageKey> lostKeys = new java.util.HashSet<>();
     private final List<Held> held = new ArrayList<>();
 
     private record Held(Runnable complete, int[] ticksLeft) {
@@ -71,6 +73,7 @@ final class FaultyPageStore implements PageStore {
                 out[i] = StoreStatus.FAILED;
             } else if (x < failPut + tornPut + lostMarker) {
                 lostMarkers++; // object written, marker lost: readers see a miss
+                lostKeys.add(keys.get(i));
                 out[i] = StoreStatus.OK;
             } else {
                 out[i] = inner.put(List.of(keys.get(i)), List.of(pages.get(i))).result().status(0);
@@ -152,6 +155,11 @@ final class FaultyPageStore implements PageStore {
     public void close() {
         releaseAll();
         inner.close();
+    }
+
+    /** Test helper: true when {@code key} is committed (readable), or its put answered OK with the marker lost. */
+    boolean answeredStored(PageKey key) {
+        return lostKeys.contains(key) || inner.existsPrefix(List.of(key)).result() == 1;
     }
 
     /** Test helper: the committed bytes of {@code key}, or null. */

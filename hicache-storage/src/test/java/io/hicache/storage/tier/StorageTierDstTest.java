@@ -1,6 +1,7 @@
 package io.hicache.storage.tier;
 
 import io.hicache.radix.RadixNode;
+import io.hicache.radix.spi.TierObserver;
 import io.hicache.storage.StorageTierConfig;
 import io.hicache.storage.StorageWritePolicy;
 import org.junit.jupiter.api.Test;
@@ -87,6 +88,7 @@ class StorageTierDstTest {
         for (int life = 0; life < 2; life++) {
             try (TierRig rig = new TierRig(cp, pageSize, 128, 24 + rnd.nextInt(40), store, cfg, "",
                     draftLayers)) {
+                rig.ctl[0].tierObserver(new L3Announcements(rig, store));
                 started.clear();
                 for (int step = 0; step < 40; step++) {
                     int op = rnd.nextInt(10);
@@ -146,6 +148,64 @@ class StorageTierDstTest {
                 }
                 rig.checkNoLeak();
                 store.slow = rnd.nextDouble() * 0.5;
+            }
+        }
+    }
+
+    /**
+     * The speaker's KV-event port, checking each L3 store it is told of: every announced page is stored (its put
+     * answered OK, or it is readable) under the key of the rank whose lane owns it, in a group as on a rank alone.
+     */
+    private static final class L3Announcements implements TierObserver {
+        private final TierRig rig;
+        private final FaultyPageStore store;
+
+        L3Announcements(TierRig rig, FaultyPageStore store) {
+            this.rig = rig;
+            this.store = store;
+        }
+
+        @Override
+        public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
+        }
+
+        @Override
+        public void onStored(int tier, RadixNode node) {
+        }
+
+        @Override
+        public void onRemoving(int tier, RadixNode node) {
+        }
+
+        @Override
+        public void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
+            if (tier != STORAGE) {
+                return;
+            }
+            int start = 0;
+            for (RadixNode x = node.parent(); !x.isRoot(); x = x.parent()) {
+                start += x.pageCount();
+            }
+            int[] tokens = new int[(start + node.pageCount()) * rig.pageSize];
+            int end = tokens.length;
+            for (RadixNode x = node; !x.isRoot(); x = x.parent()) {
+                end -= x.tokenCount();
+                x.copyTokens(tokens, end);
+            }
+            check(tokens, 0, start + firstPage, pages);
+        }
+
+        @Override
+        public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
+            if (tier == STORAGE && stored) {
+                check(tokens, from, firstPage, pages);
+            }
+        }
+
+        private void check(int[] tokens, int from, int first, int pages) {
+            for (int p = first; p < first + pages; p++) {
+                assertThat(store.answeredStored(rig.ownerKey(tokens, from, p)))
+                        .as("announced L3 page %d (of %d+%d) is stored by its owner", p, first, pages).isTrue();
             }
         }
     }

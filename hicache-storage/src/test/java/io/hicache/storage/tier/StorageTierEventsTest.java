@@ -24,7 +24,7 @@ class StorageTierEventsTest {
      * "stored TIER PAGES" / "removing TIER PAGES" / "inserted NEW_PAGES" / "l3 FIRST+PAGES" (positions in the
      * sequence) / "l3 sequence stored|gone FIRST+PAGES", in order.
      */
-    private static final class Recorder implements TierObserver {
+    private static class Recorder implements TierObserver {
         final List<String> seen = new ArrayList<>();
 
         @Override
@@ -263,6 +263,36 @@ class StorageTierEventsTest {
             a.evictAll();
             a.drain(); // the put the last poll issued completes at the next one
             assertThat(r.seen).endsWith("removing " + TierObserver.HOST + " 5", "l3 sequence stored 0+5");
+        }
+    }
+
+    /**
+     * A write-back of a node below another is announced at the node's own positions, with the tokens from the root
+     * (before, the evicted node was already detached when the tier read its path, so its pages were announced as a
+     * sequence of their own from position 0: hashes no prefix has).
+     */
+    @Test
+    void aWriteBackOfANodeBelowAnotherIsAnnouncedAtItsPositions() {
+        FaultyPageStore store = new FaultyPageStore(4);
+        StorageTierConfig cfg = CFG.withWritePolicy(io.hicache.storage.StorageWritePolicy.WRITE_BACK);
+        int[] t = TierRig.tokens(50, 5 * PAGE);
+        try (TierRig a = new TierRig(1, PAGE, 64, 64, store, cfg, "")) {
+            List<String> sequences = new ArrayList<>();
+            a.ctl[0].tierObserver(new Recorder() {
+                @Override
+                public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage,
+                                            int pages) {
+                    super.onSequencePages(tier, stored, tokens, from, firstPage, pages);
+                    sequences.add(firstPage + "+" + pages + " from token " + tokens[from]);
+                }
+            });
+            a.compute(java.util.Arrays.copyOf(t, 3 * PAGE), 9);
+            a.compute(t, 9); // a child node of pages 3 and 4
+            a.evictAll();
+            a.drain();
+            a.evictAll(); // the parent, now a leaf
+            a.drain();
+            assertThat(sequences).containsExactlyInAnyOrder("3+2 from token 50", "0+3 from token 50");
         }
     }
 

@@ -44,6 +44,8 @@ final class TierRig implements AutoCloseable {
     final DeviceKvLayout[] draftLayout;
     final long[] draftBase;
     final PageStore store;
+    /** Each rank's key namespace (its lane). */
+    final KeyNamespace[] namespace;
     long clockNs;
     private final DevicePagePool freeDevice;
 
@@ -65,6 +67,7 @@ final class TierRig implements AutoCloseable {
         tier = new StorageTier[cp];
         layout = new DeviceKvLayout[cp];
         base = new long[cp];
+        namespace = new KeyNamespace[cp];
         InProcessRankAgreement agreement = cp == 1 ? null : new InProcessRankAgreement(cp);
         InProcessRankAgreement loads = cp == 1 ? null : new InProcessRankAgreement(cp);
         InProcessRankAgreement storage = cp == 1 ? null : new InProcessRankAgreement(cp);
@@ -93,6 +96,7 @@ final class TierRig implements AutoCloseable {
             ctl[r] = hb.build();
             KeyNamespace ns = KeyNamespace.builder().modelId("test-model").kvDtype("int8").pageSizeTokens(pageSize)
                     .hostLayout(HostLayout.LAYER_FIRST).cp(cp, r).salt(salt).build();
+            namespace[r] = ns;
             tier[r] = new StorageTier(ctl[r].hostTierPort(), store, ns, cfg, storage, cp, () -> clockNs);
             fwd.target(tier[r]);
         }
@@ -101,6 +105,18 @@ final class TierRig implements AutoCloseable {
 
     int freeDevicePages() {
         return freeDevice.freePages();
+    }
+
+    /**
+     * The L3 key of page {@code position} of the sequence {@code tokens[from, ..)} for the rank owning that position
+     * (round-robin lanes), computed from the tokens alone.
+     */
+    io.hicache.storage.PageKey ownerKey(int[] tokens, int from, int position) {
+        int r = OwnerLanes.ROUND_ROBIN.owner(position, position + 1, cp);
+        int[] own = java.util.Arrays.copyOfRange(tokens, from, from + (position + 1) * pageSize);
+        byte[] hashes = new PageHasher(ctl[r].tree(), namespace[r]).chainAfter(ctl[r].tree().root(), own, 0,
+                position + 1);
+        return PageHasher.key(hashes, position);
     }
 
     static int[] tokens(int start, int n) {

@@ -18,9 +18,10 @@ public interface HostEvictionListener {
     }
 
     /**
-     * The host-only leaf was removed from the tree; the caller frees its host pages.
+     * The host-only leaf is being evicted: the caller frees its host pages. The tree removes the node when this
+     * returns; until then it is still attached, so its path from the root (its parent chain) can be read.
      *
-     * @param node the removed node (detached: {@link RadixNode#isAttached()} is false)
+     * @param node the evicted node, still attached and with its host value
      * @param value its committed host value
      */
     void onHostEvicted(RadixNode node, HostValue value);

@@ -221,7 +221,8 @@ public interface HostTierPort {
          * Called synchronously while {@code pages} still hold their bytes; they are freed (and may be reused) as soon
          * as it returns. Must not call back into the cache.
          *
-         * @param node  the host-only node being evicted (already detached from the tree)
+         * @param node  the host-only node being evicted, still attached (its path from the root can be read); the tree
+         *              removes it when this returns
          * @param pages its committed host copy on this rank
          */
         void onHostEvicting(RadixNode node, HostCopy pages);
