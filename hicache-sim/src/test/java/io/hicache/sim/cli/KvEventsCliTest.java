@@ -48,19 +48,27 @@ class KvEventsCliTest {
     }
 
     /**
-     * A CP group writing back to L3: each rank writes its own lanes, and the stream announces every page the group
-     * stored (before, only the speaker's lanes, about half of them).
+     * A CP group writing back to L3 on a multi-turn workload: each rank writes its own lanes, and the stream names
+     * every block evicted from the host on L3, each after its parent (before, only the speaker's lanes; then, with
+     * all lanes, a child's write-back that finished after its parent left the host was an orphan).
      */
     @Test
-    void aCpGroupsWriteBackIsAnnouncedWholeOnL3() throws Exception {
-        Collected c = publishAndCollect("--limit", "80", "--cp", "2", "--device-capacity-tokens", "20000",
-                "--host-capacity-tokens", "40000", "--storage-capacity-tokens", "1M",
+    void aCpGroupsWriteBackIsAnnouncedWholeOnL3AndParentFirst() throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertThat(run(work, out, err, "gen-multiturn", "--out", "mt.jsonl", "--clients", "64", "--rounds", "6",
+                "--request-tokens", "300", "--rate", "8", "--seed", "3")).as(err.toString(StandardCharsets.UTF_8))
+                .isZero();
+        Collected c = publishAndCollect("--trace", work.resolve("mt.jsonl").toString(), "--cp", "2",
+                "--device-capacity-tokens", "30k", "--host-capacity-tokens", "60k", "--storage-capacity-tokens", "1M",
                 "--storage-write-policy", "write-back");
         JsonNode j = c.json;
         assertThat(j.get("contiguous").asBoolean()).isTrue();
         assertThat(j.get("stored").get("DISK").asLong()).isPositive();
         assertThat(j.get("stored").get("DISK").asLong()).as("every block evicted from the host is written back")
                 .isEqualTo(j.get("removed").get("CPU").asLong());
+        assertThat(j.get("orphans").asLong()).isZero();
+        assertThat(j.get("parents_ok").asBoolean()).isTrue();
     }
 
     private record Collected(long batches, JsonNode json) {

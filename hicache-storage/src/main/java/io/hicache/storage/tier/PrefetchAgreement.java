@@ -41,7 +41,7 @@ final class PrefetchAgreement {
     private boolean roundOpen;
     private long positions;
     private long writes;
-    private boolean byGroup;
+    private boolean decided;
 
     /** @param agreement the group's storage-tier channel, or null for a rank alone */
     PrefetchAgreement(RankAgreement agreement, int rank) {
@@ -60,7 +60,7 @@ final class PrefetchAgreement {
         if (agreement == null) {
             positions = headPositions;
             writes = localWrites;
-            byGroup = false;
+            decided = true;
             return true;
         }
         if (!roundOpen) {
@@ -75,12 +75,12 @@ final class PrefetchAgreement {
         if (agreed.degraded()) { // nothing is agreed any more
             positions = headPositions < 0 ? NOT_LANDED : 0;
             writes = localWrites;
-            byGroup = false;
+            decided = false;
         } else {
             // the agreement's two group minima carry this channel's two values, in the order contributed
             positions = agreed.minCompletedPrefix();
             writes = agreed.minFirstFailedSeq();
-            byGroup = true;
+            decided = true;
         }
         return true;
     }
@@ -95,8 +95,8 @@ final class PrefetchAgreement {
         return writes;
     }
 
-    /** True when the last result is a group's (false: a rank alone's, or a degraded round's local values). */
-    boolean byGroup() {
-        return byGroup;
+    /** False when the last result is a degraded round's local values (true for a rank alone's and a group's). */
+    boolean decided() {
+        return decided;
     }
 }

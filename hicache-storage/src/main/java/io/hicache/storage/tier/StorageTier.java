@@ -210,7 +210,7 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         while ((prefetcher.size() > 0 || writer.trackedCount() > 0)
                 && agreement.poll(prefetcher.headPositions(), writer.agreementValue())) {
             int moved = prefetcher.agreed(agreement.positions())
-                    + writer.agreed(agreement.writes(), agreement.byGroup());
+                    + writer.agreed(agreement.writes(), agreement.decided());
             if (moved == 0) {
                 break;
             }

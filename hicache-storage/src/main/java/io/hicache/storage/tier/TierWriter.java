@@ -33,10 +33,14 @@ import java.util.List;
  * ({@link PrefetchAgreement}, run by the tier; see {@link #agreementValue} and {@link #agreed}), never when this
  * rank's store answered. A write-back is tracked the same way (it protects nothing: its pages are staged copies).
  *
- * <p><b>KV events.</b> A rank alone tells the cache's observer of each run of pages as soon as its store batch
- * committed them. In a CP group each rank writes only its own lanes, so no rank's store answers name a whole page
- * run: the observer (the speaker rank's) is told of a write's whole page range once the group agreed that every rank
- * finished it with every page stored or found; a write that failed anywhere is not announced.
+ * <p><b>KV events.</b> A rank alone tells the cache's observer of each run of a node write's pages as soon as its
+ * store batch committed them. In a CP group each rank writes only its own lanes, so no rank's store answers name a
+ * whole page run: the observer (the speaker rank's) is told of a write's whole page range once the group agreed that
+ * every rank finished it with every page stored or found; a write that failed anywhere is not announced. A
+ * write-back is announced that way on a rank alone too, and never before its parent node's: host eviction takes a
+ * leaf before its parent, so when the parent is evicted while its child's write-back is still unannounced, the
+ * child waits for the parent's announcement (and is dropped if the parent's write fails), or a subscriber would get
+ * a block whose parent no tier holds.
  *
  * <p><b>Draft KV.</b> In a cache with draft/MTP layers a page whose host copy carries its draft KV is written as two
  * objects: its draft part under its draft key ({@link PageHasher#draftKey}), then its target part under its key, and
@@ -60,8 +64,6 @@ final class TierWriter {
     private final ArrayList<RadixNode> committed = new ArrayList<>();
     /** Node writes and write-backs in the order they started, until the group agrees every rank finished them. */
     private final ArrayDeque<Tracked> tracked = new ArrayDeque<>();
-    /** Scratch: the writes one agreement round announces. */
-    private final ArrayList<Tracked> toAnnounce = new ArrayList<>();
     /** In a CP group: L3 commits are announced when the group agreed on them, not as this rank's store answers. */
     private final boolean group;
     private long releasedWrites;
@@ -114,13 +116,14 @@ final class TierWriter {
     }
 
     /**
-     * The group agreed on {@code value} (the minimum of {@link #agreementValue()}): drops the protection of the
-     * writes it releases and, when {@code announce} (a group's result, not a degraded or a lone rank's), tells the
-     * cache's observer of the whole page range of each that every rank stored.
+     * The group (or a rank alone) agreed on {@code value} (the minimum of {@link #agreementValue()}): drops the
+     * protection of the writes it releases and, when {@code decided} (not a degraded round's local values), tells the
+     * cache's observer of the whole page range of each write-back, and in a group of each node write, that every
+     * rank stored (a write-back waiting for its parent's after that).
      *
      * @return work done
      */
-    int agreed(long value, boolean announce) {
+    int agreed(long value, boolean decided) {
         long ok = value >>> 1;
         long end = ok + (value & 1);
         int work = 0;
@@ -129,19 +132,30 @@ final class TierWriter {
             if (t.node != null) {
                 tree.releaseHost(t.node);
             }
-            if (announce && releasedWrites < ok) {
-                toAnnounce.add(t);
+            if (!decided || releasedWrites >= ok) {
+                t.dependents = null; // failed (or nothing agreed): a child waiting for it would be an orphan
+            } else if (!t.waitsForParent && (t.node == null || group)) {
+                announceWithDependents(t);
+            } else {
+                t.stored = true; // announced with its parent's
             }
             releasedWrites++;
             work++;
         }
-        // the latest first: a write-back's parent node is evicted (and written) after it, so this announces a
-        // parent before its child where both are agreed in one round
-        for (int i = toAnnounce.size() - 1; i >= 0; i--) {
-            announce(toAnnounce.get(i));
-        }
-        toAnnounce.clear();
         return work;
+    }
+
+    /** Announces {@code t}, then the stored write-backs of its child nodes that waited for it. */
+    private void announceWithDependents(Tracked t) {
+        announce(t);
+        if (t.dependents != null) {
+            for (Tracked d : t.dependents) {
+                if (d.stored) {
+                    announceWithDependents(d);
+                }
+            }
+            t.dependents = null;
+        }
     }
 
     /** Shutdown, after {@link #drain} found every write done: drops every protection. */
@@ -187,8 +201,19 @@ final class TierWriter {
         hasher.ensureHashes(node);
         int startPage = startPage(node);
         Tracked t = new Tracked(null, startPage, pages.pageCount());
-        // the node may be gone when the write commits: its KV events name the pages by their sequence
+        t.parent = node.parent();
+        // the node is gone when the write commits: its KV events name the pages by their sequence
         t.sequence = observer() == null ? null : sequenceTokens(node, startPage);
+        // write-backs of this node's children not announced yet wait for this one's: see the class comment
+        for (Tracked c : tracked) {
+            if (c.node == null && c.parent == node) {
+                c.waitsForParent = true;
+                if (t.dependents == null) {
+                    t.dependents = new ArrayList<>(2);
+                }
+                t.dependents.add(c);
+            }
+        }
         tracked.add(t);
         int[] offsets = new int[pages.pageCount()];
         List<PageKey> keys = ownedKeys(node, pages, null, null, offsets);
@@ -402,15 +427,14 @@ final class TierWriter {
 
     /**
      * The pages of {@code w} at key indices {@code idx[0, n)} (ascending) are committed in the store (their commit
-     * markers written, or found there): counts them and, on a rank alone, tells the cache's observer, one call per
-     * run of consecutive pages, so a node written in several batches is announced batch by batch (in a group, see
-     * {@link #agreed}).
+     * markers written, or found there): counts them and, for a node write on a rank alone, tells the cache's
+     * observer, one call per run of consecutive pages, so a node written in several batches is announced batch by
+     * batch (write-backs, and every write in a group: see {@link #agreed}).
      */
     private void l3Stored(Write w, int[] idx, int n) {
         w.stored += n;
-        io.hicache.radix.spi.TierObserver o = group ? null : observer();
-        int[] sequence = w.tracked.sequence;
-        if (o == null || n == 0 || (w.node == null ? sequence == null : !w.node.isAttached())) {
+        io.hicache.radix.spi.TierObserver o = group || w.node == null ? null : observer();
+        if (o == null || n == 0 || !w.node.isAttached()) {
             return;
         }
         for (int j = 0; j < n; ) {
@@ -421,12 +445,7 @@ final class TierWriter {
                 end++;
                 j++;
             }
-            if (w.node == null) {
-                o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, true, sequence, 0, first,
-                        end - first);
-            } else {
-                storedRun(o, w.node, startPage(w.node), first, end);
-            }
+            storedRun(o, w.node, startPage(w.node), first, end);
         }
     }
 
@@ -621,6 +640,14 @@ final class TierWriter {
         final int pages;
         /** Write-back with an observer: the tokens from the root to the node's end, for its KV events. */
         int[] sequence;
+        /** Write-back: the evicted node's parent (the root for a first node). */
+        RadixNode parent;
+        /** Write-back: its parent node was evicted while this was unannounced; announced after the parent's. */
+        boolean waitsForParent;
+        /** Write-back, waiting for its parent: every rank stored it. */
+        boolean stored;
+        /** Write-backs of child nodes waiting for this one's announcement, or null. */
+        List<Tracked> dependents;
         int batches;
         boolean failed;
 
