@@ -134,10 +134,10 @@ final class TierWriter {
             }
             if (!decided || releasedWrites >= ok) {
                 t.dependents = null; // failed (or nothing agreed): a child waiting for it would be an orphan
-            } else if (!t.waitsForParent && (t.node == null || group)) {
+            } else if (t.waitsForParent) {
+                t.storedByAll = true; // announced with its parent's
+            } else if (t.node == null || group) {
                 announceWithDependents(t);
-            } else {
-                t.stored = true; // announced with its parent's
             }
             releasedWrites++;
             work++;
@@ -150,7 +150,7 @@ final class TierWriter {
         announce(t);
         if (t.dependents != null) {
             for (Tracked d : t.dependents) {
-                if (d.stored) {
+                if (d.storedByAll) {
                     announceWithDependents(d);
                 }
             }
@@ -203,7 +203,7 @@ final class TierWriter {
         Tracked t = new Tracked(null, startPage, pages.pageCount());
         t.parent = node.parent();
         // the node is gone when the write commits: its KV events name the pages by their sequence
-        t.sequence = observer() == null ? null : sequenceTokens(node, startPage);
+        t.sequence = observer() == null ? null : sequenceTokens(node, startPage, tree.pageSize());
         // write-backs of this node's children not announced yet wait for this one's: see the class comment
         for (Tracked c : tracked) {
             if (c.node == null && c.parent == node) {
@@ -252,7 +252,7 @@ final class TierWriter {
             List<PageKey> batch = new ArrayList<>(keys.subList(from, to));
             t.batches++;
             start(new Write(t, batch, staged, draft ? draftKeys(batch) : null, stagedDraft, arena,
-                    java.util.Arrays.copyOfRange(offsets, from, to), startPage));
+                    java.util.Arrays.copyOfRange(offsets, from, to)));
         }
     }
 
@@ -324,8 +324,7 @@ final class TierWriter {
         int[] offsets = new int[hp.pageCount()];
         List<PageKey> keys = ownedKeys(n, hp, pages, draftPages, offsets);
         // protected on every rank, even with nothing to put here: see the class comment
-        int startPage = startPage(n);
-        Tracked t = new Tracked(n, startPage, hp.pageCount());
+        Tracked t = new Tracked(n, startPage(n), hp.pageCount());
         tree.protectHost(n);
         tracked.add(t);
         if (keys.isEmpty()) {
@@ -338,7 +337,7 @@ final class TierWriter {
             start(new Write(t, new ArrayList<>(keys.subList(from, to)), new ArrayList<>(pages.subList(from, to)),
                     draft ? new ArrayList<>(draftKeys.subList(from, to)) : null,
                     draft ? new ArrayList<>(draftPages.subList(from, to)) : null, null,
-                    java.util.Arrays.copyOfRange(offsets, from, to), startPage));
+                    java.util.Arrays.copyOfRange(offsets, from, to)));
         }
     }
 
@@ -438,10 +437,10 @@ final class TierWriter {
             return;
         }
         for (int j = 0; j < n; ) {
-            int first = w.startPage + w.offsets[idx[j]];
+            int first = w.tracked.startPage + w.offsets[idx[j]];
             int end = first + 1;
             j++;
-            while (j < n && w.startPage + w.offsets[idx[j]] == end) {
+            while (j < n && w.tracked.startPage + w.offsets[idx[j]] == end) {
                 end++;
                 j++;
             }
@@ -470,7 +469,7 @@ final class TierWriter {
     }
 
     /** The sequence position of {@code node}'s first page (the pages of its ancestors). */
-    private static int startPage(RadixNode node) {
+    static int startPage(RadixNode node) {
         int pages = 0;
         for (RadixNode p = node.parent(); p != null && !p.isRoot(); p = p.parent()) {
             pages += p.pageCount();
@@ -479,8 +478,7 @@ final class TierWriter {
     }
 
     /** The tokens of the path from the root to the end of {@code node}, which starts at page {@code startPage}. */
-    private int[] sequenceTokens(RadixNode node, int startPage) {
-        int pageSize = tree.pageSize();
+    static int[] sequenceTokens(RadixNode node, int startPage, int pageSize) {
         int[] tokens = new int[(startPage + node.pageCount()) * pageSize];
         int end = tokens.length;
         for (RadixNode p = node; p != null && !p.isRoot(); p = p.parent()) {
@@ -595,10 +593,8 @@ final class TierWriter {
         final List<PageKey> draftKeys;
         final List<HostPage> draftPages;
         final Arena staging;
-        /** Each key's page offset in the node (write-back: in the evicted node). */
+        /** Each key's page offset in the node (write-back: in the evicted node), from {@code tracked.startPage}. */
         final int[] offsets;
-        /** The sequence position of the node's first page when the write started. */
-        final int startPage;
         /** The index in {@link #keys} of each key of {@link #putKeys}. */
         int[] putIndex;
         StoreOp<Integer> exists;
@@ -615,7 +611,7 @@ final class TierWriter {
 
         /** @param draftKeys the draft keys aligned with {@code keys}, or null to write the target KV only */
         Write(Tracked tracked, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
-              List<HostPage> draftPages, Arena staging, int[] offsets, int startPage) {
+              List<HostPage> draftPages, Arena staging, int[] offsets) {
             this.tracked = tracked;
             this.node = tracked.node;
             this.keys = keys;
@@ -624,7 +620,6 @@ final class TierWriter {
             this.draftPages = draftPages;
             this.staging = staging;
             this.offsets = offsets;
-            this.startPage = startPage;
         }
     }
 
@@ -645,7 +640,7 @@ final class TierWriter {
         /** Write-back: its parent node was evicted while this was unannounced; announced after the parent's. */
         boolean waitsForParent;
         /** Write-back, waiting for its parent: every rank stored it. */
-        boolean stored;
+        boolean storedByAll;
         /** Write-backs of child nodes waiting for this one's announcement, or null. */
         List<Tracked> dependents;
         int batches;

@@ -182,17 +182,8 @@ class StorageTierDstTest {
             if (tier != STORAGE) {
                 return;
             }
-            int start = 0;
-            for (RadixNode x = node.parent(); !x.isRoot(); x = x.parent()) {
-                start += x.pageCount();
-            }
-            int[] tokens = new int[(start + node.pageCount()) * rig.pageSize];
-            int end = tokens.length;
-            for (RadixNode x = node; !x.isRoot(); x = x.parent()) {
-                end -= x.tokenCount();
-                x.copyTokens(tokens, end);
-            }
-            check(tokens, 0, start + firstPage, pages);
+            int start = TierWriter.startPage(node);
+            check(TierWriter.sequenceTokens(node, start, rig.pageSize), 0, start + firstPage, pages);
         }
 
         @Override

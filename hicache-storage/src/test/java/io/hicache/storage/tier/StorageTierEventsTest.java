@@ -65,24 +65,11 @@ class StorageTierEventsTest {
     }
 
     /** A store whose next read finds one key deleted first (expired between the existence check and the get). */
-    private static final class ExpiringStore implements io.hicache.storage.PageStore {
-        final MemoryPageStore inner = new MemoryPageStore(0, 64);
+    private static final class ExpiringStore extends ForwardingPageStore<MemoryPageStore> {
         int expireOnNextGet = -1;
 
-        @Override
-        public int maxBatchPages() {
-            return inner.maxBatchPages();
-        }
-
-        @Override
-        public io.hicache.storage.StoreOp<Integer> existsPrefix(List<io.hicache.storage.PageKey> keys) {
-            return inner.existsPrefix(keys);
-        }
-
-        @Override
-        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> put(List<io.hicache.storage.PageKey> keys,
-                List<io.hicache.storage.HostPage> pages) {
-            return inner.put(keys, pages);
+        ExpiringStore() {
+            super(new MemoryPageStore(0, 64));
         }
 
         @Override
@@ -93,21 +80,6 @@ class StorageTierEventsTest {
                 expireOnNextGet = -1;
             }
             return inner.get(keys, pages);
-        }
-
-        @Override
-        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> remove(List<io.hicache.storage.PageKey> keys) {
-            return inner.remove(keys);
-        }
-
-        @Override
-        public io.hicache.storage.StoreStats stats() {
-            return inner.stats();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 
@@ -199,24 +171,13 @@ class StorageTierEventsTest {
     }
 
     /** A store whose {@code failing}-th put call (1-based) fails every page of it. */
-    private static final class FailingPut implements io.hicache.storage.PageStore {
-        final io.hicache.storage.PageStore inner;
+    private static final class FailingPut extends ForwardingPageStore<io.hicache.storage.PageStore> {
         final int failing;
         int puts;
 
         FailingPut(io.hicache.storage.PageStore inner, int failing) {
-            this.inner = inner;
+            super(inner);
             this.failing = failing;
-        }
-
-        @Override
-        public int maxBatchPages() {
-            return inner.maxBatchPages();
-        }
-
-        @Override
-        public io.hicache.storage.StoreOp<Integer> existsPrefix(List<io.hicache.storage.PageKey> keys) {
-            return inner.existsPrefix(keys);
         }
 
         @Override
@@ -227,27 +188,6 @@ class StorageTierEventsTest {
                         io.hicache.storage.StoreStatus.FAILED));
             }
             return inner.put(keys, pages);
-        }
-
-        @Override
-        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> get(List<io.hicache.storage.PageKey> keys,
-                List<io.hicache.storage.HostPage> pages) {
-            return inner.get(keys, pages);
-        }
-
-        @Override
-        public io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> remove(List<io.hicache.storage.PageKey> keys) {
-            return inner.remove(keys);
-        }
-
-        @Override
-        public io.hicache.storage.StoreStats stats() {
-            return inner.stats();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 
