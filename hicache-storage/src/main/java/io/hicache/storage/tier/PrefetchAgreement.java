@@ -8,7 +8,8 @@ import io.hicache.core.cp.RankAgreement;
  * positions of the head prefetch landed whole on it ({@link #NOT_LANDED} while its I/O runs) and its tracked writes'
  * progress ({@code TierWriter.agreementValue()}: how many, in the order they were started, are done on it, and the
  * first of those that failed). The round's result is the group minimum of each: the head prefetch ends (publishing the
- * agreed prefix) once it landed on every rank, and the writes done on every rank lose their host protection (and, when
+ * agreed prefix) once it landed on every rank, and the group learns whether the position it stopped at was found gone
+ * from the store (so the speaker can announce it removed, whichever rank's lane it is on), and the writes done on every rank lose their host protection (and, when
  * every rank stored all of one, it is announced as stored in L3). Without a group (no agreement) the local values are
  * the result at once.
  *
@@ -40,6 +41,7 @@ final class PrefetchAgreement {
     private long round;
     private boolean roundOpen;
     private long positions;
+    private long gone = -1;
     private long writes;
     private boolean decided;
 
@@ -54,17 +56,22 @@ final class PrefetchAgreement {
      * {@link #positions()} and {@link #writes()}); false while other ranks have not contributed yet.
      *
      * @param headPositions leading positions of the head prefetch landed whole here (>= 0), or {@link #NOT_LANDED}
+     * @param stopsAtGone   true when this rank's landed prefix stops at a page its read found gone from the store
      * @param localWrites   this rank's {@code TierWriter.agreementValue()} (monotonic: a minimum of it is meaningful)
      */
-    boolean poll(long headPositions, long localWrites) {
+    boolean poll(long headPositions, boolean stopsAtGone, long localWrites) {
         if (agreement == null) {
             positions = headPositions;
+            gone = -1; // a rank alone announced its gone pages as its reads found them
             writes = localWrites;
             decided = true;
             return true;
         }
         if (!roundOpen) {
-            agreement.contribute(rank, round, headPositions, localWrites);
+            // 2n for a prefix of n stopped by a gone page, 2n + 1 otherwise (NOT_LANDED stays -1): the group minimum
+            // is the shortest prefix, and at the position that stops it, gone if its owner found it so
+            long value = headPositions < 0 ? NOT_LANDED : 2 * headPositions + (stopsAtGone ? 0 : 1);
+            agreement.contribute(rank, round, value, localWrites);
             roundOpen = true;
         }
         if (!agreement.tryResult(rank, round, agreed)) {
@@ -74,11 +81,14 @@ final class PrefetchAgreement {
         round++;
         if (agreed.degraded()) { // nothing is agreed any more
             positions = headPositions < 0 ? NOT_LANDED : 0;
+            gone = -1;
             writes = localWrites;
             decided = false;
         } else {
             // the agreement's two group minima carry this channel's two values, in the order contributed
-            positions = agreed.minCompletedPrefix();
+            long value = agreed.minCompletedPrefix();
+            positions = value < 0 ? NOT_LANDED : value >> 1;
+            gone = value >= 0 && (value & 1) == 0 ? positions : -1;
             writes = agreed.minFirstFailedSeq();
             decided = true;
         }
@@ -88,6 +98,14 @@ final class PrefetchAgreement {
     /** The last result's positions of the head prefetch every rank landed, or {@link #NOT_LANDED}. */
     long positions() {
         return positions;
+    }
+
+    /**
+     * The last result's position (counted like {@link #positions()}) that a rank's read found gone from the store and
+     * that stopped the agreed prefix, or -1 (none, a rank alone, or a degraded round).
+     */
+    long goneAt() {
+        return gone;
     }
 
     /** The last result's group minimum of the ranks' write progress (see {@code TierWriter.agreementValue()}). */

@@ -208,8 +208,9 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         // rounds while anything awaits the group and the last one moved something: what is pending and what a
         // result moves are agreed state, so every rank opens the same rounds
         while ((prefetcher.size() > 0 || writer.trackedCount() > 0)
-                && agreement.poll(prefetcher.headPositions(), writer.agreementValue())) {
-            int moved = prefetcher.agreed(agreement.positions())
+                && agreement.poll(prefetcher.headPositions(), prefetcher.headStopsAtGone(),
+                        writer.agreementValue())) {
+            int moved = prefetcher.agreed(agreement.positions(), agreement.goneAt())
                     + writer.agreed(agreement.writes(), agreement.decided());
             if (moved == 0) {
                 break;
@@ -330,6 +331,8 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         long ioStartNs;
         int present;
         int localPositions;
+        /** True when {@link #localPositions} stops at an owned page the read found gone (MISS or CORRUPT). */
+        boolean stopsAtGone;
         int published;
         RadixNode node;
         boolean cancelled;

@@ -187,18 +187,34 @@ final class TierPrefetcher {
                 : head.localPositions;
     }
 
+    /** True when the head prefetch landed here with its prefix stopped by a page found gone. */
+    boolean headStopsAtGone() {
+        Prefetch head = prefetches.peekFirst();
+        return head != null && head.state == Prefetch.State.LANDED && head.stopsAtGone;
+    }
+
     /**
      * The group agreed that the head prefetch landed on every rank with {@code positions} leading positions whole
-     * ({@link PrefetchAgreement#NOT_LANDED}: not yet): ends it, publishing them.
+     * ({@link PrefetchAgreement#NOT_LANDED}: not yet): ends it, publishing them. When the page after them was found
+     * gone on the rank owning it ({@code goneAt}, else -1) and that is not this rank (which announced it when its read
+     * found it), the cache's observer is told: the group cannot read it whole any more.
      *
      * @return work done
      */
-    int agreed(long positions) {
+    int agreed(long positions, long goneAt) {
         Prefetch head = prefetches.peekFirst();
         if (positions < 0 || head == null || head.state != Prefetch.State.LANDED) {
             return 0;
         }
         prefetches.pollFirst();
+        if (goneAt >= 0 && goneAt < head.pages && !head.cancelled
+                && !owns(head, (int) goneAt)) {
+            io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
+            if (o != null) {
+                o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, head.tokens, 0,
+                        head.startPage + (int) goneAt, 1);
+            }
+        }
         end(head, (int) Math.min(positions, head.pages));
         return 1;
     }
@@ -317,6 +333,7 @@ final class TierPrefetcher {
                     }
                 }
                 pagesGone(p);
+                p.stopsAtGone = !p.cancelled && stopsAtGone(p, good);
                 metrics.recordRead(good * (views.pageBytes() + views.draftPageBytes()), System.nanoTime() - p.ioStartNs);
                 metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
                 land(p, good);
@@ -365,6 +382,27 @@ final class TierPrefetcher {
             o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
                     runEnd - runFirst);
         }
+    }
+
+    /** True when this rank's lane holds offset {@code offset} of {@code p}. */
+    private static boolean owns(Prefetch p, int offset) {
+        for (int o : p.ownedOffsets) {
+            if (o == offset) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** True when owned page {@code k} was read (the existence check found it) and either part of it is gone. */
+    private boolean stopsAtGone(Prefetch p, int k) {
+        if (k >= p.present) {
+            return false;
+        }
+        int c = k / maxBatch;
+        int i = k % maxBatch;
+        return gone(p.gets.get(c).result().status(i))
+                || (p.draftGets != null && gone(p.draftGets.get(c).result().status(i)));
     }
 
     private static boolean gone(StoreStatus s) {

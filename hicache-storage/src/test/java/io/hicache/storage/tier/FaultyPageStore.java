@@ -28,6 +28,8 @@ final class FaultyPageStore implements PageStore {
     double tornPut;
     double lostMarker;
     double failGet;
+    /** Chance a read finds its key deleted first (expired after the existence check saw it). */
+    double expireGet;
     double slow;
     int slowTicks = 3;
     boolean unavailable;
@@ -35,6 +37,8 @@ final class FaultyPageStore implements PageStore {
     long lostMarkers;
     /** Keys whose put answered OK with the marker lost: taken for stored by the writer, never readable. */
     final java.util.Set<PageKey> lostKeys = new java.util.HashSet<>();
+    /** Keys a read found expired ({@link #expireGet}). */
+    final java.util.Set<PageKey> expiredKeys = new java.util.HashSet<>();
     private final List<Held> held = new ArrayList<>();
 
     private record Held(Runnable complete, int[] ticksLeft) {
@@ -97,6 +101,11 @@ final class FaultyPageStore implements PageStore {
                 }
                 out[i] = StoreStatus.FAILED;
             } else {
+                if (expireGet > 0 && rnd.nextDouble() < expireGet
+                        && inner.existsPrefix(List.of(keys.get(i))).result() == 1) {
+                    inner.remove(List.of(keys.get(i)));
+                    expiredKeys.add(keys.get(i));
+                }
                 out[i] = inner.get(List.of(keys.get(i)), List.of(pages.get(i))).result().status(0);
             }
         }

@@ -75,6 +75,7 @@ class StorageTierDstTest {
         store.failGet = rnd.nextDouble() * 0.2;
         store.slow = rnd.nextDouble() * 0.5;
         store.slowTicks = 1 + rnd.nextInt(4);
+        store.expireGet = drafts.nextInt(2) == 0 ? 0 : drafts.nextDouble() * 0.1; // off the main sequence too
         StorageWritePolicy policy = StorageWritePolicy.values()[rnd.nextInt(3)];
         StorageTierConfig cfg = StorageTierConfig.DEFAULT.withWritePolicy(policy).withPrefetchThresholdTokens(0)
                 .withPrefetchHostShare(0.25 + rnd.nextDouble() * 0.75);
@@ -153,8 +154,9 @@ class StorageTierDstTest {
     }
 
     /**
-     * The speaker's KV-event port, checking each L3 store it is told of: every announced page is stored (its put
-     * answered OK, or it is readable) under the key of the rank whose lane owns it, in a group as on a rank alone.
+     * The speaker's KV-event port, checking each L3 transition it is told of: every announced page is stored (its put
+     * answered OK, or it is readable) under the key of the rank whose lane owns it, and every announced removal is of
+     * a page a read found expired on its owner's lane, in a group as on a rank alone.
      */
     private static final class L3Announcements implements TierObserver {
         private final TierRig rig;
@@ -190,12 +192,21 @@ class StorageTierDstTest {
         public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
             if (tier == STORAGE && stored) {
                 check(tokens, from, firstPage, pages);
+            } else if (tier == STORAGE) {
+                for (int p = firstPage; p < firstPage + pages; p++) {
+                    assertThat(store.expiredKeys.contains(rig.ownerKey(tokens, from, p))
+                            || store.expiredKeys.contains(rig.ownerDraftKey(tokens, from, p)))
+                            .as("announced L3 removal of page %d: a read found it (or its draft part) expired", p)
+                            .isTrue();
+                }
             }
         }
 
         private void check(int[] tokens, int from, int first, int pages) {
             for (int p = first; p < first + pages; p++) {
-                assertThat(store.answeredStored(rig.ownerKey(tokens, from, p)))
+                io.hicache.storage.PageKey k = rig.ownerKey(tokens, from, p);
+                // or expired since the write's existence check or put found it (the store's TTL, not the tier)
+                assertThat(store.answeredStored(k) || store.expiredKeys.contains(k))
                         .as("announced L3 page %d (of %d+%d) is stored by its owner", p, first, pages).isTrue();
             }
         }

@@ -64,9 +64,14 @@ class StorageTierEventsTest {
         }
     }
 
-    /** A store whose next read finds one key deleted first (expired between the existence check and the get). */
+    /**
+     * A store whose next read finds one key deleted first (expired between the existence check and the get), or
+     * whose reads find {@code expireKey} deleted, or fail {@code failKey}.
+     */
     private static final class ExpiringStore extends ForwardingPageStore<MemoryPageStore> {
         int expireOnNextGet = -1;
+        io.hicache.storage.PageKey expireKey;
+        io.hicache.storage.PageKey failKey;
 
         ExpiringStore() {
             super(new MemoryPageStore(0, 64));
@@ -78,6 +83,18 @@ class StorageTierEventsTest {
             if (expireOnNextGet >= 0) {
                 inner.remove(List.of(keys.get(expireOnNextGet)));
                 expireOnNextGet = -1;
+            }
+            if (expireKey != null && keys.contains(expireKey)) {
+                inner.remove(List.of(expireKey));
+            }
+            int failing = failKey == null ? -1 : keys.indexOf(failKey);
+            if (failing >= 0) {
+                io.hicache.storage.StoreResult r = inner.get(keys, pages).result(); // the memory store answers at once
+                io.hicache.storage.StoreStatus[] st = new io.hicache.storage.StoreStatus[r.size()];
+                for (int i = 0; i < st.length; i++) {
+                    st[i] = i == failing ? io.hicache.storage.StoreStatus.FAILED : r.status(i);
+                }
+                return io.hicache.storage.StoreOp.completed(io.hicache.storage.StoreResult.of(st));
             }
             return inner.get(keys, pages);
         }
@@ -273,6 +290,71 @@ class StorageTierEventsTest {
             assertThat(store.inner.pageCount()).isEqualTo(7);
             a.compute(t, 5); // pages 5..7 computed again over the prefetched prefix, backed up and written through
             assertThat(store.inner.pageCount()).as("page 5 put again").isEqualTo(8);
+        }
+    }
+
+    /**
+     * In a CP group a page another rank's read finds gone is announced removed by the speaker too: the group agreed
+     * on where the prefix stopped and why (before, only the speaker's own lanes' gone pages were announced; a page
+     * of rank 1's lane stayed stored in every router's index).
+     */
+    @Test
+    void aCpGroupAnnouncesAPageAnotherRanksReadFindsGone() {
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, 8 * PAGE);
+        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5);
+        }
+        try (TierRig b = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            b.ctl[0].tierObserver(r);
+            store.expireKey = b.ownerKey(t, 0, 5); // position 5: rank 1's lane
+            StorageTier.Prefetch[] p = b.prefetch(t, 1);
+            b.drain();
+            assertThat(p[0].publishedPages()).isEqualTo(5);
+            assertThat(p[1].publishedPages()).isEqualTo(5);
+            assertThat(r.seen).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
+        }
+    }
+
+    /** The speaker's own gone page is announced once, when its read finds it, not again when the group agrees. */
+    @Test
+    void aCpSpeakersOwnGonePageIsAnnouncedOnce() {
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, 8 * PAGE);
+        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5);
+        }
+        try (TierRig b = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            b.ctl[0].tierObserver(r);
+            store.expireKey = b.ownerKey(t, 0, 4); // rank 0's lane
+            StorageTier.Prefetch[] p = b.prefetch(t, 1);
+            b.drain();
+            assertThat(p[0].publishedPages()).isEqualTo(4);
+            assertThat(r.seen).containsExactly("l3 sequence gone 4+1", "stored " + TierObserver.HOST + " 4");
+        }
+    }
+
+    /**
+     * A read that fails on another rank shortens the group's prefix as a gone page does, but proves nothing about the
+     * store: nothing is announced removed.
+     */
+    @Test
+    void aCpReadThatFailedOnAnotherRankAnnouncesNoRemoval() {
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, 8 * PAGE);
+        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5);
+        }
+        try (TierRig b = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            b.ctl[0].tierObserver(r);
+            store.failKey = b.ownerKey(t, 0, 5);
+            StorageTier.Prefetch[] p = b.prefetch(t, 1);
+            b.drain();
+            assertThat(p[0].publishedPages()).isEqualTo(5);
+            assertThat(r.seen).containsExactly("stored " + TierObserver.HOST + " 5");
         }
     }
 }

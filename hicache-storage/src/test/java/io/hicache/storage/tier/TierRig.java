@@ -119,6 +119,12 @@ final class TierRig implements AutoCloseable {
         return PageHasher.key(hashes, position);
     }
 
+    /** The L3 key of the draft/MTP part of that page, on its owner's lane. */
+    io.hicache.storage.PageKey ownerDraftKey(int[] tokens, int from, int position) {
+        int r = OwnerLanes.ROUND_ROBIN.owner(position, position + 1, cp);
+        return new PageHasher(ctl[r].tree(), namespace[r]).draftKey(ownerKey(tokens, from, position));
+    }
+
     static int[] tokens(int start, int n) {
         int[] t = new int[n];
         for (int i = 0; i < n; i++) {
