@@ -8,10 +8,10 @@ import io.hicache.core.cp.RankAgreement;
  * positions of the head prefetch landed whole on it ({@link #NOT_LANDED} while its I/O runs) and its tracked writes'
  * progress ({@code TierWriter.agreementValue()}: how many, in the order they were started, are done on it, and the
  * first of those that failed). The round's result is the group minimum of each: the head prefetch ends (publishing the
- * agreed prefix) once it landed on every rank, and the group learns whether the position it stopped at was found gone
- * from the store (so the speaker can announce it removed, whichever rank's lane it is on), and the writes done on every rank lose their host protection (and, when
- * every rank stored all of one, it is announced as stored in L3). Without a group (no agreement) the local values are
- * the result at once.
+ * agreed prefix) once it landed on every rank, with whether the page that stopped the prefix was found gone from the
+ * store (so the speaker announces it removed, whichever rank's lane holds it); the writes done on every rank lose
+ * their host protection (and, when every rank stored all of one, it is announced as stored in L3). Without a group
+ * (no agreement) the local values are the result at once.
  *
  * <p>Why agree on writes: a write's host protection keeps its node from host eviction, and host eviction must pick
  * the same nodes on every rank (the trees, the host budget and every later prefetch decision depend on it), while

@@ -207,8 +207,7 @@ final class TierPrefetcher {
             return 0;
         }
         prefetches.pollFirst();
-        if (goneAt >= 0 && goneAt < head.pages && !head.cancelled
-                && !owns(head, (int) goneAt)) {
+        if (goneAt >= 0 && goneAt < head.pages && !head.cancelled && !owns(head, (int) goneAt)) {
             io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
             if (o != null) {
                 o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, head.tokens, 0,
