@@ -24,6 +24,7 @@ import picocli.CommandLine.Spec;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
@@ -98,10 +99,37 @@ public final class Main implements Callable<Integer> {
     public static void main(String[] args) {
         String root = System.getProperty(REPO_ROOT_PROPERTY);
         Path workDir = Paths.get("").toAbsolutePath();
+        Path repoRoot = root != null ? Paths.get(root).toAbsolutePath() : checkoutOf(codeSource());
         var console = System.console();
         Env env = new Env(new DefaultEngineFactory(), System.out, System.err, workDir,
-                root == null ? workDir : Paths.get(root).toAbsolutePath(), console != null && console.isTerminal());
+                repoRoot == null ? workDir : repoRoot, console != null && console.isTerminal());
         System.exit(run(env, args));
+    }
+
+    /** Where this class was loaded from (the jar, or a classes directory), or null when unknown. */
+    private static Path codeSource() {
+        try {
+            var src = Main.class.getProtectionDomain().getCodeSource();
+            return src == null ? null : Paths.get(src.getLocation().toURI());
+        } catch (java.net.URISyntaxException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The checkout {@code location} was built in (the jar {@code ROOT/hicache-sim/target/hicache-sim-all.jar} or the
+     * directory {@code ROOT/hicache-sim/target/classes}): the nearest of its ancestors, at most three levels up, that
+     * holds the bundled trace; null when none does. So the jar run directly, from any directory, still finds the
+     * bundled trace, as the launcher's {@value #REPO_ROOT_PROPERTY} does.
+     */
+    static Path checkoutOf(Path location) {
+        Path p = location == null ? null : location.toAbsolutePath().getParent();
+        for (int up = 0; p != null && up < 3; up++, p = p.getParent()) {
+            if (Files.isRegularFile(p.resolve(TraceSource.BUNDLED_TRACE))) {
+                return p;
+            }
+        }
+        return null;
     }
 
     /** Runs the command line in {@code env}; returns the exit status. */

@@ -99,6 +99,19 @@ class MainTest {
         assertThat(counts.keySet().stream().filter(n -> n.startsWith("io.hicache."))).hasSizeGreaterThanOrEqualTo(2);
     }
 
+    /**
+     * The jar run directly (no launcher, so no repository-root property) finds the bundled trace beside the checkout
+     * it was built in, from any directory; before, the default trace resolved against the working directory.
+     */
+    @Test
+    void theJarRunFromAnotherDirectoryFindsTheCheckoutItWasBuiltIn() {
+        Path root = repoRoot().normalize();
+        assertThat(Main.checkoutOf(root.resolve("hicache-sim/target/hicache-sim-all.jar"))).isEqualTo(root);
+        assertThat(Main.checkoutOf(root.resolve("hicache-sim/target/classes"))).isEqualTo(root);
+        assertThat(Main.checkoutOf(work.resolve("lib/hicache-sim-all.jar"))).as("a jar copied elsewhere").isNull();
+        assertThat(Main.checkoutOf(null)).isNull();
+    }
+
     @Test
     void versionComesFromTheBuild() {
         assertThat(run(recording, "--version")).isZero();
