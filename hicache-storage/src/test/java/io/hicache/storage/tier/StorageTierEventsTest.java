@@ -255,20 +255,10 @@ class StorageTierEventsTest {
 
     @Test
     void aPageAReadFindsGoneIsAnnouncedRemoved() {
-        ExpiringStore store = new ExpiringStore();
-        int[] t = TierRig.tokens(40, 8 * PAGE);
-        try (TierRig a = new TierRig(1, PAGE, 64, 64, store, CFG, "")) {
-            a.compute(t, 5);
-        }
-        try (TierRig b = new TierRig(1, PAGE, 64, 64, store, CFG, "")) {
-            Recorder r = new Recorder();
-            b.ctl[0].tierObserver(r);
-            store.expireOnNextGet = 5; // the existence check sees all 8 pages, the read misses page 5
-            StorageTier.Prefetch p = b.prefetch(t, 1)[0];
-            b.drain();
-            assertThat(p.publishedPages()).isEqualTo(5);
-            assertThat(r.seen).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
-        }
+        // the existence check sees all 8 pages, the read misses page 5
+        Prefetched c = prefetchWith(1, (store, g, t) -> store.expireOnNextGet = 5);
+        assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
+        assertThat(c.seen()).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
     }
 
     /**
@@ -293,6 +283,34 @@ class StorageTierEventsTest {
         }
     }
 
+    /** What rank 0 (a group's speaker) was told while it prefetched an 8-page sequence, and each rank's prefetch. */
+    private record Prefetched(List<String> seen, StorageTier.Prefetch[] perRank) {
+    }
+
+    /**
+     * Writes an 8-page sequence through a CP group of {@code cp} ranks, then prefetches it in a fresh group, with the
+     * store's fault set up by {@code fault} (given the store, the new group and the tokens) just before the prefetch.
+     */
+    private static Prefetched prefetchWith(int cp, TriConsumer fault) {
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, 8 * PAGE);
+        try (TierRig a = new TierRig(cp, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5);
+        }
+        try (TierRig b = new TierRig(cp, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            b.ctl[0].tierObserver(r);
+            fault.accept(store, b, t);
+            StorageTier.Prefetch[] p = b.prefetch(t, 1);
+            b.drain();
+            return new Prefetched(r.seen, p);
+        }
+    }
+
+    private interface TriConsumer {
+        void accept(ExpiringStore store, TierRig group, int[] tokens);
+    }
+
     /**
      * In a CP group a page another rank's read finds gone is announced removed by the speaker too: the group agreed
      * on where the prefix stopped and why (before, only the speaker's own lanes' gone pages were announced; a page
@@ -300,40 +318,18 @@ class StorageTierEventsTest {
      */
     @Test
     void aCpGroupAnnouncesAPageAnotherRanksReadFindsGone() {
-        ExpiringStore store = new ExpiringStore();
-        int[] t = TierRig.tokens(40, 8 * PAGE);
-        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
-            a.compute(t, 5);
-        }
-        try (TierRig b = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
-            Recorder r = new Recorder();
-            b.ctl[0].tierObserver(r);
-            store.expireKey = b.ownerKey(t, 0, 5); // position 5: rank 1's lane
-            StorageTier.Prefetch[] p = b.prefetch(t, 1);
-            b.drain();
-            assertThat(p[0].publishedPages()).isEqualTo(5);
-            assertThat(p[1].publishedPages()).isEqualTo(5);
-            assertThat(r.seen).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
-        }
+        Prefetched c = prefetchWith(2, (store, g, t) -> store.expireKey = g.ownerKey(t, 0, 5)); // rank 1's lane
+        assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
+        assertThat(c.perRank()[1].publishedPages()).isEqualTo(5);
+        assertThat(c.seen()).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
     }
 
     /** The speaker's own gone page is announced once, when its read finds it, not again when the group agrees. */
     @Test
     void aCpSpeakersOwnGonePageIsAnnouncedOnce() {
-        ExpiringStore store = new ExpiringStore();
-        int[] t = TierRig.tokens(40, 8 * PAGE);
-        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
-            a.compute(t, 5);
-        }
-        try (TierRig b = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
-            Recorder r = new Recorder();
-            b.ctl[0].tierObserver(r);
-            store.expireKey = b.ownerKey(t, 0, 4); // rank 0's lane
-            StorageTier.Prefetch[] p = b.prefetch(t, 1);
-            b.drain();
-            assertThat(p[0].publishedPages()).isEqualTo(4);
-            assertThat(r.seen).containsExactly("l3 sequence gone 4+1", "stored " + TierObserver.HOST + " 4");
-        }
+        Prefetched c = prefetchWith(2, (store, g, t) -> store.expireKey = g.ownerKey(t, 0, 4)); // rank 0's lane
+        assertThat(c.perRank()[0].publishedPages()).isEqualTo(4);
+        assertThat(c.seen()).containsExactly("l3 sequence gone 4+1", "stored " + TierObserver.HOST + " 4");
     }
 
     /**
@@ -342,19 +338,8 @@ class StorageTierEventsTest {
      */
     @Test
     void aCpReadThatFailedOnAnotherRankAnnouncesNoRemoval() {
-        ExpiringStore store = new ExpiringStore();
-        int[] t = TierRig.tokens(40, 8 * PAGE);
-        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
-            a.compute(t, 5);
-        }
-        try (TierRig b = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
-            Recorder r = new Recorder();
-            b.ctl[0].tierObserver(r);
-            store.failKey = b.ownerKey(t, 0, 5);
-            StorageTier.Prefetch[] p = b.prefetch(t, 1);
-            b.drain();
-            assertThat(p[0].publishedPages()).isEqualTo(5);
-            assertThat(r.seen).containsExactly("stored " + TierObserver.HOST + " 5");
-        }
+        Prefetched c = prefetchWith(2, (store, g, t) -> store.failKey = g.ownerKey(t, 0, 5));
+        assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
+        assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 5");
     }
 }
