@@ -207,7 +207,10 @@ final class TierPrefetcher {
             return 0;
         }
         prefetches.pollFirst();
-        if (goneAt >= 0 && goneAt < head.pages && !head.cancelled && !owns(head, (int) goneAt)) {
+        // lanes are disjoint, so only the owner can stop the prefix at goneAt: this rank's own stop there was
+        // announced by pagesGone when its read found it
+        boolean ownStop = head.stopsAtGone && head.localPositions == goneAt;
+        if (goneAt >= 0 && goneAt < head.pages && !head.cancelled && !ownStop) {
             io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
             if (o != null) {
                 o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, head.tokens, 0,
@@ -381,16 +384,6 @@ final class TierPrefetcher {
             o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
                     runEnd - runFirst);
         }
-    }
-
-    /** True when this rank's lane holds offset {@code offset} of {@code p}. */
-    private static boolean owns(Prefetch p, int offset) {
-        for (int o : p.ownedOffsets) {
-            if (o == offset) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** True when owned page {@code k} was read (the existence check found it) and either part of it is gone. */
