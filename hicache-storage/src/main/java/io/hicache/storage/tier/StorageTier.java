@@ -333,6 +333,8 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         int localPositions;
         /** True when {@link #localPositions} stops at an owned page the read found gone (MISS or CORRUPT). */
         boolean stopsAtGone;
+        /** The owned index of the page that stops {@link #localPositions} when {@link #stopsAtGone}. */
+        int stopIndex;
         int published;
         RadixNode node;
         boolean cancelled;

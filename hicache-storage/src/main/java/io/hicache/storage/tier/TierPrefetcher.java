@@ -187,10 +187,19 @@ final class TierPrefetcher {
                 : head.localPositions;
     }
 
-    /** True when the head prefetch landed here with its prefix stopped by a page found gone. */
+    /**
+     * True when the head prefetch landed here with its prefix stopped by a page found gone, and no write or check on
+     * this rank has found that page in the store since. A write of it (another request computed it) may have been
+     * agreed and announced stored before the group agrees on this prefetch; announcing the page removed after that
+     * would drop a stored page from every router's index.
+     */
     boolean headStopsAtGone() {
         Prefetch head = prefetches.peekFirst();
-        return head != null && head.state == Prefetch.State.LANDED && head.stopsAtGone;
+        if (head == null || head.state != Prefetch.State.LANDED || !head.stopsAtGone) {
+            return false;
+        }
+        return !known.contains(head.keys.get(head.stopIndex))
+                || (head.draftKeys != null && !known.contains(head.draftKeys.get(head.stopIndex)));
     }
 
     /**
@@ -336,6 +345,7 @@ final class TierPrefetcher {
                 }
                 pagesGone(p);
                 p.stopsAtGone = !p.cancelled && stopsAtGone(p, good);
+                p.stopIndex = good;
                 metrics.recordRead(good * (views.pageBytes() + views.draftPageBytes()), System.nanoTime() - p.ioStartNs);
                 metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
                 land(p, good);

@@ -72,6 +72,9 @@ class StorageTierEventsTest {
         int expireOnNextGet = -1;
         io.hicache.storage.PageKey expireKey;
         io.hicache.storage.PageKey failKey;
+        /** A read of this key answers only when {@link #release} is called (a slow read on one rank). */
+        io.hicache.storage.PageKey holdKey;
+        private Runnable held;
 
         ExpiringStore() {
             super(new MemoryPageStore(0, 64));
@@ -96,7 +99,18 @@ class StorageTierEventsTest {
                 }
                 return io.hicache.storage.StoreOp.completed(io.hicache.storage.StoreResult.of(st));
             }
+            if (holdKey != null && keys.contains(holdKey)) {
+                io.hicache.storage.StoreResult r = inner.get(keys, pages).result(); // the memory store answers at once
+                io.hicache.storage.StoreOp<io.hicache.storage.StoreResult> op = new io.hicache.storage.StoreOp<>();
+                held = () -> op.complete(r);
+                return op;
+            }
             return inner.get(keys, pages);
+        }
+
+        /** Answers the held read. */
+        void release() {
+            held.run();
         }
     }
 
@@ -341,5 +355,37 @@ class StorageTierEventsTest {
         Prefetched c = prefetchWith(2, (store, g, t) -> store.failKey = g.ownerKey(t, 0, 5));
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
         assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 5");
+    }
+
+    /**
+     * In a CP group, a page another rank's read found gone and that rank then wrote again (another request computed
+     * it) is not announced removed when the group agrees on the prefetch later: the write's stored announcement came
+     * first, and the page is in the store (before, the removal followed it and every router dropped a stored page).
+     */
+    @Test
+    void aCpGonePageWrittenAgainBeforeTheGroupAgreesIsNotAnnouncedRemoved() {
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, 8 * PAGE);
+        try (TierRig a = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5);
+        }
+        try (TierRig b = new TierRig(2, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            b.ctl[0].tierObserver(r);
+            store.expireKey = b.ownerKey(t, 0, 5); // rank 1's lane: its read finds page 5 gone
+            store.holdKey = b.ownerKey(t, 0, 4); // rank 0's lane: its read answers late
+            StorageTier.Prefetch[] p = b.prefetch(t, 1);
+            b.drain();
+            assertThat(r.seen).as("the group has not agreed yet").noneMatch(e -> e.startsWith("l3"));
+            store.expireKey = null;
+            b.compute(t, 6); // another request computes the sequence: rank 1 writes page 5 again
+            assertThat(store.inner.pageCount()).as("page 5 put again").isEqualTo(8);
+            assertThat(r.seen).contains("l3 0+8");
+            store.release();
+            b.drain();
+            assertThat(p[0].publishedPages()).as("the computed pages are in the tree already").isZero();
+            assertThat(r.seen.subList(r.seen.indexOf("l3 0+8"), r.seen.size()))
+                    .noneMatch(e -> e.startsWith("l3 sequence gone"));
+        }
     }
 }
