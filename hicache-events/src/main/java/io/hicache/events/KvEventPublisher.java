@@ -111,12 +111,63 @@ public final class KvEventPublisher implements AutoCloseable {
         thread.start();
     }
 
+    /** A JeroMQ error in words, with the JDK's own reason where JeroMQ kept it (one line). */
+    static String reason(org.zeromq.ZMQException e) {
+        String why;
+        try {
+            why = ZMQ.Error.findByCode(e.getErrorCode()).getMessage();
+        } catch (IllegalArgumentException unknown) {
+            why = e.getMessage();
+        }
+        Throwable cause = e.getCause();
+        if (cause != null && cause.getMessage() != null && !cause.getMessage().equalsIgnoreCase(why)) {
+            why += " (" + cause.getMessage().replace('\n', ' ') + ")";
+        }
+        return why;
+    }
+
+    /**
+     * Why the JDK cannot bind a {@code tcp://host:port} endpoint, or null (not such an endpoint, or it can). JeroMQ
+     * reports every bind failure as "address in use", also for an address this host does not have.
+     */
+    static String tcpBindFailure(String endpoint) {
+        if (!endpoint.startsWith("tcp://")) {
+            return null;
+        }
+        String hostPort = endpoint.substring("tcp://".length());
+        int colon = hostPort.lastIndexOf(':');
+        if (colon < 0) {
+            return null;
+        }
+        String host = hostPort.substring(0, colon);
+        int port;
+        try {
+            port = Integer.parseInt(hostPort.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            return null;
+        }
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        }
+        try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+            probe.bind(host.equals("*") ? new java.net.InetSocketAddress(port)
+                    : new java.net.InetSocketAddress(host, port));
+            return null;
+        } catch (java.io.IOException | IllegalArgumentException e) {
+            return e.getMessage();
+        }
+    }
+
     private static String bind(ZMQ.Socket s, String endpoint, String what) {
         boolean ok;
         String why;
         try {
             ok = s.bind(endpoint);
             why = ok ? null : "bind returned false";
+        } catch (org.zeromq.ZMQException e) { // its message is "Errno N": say what N means
+            ok = false;
+            why = e.getErrorCode() == ZMQ.Error.EADDRINUSE.getCode() ? tcpBindFailure(endpoint) : null;
+            why = why != null ? why : reason(e);
         } catch (RuntimeException e) {
             ok = false;
             why = e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
