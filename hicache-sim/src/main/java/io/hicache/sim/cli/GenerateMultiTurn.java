@@ -8,7 +8,6 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
@@ -56,11 +55,8 @@ final class GenerateMultiTurn implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new ParameterException(cl, e.getMessage());
         }
+        RunPlan.requireDirectoryOf(cl, env, out);
         Path file = env.workDir().resolve(out);
-        Path parent = file.toAbsolutePath().getParent();
-        if (parent != null && !Files.isDirectory(parent)) {
-            throw new ParameterException(cl, "cannot write " + out + ": directory " + parent + " does not exist");
-        }
         long n = g.write(file);
         env.out().println("wrote " + file + " (" + n + " requests)");
         return CommandLine.ExitCode.OK;

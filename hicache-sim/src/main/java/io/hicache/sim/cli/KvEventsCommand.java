@@ -63,6 +63,7 @@ final class KvEventsCommand implements Callable<Integer> {
         if (!(idleSeconds > 0) || !(maxSeconds > 0)) {
             throw RunPlan.usage(cl, "--idle-s and --max-s must be > 0, got " + idleSeconds + " and " + maxSeconds);
         }
+        RunPlan.requireDirectoryOf(cl, env, json);
         KvEventTally tally = new KvEventTally();
         KvEventSubscriber.Result r;
         try (KvEventSubscriber sub = new KvEventSubscriber(connect, replay, topic)) {

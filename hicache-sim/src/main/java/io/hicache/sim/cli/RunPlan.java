@@ -181,12 +181,7 @@ final class RunPlan {
         }
         io.hicache.sim.StorageOptions storage = StoragePlan.build(cl, o, kind, noHost, backupMode, pageSize);
         for (Path out : new Path[] {o.jsonFile, o.htmlFile, o.jfrFile}) {
-            if (out != null) {
-                Path abs = env.workDir().resolve(out).toAbsolutePath();
-                if (abs.getParent() != null && !Files.isDirectory(abs.getParent())) {
-                    throw usage(cl, "cannot write " + out + ": directory " + abs.getParent() + " does not exist");
-                }
-            }
+            requireDirectoryOf(cl, env, out);
         }
 
         List<SimConfig> configs = new ArrayList<>();
@@ -419,6 +414,16 @@ final class RunPlan {
     private static long scale(long tokens, double ratio) {
         double v = tokens * ratio;
         return v >= Long.MAX_VALUE ? SimConfig.HOST_UNLIMITED : (long) v;
+    }
+
+    /** Refuses an output file (null: none) whose directory does not exist, before any work is done. */
+    static void requireDirectoryOf(CommandLine cl, Main.Env env, Path out) {
+        if (out != null) {
+            Path abs = env.workDir().resolve(out).toAbsolutePath();
+            if (abs.getParent() != null && !Files.isDirectory(abs.getParent())) {
+                throw usage(cl, "cannot write " + out + ": directory " + abs.getParent() + " does not exist");
+            }
+        }
     }
 
     static ParameterException usage(CommandLine cl, String message) {

@@ -146,5 +146,10 @@ class KvEventsCliTest {
         err.reset();
         assertThat(run(work, out, err, "kv-events", "--connect", "tcp://127.0.0.1:1", "--idle-s", "0")).isEqualTo(2);
         assertThat(err.toString(StandardCharsets.UTF_8)).contains("--idle-s and --max-s must be > 0");
+        err.reset();
+        // refused before it subscribes (before, after --max-s of listening, as an I/O error)
+        assertThat(run(work, out, err, "kv-events", "--connect", "tcp://127.0.0.1:1", "--max-s", "600", "--json",
+                "no-such-dir/e.json")).isEqualTo(2);
+        assertThat(err.toString(StandardCharsets.UTF_8)).contains("cannot write no-such-dir/e.json: directory");
     }
 }
