@@ -209,11 +209,15 @@ public final class KvEventPublisher implements AutoCloseable {
      * Publishes {@code cache}'s tier transitions as rank {@code dataParallelRank}: sets this publisher's collector as
      * the cache's {@link HiCache.TierListener}. Call on the cache's scheduler thread.
      *
-     * @throws IllegalStateException if the publisher is closed, the cache already has a live tier listener, or this
-     *                               module cannot read the tree's nodes (io.hicache.radix a named module and this
-     *                               one on the class path)
+     * @throws IllegalArgumentException if {@code dataParallelRank} is negative
+     * @throws IllegalStateException    if the publisher is closed, the cache already has a live tier listener, or this
+     *                                  module cannot read the tree's nodes (io.hicache.radix a named module and this
+     *                                  one on the class path)
      */
     public void attach(HiCache cache, int dataParallelRank) {
+        if (dataParallelRank < 0) {
+            throw new IllegalArgumentException("data-parallel rank must be >= 0, got " + dataParallelRank);
+        }
         if (stopping) {
             throw new IllegalStateException("KV event publisher is closed");
         }

@@ -152,6 +152,10 @@ class KvEventPublisherTest {
         try (io.hicache.core.HiCache cache = io.hicache.core.HiCache.builder().runtime(gpu)
                 .targetLayout(lb.packedFrom(base).build()).hostPages(8)
                 .threadingMode(io.hicache.core.ThreadingMode.INVOKER).clock(gpu::nowNs).leaseNs(0).build()) {
+            try (KvEventPublisher unused = KvEventPublisher.open(config().build())) {
+                assertThatThrownBy(() -> unused.attach(cache, -1)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("rank must be >= 0, got -1");
+            }
             KvEventPublisher first = KvEventPublisher.attach(cache, config().build());
             assertThatThrownBy(() -> first.attach(cache, 1)).isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("already publishes");
