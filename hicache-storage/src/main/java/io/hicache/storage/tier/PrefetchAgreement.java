@@ -57,6 +57,7 @@ final class PrefetchAgreement {
      *
      * @param headPositions leading positions of the head prefetch landed whole here (>= 0), or {@link #NOT_LANDED}
      * @param stopsAtGone   true when this rank's landed prefix stops at a page its read found gone from the store
+     *                      (and no write or check here has found it stored since)
      * @param localWrites   this rank's {@code TierWriter.agreementValue()} (monotonic: a minimum of it is meaningful)
      */
     boolean poll(long headPositions, boolean stopsAtGone, long localWrites) {
