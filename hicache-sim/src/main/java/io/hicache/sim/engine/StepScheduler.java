@@ -45,6 +45,8 @@ final class StepScheduler {
     private final ArrayList<ServedRequest> stepDecode = new ArrayList<>();
     private final ArrayList<List<LoadHandle>> loadSets = new ArrayList<>();
     private final ArrayList<LoadHandle> queuedLoads = new ArrayList<>();
+    /** Previous-batch: waiting requests whose load has not been seen ended yet (see {@link #holdLoaded}). */
+    private final ArrayList<ServedRequest> awaitingLoad = new ArrayList<>();
     /** Simulated time of the step being formed. */
     private long stepNowNs;
     /** Prompt and decode context of this step's decoding requests, in tokens. */
@@ -181,6 +183,7 @@ final class StepScheduler {
         stepDecode.clear();
         queuedLoads.clear();
         pruneLoadSets();
+        holdLoaded();
         int budget = fleet.serving.maxBatchTokens();
         // 1. decode: every running request past its prefill gets one token, growing its KV page by page
         boolean preempted = false;
@@ -463,8 +466,12 @@ final class StepScheduler {
         queuedLoads.add(op);
         q.hostHitStartNs = stepNowNs;
         if (!sameForward) {
+            // Admitted at a later step, once the load is agreed. Until then it holds its device prefix, and from the
+            // step the load ends the pages the load brought back (see holdLoaded).
             q.load = op;
-            return 0; // admitted at a later step, once the load is agreed
+            hold(q);
+            awaitingLoad.add(q);
+            return 0;
         }
         // same-forward: the chain is now a loading device prefix this step's forward computes on
         q.loadDone = true;
@@ -620,6 +627,27 @@ final class StepScheduler {
         }
         dirty = true; // eviction (under write-back it may also queue copies)
         return ledger.evictAndAllocate(n, out, offset, protectMatch ? match : null);
+    }
+
+    /**
+     * Previous-batch: a load that ended brought its pages back unlocked, with the access time they had on the host;
+     * the first allocation for another request (a decode page, an admission ahead of it) could evict them, and
+     * the request would compute again what it loaded. Its request holds them from now on, until it is admitted.
+     */
+    private void holdLoaded() {
+        for (int i = awaitingLoad.size() - 1; i >= 0; i--) {
+            ServedRequest q = awaitingLoad.get(i);
+            LoadHandle.State s = q.load == null ? null : q.load.state();
+            if (s == LoadHandle.State.QUEUED || s == LoadHandle.State.ISSUED) {
+                continue;
+            }
+            awaitingLoad.remove(i);
+            if (s == LoadHandle.State.LOADED) {
+                releaseHold(q);
+                matchAll(q);
+                hold(q);
+            }
+        }
     }
 
     private void pruneLoadSets() {
