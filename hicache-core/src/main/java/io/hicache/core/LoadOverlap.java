@@ -15,7 +15,10 @@ public enum LoadOverlap {
     SAME_FORWARD,
     /**
      * For engines that cannot wait per layer (e.g. a forward replayed as a CUDA graph): the chain stays host-only
-     * until the load is agreed, so the request runs in a later batch. The cache logs the reason once.
+     * until the load is agreed, so the request runs in a later batch. The cache logs the reason once. The agreed
+     * chain is unlocked and as recently used as the request's match: an engine locks it for the request from the
+     * poll that publishes it ({@link LoadHandle#state()} {@code LOADED}) until it is admitted, or any allocation
+     * before that may evict it and the request computes its host hit again.
      */
     PREVIOUS_BATCH
 }

@@ -630,9 +630,10 @@ final class StepScheduler {
     }
 
     /**
-     * Previous-batch: a load that ended brought its pages back unlocked, with the access time they had on the host;
-     * the first allocation for another request (a decode page, an admission ahead of it) could evict them, and
-     * the request would compute again what it loaded. Its request holds them from now on, until it is admitted.
+     * Previous-batch: a load that ended brought its pages back unlocked and no more recently used than the request's
+     * match a step or more ago; an allocation for another request (a decode page, an admission ahead of it) could
+     * evict them, and the request would compute again what it loaded. Its request holds them from now on, until it
+     * is admitted.
      */
     private void holdLoaded() {
         for (int i = awaitingLoad.size() - 1; i >= 0; i--) {
