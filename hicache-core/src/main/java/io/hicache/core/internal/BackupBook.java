@@ -295,7 +295,10 @@ final class BackupBook {
             if (b.state == BackupState.RESERVED) {
                 fail(b, AbortReason.LEASE_EXPIRED);
             } else if ((b.state == BackupState.COPYING || b.state == BackupState.DRAINING) && b.slot != null
-                && !b.cancelSent) {
+                && !b.cancelSent && !b.slot.writeBack) {
+                // (not a write-back's slot: it has no forward to revoke, and its own command copies and seals it.
+                // A cancel would be a second command for that slot; the queue holds two a slot, the current one and
+                // at most one left from the slot's previous forward.)
                 // the forward was not sealed in time: revoke its lease (its handle throws at its next hook) and
                 // have the submitter seal it after the copies already queued
                 ForwardSlot slot = b.slot;
