@@ -347,14 +347,17 @@ public final class KvEventPublisher implements AutoCloseable {
      */
     public boolean flush(long timeout, TimeUnit unit) {
         long deadline = System.nanoTime() + unit.toNanos(timeout);
-        long seen = loops.get();
+        // The thread empties a queue a moment before it sends and counts what it took; the loop it is in when the
+        // queues first read empty may still be sending. Its end, and one whole loop after, are awaited: a mark
+        // taken after the empty reading is at most one below that loop's count.
+        long mark = -1;
         while (System.nanoTime() < deadline && thread.isAlive()) {
-            boolean empty = ringsEmpty();
-            if (empty && loops.get() >= seen + 2) {
+            if (!ringsEmpty()) {
+                mark = -1;
+            } else if (mark < 0) {
+                mark = loops.get();
+            } else if (loops.get() >= mark + 2) {
                 return true;
-            }
-            if (!empty) {
-                seen = loops.get();
             }
             LockSupport.parkNanos(200_000);
         }

@@ -87,6 +87,23 @@ class KvEventPublisherTest {
         }
     }
 
+    /**
+     * flush() returns only after the batch drained last has been sent. The publisher's thread drains a record (the
+     * queue reads empty) a moment before it counts the batch sent; a flush that looked then must not return.
+     */
+    @Test
+    void flushReturnsOnlyAfterTheLastDrainedBatchIsSent() {
+        try (KvEventPublisher p = KvEventPublisher.open(KvEventsConfig.builder(ANY).maxBlocksPerBatch(1).build())) {
+            TierEventCollector c = p.collector(1, 0);
+            int[] tokens = IntStream.range(0, 4).toArray();
+            for (int round = 1; round <= 2_000; round++) {
+                c.onDeviceInserted(tokens, 0, 4, 0, null); // 4 pages, one batch each
+                assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
+                assertThat(p.stats().batchesSent()).as("round %d", round).isEqualTo(4L * round);
+            }
+        }
+    }
+
     @Test
     void malformedReplayRequestsAreCountedAndGetNoReply() {
         try (KvEventPublisher p = KvEventPublisher.open(config().build()); ZContext ctx = new ZContext()) {
