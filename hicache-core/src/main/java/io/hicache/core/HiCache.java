@@ -108,7 +108,9 @@ public final class HiCache implements AutoCloseable {
      * {@code devicePages[pagesFrom, pagesFrom + len / pageSize)}. Pages already cached on device stay the tree's:
      * <b>the caller frees its pages {@code [pagesFrom, pagesFrom + r / pageSize)}, where r is the return value;
      * every later page now belongs to the cache</b>. {@link #lastInsertNode()} is the node the insert ended on,
-     * the one to pass to {@link #reserveByPolicy}. Scheduler thread.
+     * the one to pass to {@link #reserveByPolicy}. Inserted pages are matchable at once: until the forward that
+     * computes them has been launched, no other request may use them (its kernels, and any backup of the path,
+     * would read pages not yet written). Scheduler thread.
      *
      * @return number of tokens already present on device (a multiple of the page size)
      * @throws IllegalArgumentException on null arrays or ranges outside the arrays
@@ -457,8 +459,12 @@ public final class HiCache implements AutoCloseable {
     /**
      * Evicts at least {@code pages} device pages if the tree can (policy order, unlocked leaves without a
      * backup in flight); the freed pages go to {@code sink}. Their KV stays reachable where it was backed up.
-     * Under {@link WritePolicy#WRITE_BACK} a leaf without a host copy is reserved and copied instead, and
-     * becomes evictable once committed. Scheduler thread.
+     * Under {@link WritePolicy#WRITE_BACK} a leaf without a host copy is reserved and copied instead (with its
+     * ancestors not backed up yet), and becomes evictable once committed. That copy is ordered after the work
+     * enqueued on the compute stream so far, so the KV of the leaf's whole path must have been enqueued by then: as
+     * it is when requests share only prefixes whose computing forward has been launched (an engine that inserts a
+     * request's pages before its forward runs must not let another request match them until it has). Scheduler
+     * thread.
      *
      * @return device pages evicted
      * @throws IllegalStateException if the cache is closed

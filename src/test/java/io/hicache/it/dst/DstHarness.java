@@ -659,9 +659,39 @@ final class DstHarness implements AutoCloseable {
         return t;
     }
 
+    /**
+     * An engine shares with a new request only KV whose forward has been launched: a request whose prefix another
+     * open forward has yet to write would attend over KV not computed yet (and a write-back of that prefix, ordered
+     * after the compute stream's work so far, would copy it unwritten). Where {@code tokens} would share a page an
+     * open forward still writes, they diverge from the first such page on, with fresh tokens (no random draw).
+     */
+    private void divergeFromPagesBeingWritten(int[] tokens) {
+        int pages = tokens.length / pageSize;
+        int keep = pages;
+        for (Forward f : opens) {
+            int[] other = f.req.tokens;
+            int same = 0;
+            int max = Math.min(tokens.length, other.length);
+            while (same < max && tokens[same] == other[same]) {
+                same++;
+            }
+            if (same / pageSize > f.req.firstNewPage) {
+                keep = Math.min(keep, f.req.firstNewPage);
+            }
+        }
+        if (keep < pages) {
+            for (int i = keep * pageSize; i < tokens.length; i++) {
+                tokens[i] = uniqueToken++;
+            }
+            trace("request diverges after " + keep + " pages: an open forward still writes the next");
+            count("request.divergedFromOpenForward");
+        }
+    }
+
     private void engineRequest() {
         int pages = 1 + rnd.nextInt(maxRequestPages);
         int[] tokens = requestTokens(pages);
+        divergeFromPagesBeingWritten(tokens);
         if (freeDevice.freePages() < pages) {
             engineEvict(pages - freeDevice.freePages());
             if (freeDevice.freePages() < pages) {
@@ -697,7 +727,7 @@ final class DstHarness implements AutoCloseable {
         int[] newPages = Arrays.copyOfRange(dev, dupPages, pages);
         trace("request " + pages + " pages (" + dupPages + " present) new device pages " + Arrays.toString(newPages));
         count("request");
-        Request req = new Request(last, cp, newPages);
+        Request req = new Request(last, cp, newPages, tokens, dupPages);
         if (!last[0].isRoot()) {
             for (Rank rank : ranks) {
                 rank.tree.lock(last[rank.r]);
@@ -2393,12 +2423,17 @@ final class DstHarness implements AutoCloseable {
         final RadixNode[] last;
         final boolean[] computeDone;
         final int[] newPages;
+        /** The request's tokens, and the first page its forward writes (the ones before were present). */
+        final int[] tokens;
+        final int firstNewPage;
         boolean ended;
 
-        Request(RadixNode[] last, int cp, int[] newPages) {
+        Request(RadixNode[] last, int cp, int[] newPages, int[] tokens, int firstNewPage) {
             this.last = last;
             this.computeDone = new boolean[cp];
             this.newPages = newPages;
+            this.tokens = tokens;
+            this.firstNewPage = firstNewPage;
         }
     }
 
