@@ -158,7 +158,30 @@ public final class KvEventPublisher implements AutoCloseable {
         }
     }
 
+    /**
+     * Why {@code endpoint} is not a {@code tcp://HOST:PORT} endpoint JeroMQ can use, or null (it is, or it is not a
+     * tcp endpoint). JeroMQ's own words for these are the host alone or a number parser's message.
+     */
+    static String tcpShapeProblem(String endpoint, boolean bind) {
+        if (!endpoint.startsWith("tcp://")) {
+            return null;
+        }
+        String hostPort = endpoint.substring("tcp://".length());
+        int colon = hostPort.lastIndexOf(':');
+        String port = colon < 0 ? "" : hostPort.substring(colon + 1);
+        boolean number = !port.isEmpty() && port.length() <= 5 && port.chars().allMatch(Character::isDigit)
+                && Integer.parseInt(port) <= 65_535;
+        if (number || (bind && port.equals("*"))) {
+            return null;
+        }
+        return "expected tcp://HOST:PORT with PORT a number from 0 to 65535" + (bind ? " (or * for any free port)" : "");
+    }
+
     private static String bind(ZMQ.Socket s, String endpoint, String what) {
+        String shape = tcpShapeProblem(endpoint, true);
+        if (shape != null) {
+            throw new IllegalArgumentException("cannot bind " + what + " " + endpoint + ": " + shape);
+        }
         boolean ok;
         String why;
         try {

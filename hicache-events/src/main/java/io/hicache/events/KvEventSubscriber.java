@@ -65,10 +65,17 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     private static void connect(ZMQ.Socket s, String endpoint, String what) {
+        String shape = KvEventPublisher.tcpShapeProblem(endpoint, false);
+        if (shape != null) {
+            throw new IllegalArgumentException("cannot connect to " + what + " " + endpoint + ": " + shape);
+        }
         boolean ok;
         String why = "connect returned false";
         try {
             ok = s.connect(endpoint);
+        } catch (org.zeromq.ZMQException e) {
+            ok = false;
+            why = KvEventPublisher.reason(e); // JeroMQ's "Errno N" in words
         } catch (RuntimeException e) {
             ok = false;
             why = e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();

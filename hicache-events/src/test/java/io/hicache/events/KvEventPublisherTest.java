@@ -203,6 +203,12 @@ class KvEventPublisherTest {
                     .hasMessageContaining("replay endpoint " + first.replayEndpoint());
             assertThatThrownBy(() -> KvEventPublisher.open(KvEventsConfig.builder("nonsense").build()))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("nonsense");
+            for (String bad : new String[] {"tcp://127.0.0.1", "tcp://127.0.0.1:x", "tcp://127.0.0.1:70000"}) {
+                assertThatThrownBy(() -> KvEventPublisher.open(KvEventsConfig.builder(bad).build()))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessage("cannot bind KV events endpoint " + bad
+                                + ": expected tcp://HOST:PORT with PORT a number from 0 to 65535 (or * for any free port)");
+            }
             // an address this host does not have (TEST-NET-1): JeroMQ calls it "in use" too
             assertThatThrownBy(() -> KvEventPublisher.open(KvEventsConfig.builder("tcp://192.0.2.1:5557").build()))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tcp://192.0.2.1:5557")
