@@ -19,6 +19,13 @@ final class KnownKeys {
         }
     };
 
+    private java.util.function.Consumer<PageKey> forgotten = k -> { };
+
+    /** Who is told of each key {@link #forget} is called for (the tier's writer: see its {@code onGone}). */
+    void whenForgotten(java.util.function.Consumer<PageKey> listener) {
+        this.forgotten = listener;
+    }
+
     void add(PageKey key) {
         keys.put(key, Boolean.TRUE);
     }
@@ -26,6 +33,7 @@ final class KnownKeys {
     /** The store no longer has {@code key} (a read found it missing or corrupt): the next write puts it again. */
     void forget(PageKey key) {
         keys.remove(key);
+        forgotten.accept(key);
     }
 
     boolean contains(PageKey key) {

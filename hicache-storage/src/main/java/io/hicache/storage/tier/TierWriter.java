@@ -82,6 +82,25 @@ final class TierWriter {
         this.known = known;
         this.maxBatch = Math.max(1, store.maxBatchPages());
         this.group = group;
+        known.whenForgotten(this::onGone);
+    }
+
+    /**
+     * A read found {@code key} gone from the store. A write not announced yet that covers it may have counted it
+     * stored (known, or found by an existence check answered before the loss): a whole-range announcement (group
+     * write, write-back) would follow the read's removal and claim it, so that write is not announced (it fails
+     * here, and in a group the group agrees it failed); a node write on a rank alone leaves it out of its runs.
+     */
+    private void onGone(PageKey key) {
+        for (Tracked t : tracked) {
+            if (t.keys.contains(key)) {
+                t.failed = true;
+                if (t.goneKeys == null) {
+                    t.goneKeys = new ArrayList<>(1);
+                }
+                t.goneKeys.add(key);
+            }
+        }
     }
 
     /** Write batches not yet done. */
@@ -216,7 +235,8 @@ final class TierWriter {
         }
         tracked.add(t);
         int[] offsets = new int[pages.pageCount()];
-        List<PageKey> keys = ownedKeys(node, pages, null, null, offsets);
+        List<PageKey> keys = ownedKeys(node, pages, null, null, offsets, null);
+        t.keys = keys;
         int n = keys.size();
         if (n == 0) {
             return;
@@ -322,9 +342,11 @@ final class TierWriter {
         List<HostPage> pages = new ArrayList<>();
         List<HostPage> draftPages = draft ? new ArrayList<>() : null;
         int[] offsets = new int[hp.pageCount()];
-        List<PageKey> keys = ownedKeys(n, hp, pages, draftPages, offsets);
+        List<PageKey> all = new ArrayList<>(hp.pageCount());
+        List<PageKey> keys = ownedKeys(n, hp, pages, draftPages, offsets, all);
         // protected on every rank, even with nothing to put here: see the class comment
         Tracked t = new Tracked(n, startPage(n), hp.pageCount());
+        t.keys = all;
         tree.protectHost(n);
         tracked.add(t);
         if (keys.isEmpty()) {
@@ -345,10 +367,11 @@ final class TierWriter {
      * Keys of the owned positions: all of them when {@code pagesOut} is null (write-back, aligned with the evicted
      * value's pages: the existence check skips stored ones), else those not known to be stored, with their host page
      * views (and draft views, if {@code draftOut} is given: a page is known only when its draft part is too).
-     * {@code offsetsOut} receives each returned key's page offset in the node.
+     * {@code offsetsOut} receives each returned key's page offset in the node, {@code allOut} (if given) every owned
+     * key, the known ones too.
      */
     private List<PageKey> ownedKeys(RadixNode n, HostTierPort.OwnedPages lanes, List<HostPage> pagesOut,
-                                    List<HostPage> draftOut, int[] offsetsOut) {
+                                    List<HostPage> draftOut, int[] offsetsOut, List<PageKey> allOut) {
         HostTierPort.HostCopy hp = ctl.hostCopy(n);
         int[] offsets = new int[lanes.pageCount()];
         // a node and its host value cover the same positions; its lanes say which this rank owns
@@ -356,6 +379,9 @@ final class TierWriter {
         List<PageKey> keys = new ArrayList<>(owned);
         for (int i = 0; i < owned; i++) {
             PageKey k = hasher.nodeKey(n, offsets[i]);
+            if (allOut != null) {
+                allOut.add(k);
+            }
             if (pagesOut == null) {
                 offsetsOut[keys.size()] = offsets[i];
                 keys.add(k);
@@ -436,11 +462,17 @@ final class TierWriter {
         if (o == null || n == 0 || !w.node.isAttached()) {
             return;
         }
+        List<PageKey> gone = w.tracked.goneKeys;
         for (int j = 0; j < n; ) {
+            if (gone != null && gone.contains(w.keys.get(idx[j]))) {
+                j++; // a read found it gone since this write counted it: see onGone
+                continue;
+            }
             int first = w.tracked.startPage + w.offsets[idx[j]];
             int end = first + 1;
             j++;
-            while (j < n && w.tracked.startPage + w.offsets[idx[j]] == end) {
+            while (j < n && w.tracked.startPage + w.offsets[idx[j]] == end
+                    && (gone == null || !gone.contains(w.keys.get(idx[j])))) {
                 end++;
                 j++;
             }
@@ -643,6 +675,10 @@ final class TierWriter {
         boolean storedByAll;
         /** Write-backs of child nodes waiting for this one's announcement, or null. */
         List<Tracked> dependents;
+        /** Every key this rank owns in the write (known ones too). */
+        List<PageKey> keys = List.of();
+        /** Keys of {@link #keys} a read found gone while this write was tracked, or null. */
+        List<PageKey> goneKeys;
         int batches;
         boolean failed;
 

@@ -112,6 +112,26 @@ class StorageTierEventsTest {
         void release() {
             held.run();
         }
+
+        /** The next existence check answers (what the store held when it was asked) only at {@link #releaseExists}. */
+        boolean holdNextExists;
+        private Runnable heldExists;
+
+        @Override
+        public io.hicache.storage.StoreOp<Integer> existsPrefix(List<io.hicache.storage.PageKey> keys) {
+            if (!holdNextExists) {
+                return inner.existsPrefix(keys);
+            }
+            holdNextExists = false;
+            int present = inner.existsPrefix(keys).result(); // the memory store answers at once
+            io.hicache.storage.StoreOp<Integer> op = new io.hicache.storage.StoreOp<>();
+            heldExists = () -> op.complete(present);
+            return op;
+        }
+
+        void releaseExists() {
+            heldExists.run();
+        }
     }
 
     @Test
@@ -264,6 +284,39 @@ class StorageTierEventsTest {
             a.evictAll(); // the parent, now a leaf
             a.drain();
             assertThat(sequences).containsExactlyInAnyOrder("3+2 from token 50", "0+3 from token 50");
+        }
+    }
+
+    /**
+     * A write that counted a page as stored (its existence check found it) while a read found it gone is not
+     * announced: its stored announcement would follow the removal and leave every router holding a block the store
+     * lost (before, the write-back's whole range was announced stored after the read's "gone").
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "cp {0}")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {1, 2}) // CP 2: page 5 is rank 1's, the speaker is rank 0
+    void aWriteBackWhosePageAReadFoundGoneIsNotAnnouncedStored(int cp) {
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, 8 * PAGE);
+        try (TierRig a = new TierRig(cp, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5); // the store holds all 8 pages
+        }
+        StorageTierConfig cfg = CFG.withWritePolicy(io.hicache.storage.StorageWritePolicy.WRITE_BACK);
+        try (TierRig b = new TierRig(cp, PAGE, 64, 64, store, cfg, "")) {
+            Recorder r = new Recorder();
+            b.ctl[0].tierObserver(r);
+            b.compute(t, 5);
+            store.holdNextExists = true; // the write-back's existence check (all 8 present) answers late
+            b.evictAll();
+            store.expireKey = b.ownerKey(t, 0, 5);
+            StorageTier.Prefetch p = b.prefetch(t, 1)[0];
+            b.drain();
+            assertThat(p.publishedPages()).isEqualTo(5);
+            assertThat(r.seen).contains("l3 sequence gone 5+1");
+            store.releaseExists();
+            b.drain();
+            assertThat(r.seen.subList(r.seen.indexOf("l3 sequence gone 5+1"), r.seen.size()))
+                    .noneMatch(e -> e.startsWith("l3 sequence stored"));
+            assertThat(store.inner.pageCount()).as("page 5 stays gone").isEqualTo(7);
         }
     }
 
