@@ -37,6 +37,13 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     /**
+     * How long a connection's ZeroMQ handshake may take before it is dropped and made again. Now and then a JeroMQ
+     * client's handshake stalls until this runs out (30 s by default, seen about once in ten fresh replay
+     * connections on this project's test machine); 3 s bounds that, and is many round trips on any network.
+     */
+    static final int HANDSHAKE_MILLIS = 3_000;
+
+    /**
      * Connects (ZeroMQ connects lazily: an endpoint nobody binds yet is not an error).
      *
      * @param endpoint       the publisher's PUB endpoint
@@ -48,12 +55,14 @@ public final class KvEventSubscriber implements AutoCloseable {
         try {
             sub = context.createSocket(SocketType.SUB);
             sub.setRcvHWM(0);
+            sub.setHandshakeIvl(HANDSHAKE_MILLIS);
             connect(sub, endpoint, "KV events endpoint");
             sub.subscribe(topic.getBytes(StandardCharsets.UTF_8));
             if (replayEndpoint != null) {
                 replay = context.createSocket(SocketType.DEALER);
                 replay.setRcvHWM(0);
                 replay.setLinger(0);
+                replay.setHandshakeIvl(HANDSHAKE_MILLIS);
                 connect(replay, replayEndpoint, "KV events replay endpoint");
             } else {
                 replay = null;

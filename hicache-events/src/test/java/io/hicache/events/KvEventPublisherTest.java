@@ -36,6 +36,13 @@ class KvEventPublisherTest {
         }
     }
 
+    /** A replay client as {@link KvEventSubscriber} makes one (its handshake bounded: see HANDSHAKE_MILLIS). */
+    private static ZMQ.Socket dealer(ZContext ctx) {
+        ZMQ.Socket s = ctx.createSocket(SocketType.DEALER);
+        s.setHandshakeIvl(KvEventSubscriber.HANDSHAKE_MILLIS);
+        return s;
+    }
+
     private static byte[] seq(long s) {
         return ByteBuffer.allocate(8).putLong(s).array();
     }
@@ -67,7 +74,7 @@ class KvEventPublisherTest {
             assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
             assertThat(p.stats().batchesSent()).isEqualTo(3);
 
-            ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
+            ZMQ.Socket dealer = dealer(ctx);
             dealer.setReceiveTimeOut(60_000);
             dealer.connect(p.replayEndpoint());
             dealer.sendMore(new byte[0]);
@@ -109,7 +116,7 @@ class KvEventPublisherTest {
         try (KvEventPublisher p = KvEventPublisher.open(config().build()); ZContext ctx = new ZContext()) {
             p.collector(1, 0).onDeviceInserted(new int[] {1}, 0, 1, 0, null);
             assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
-            ZMQ.Socket dealer = ctx.createSocket(SocketType.DEALER);
+            ZMQ.Socket dealer = dealer(ctx);
             dealer.setReceiveTimeOut(60_000);
             dealer.connect(p.replayEndpoint());
             dealer.sendMore(new byte[0]);
@@ -138,7 +145,7 @@ class KvEventPublisherTest {
             TierEventCollector c = p.collector(1, 0);
             c.onDeviceInserted(new int[] {1, 2, 3}, 0, 3, 0, null);
             assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
-            ZMQ.Socket gone = ctx.createSocket(SocketType.DEALER);
+            ZMQ.Socket gone = dealer(ctx);
             gone.setReceiveTimeOut(60_000);
             gone.setLinger(0);
             gone.connect(p.replayEndpoint());
@@ -150,7 +157,7 @@ class KvEventPublisherTest {
 
             c.onDeviceInserted(new int[] {4}, 0, 1, 0, null);
             assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
-            ZMQ.Socket next = ctx.createSocket(SocketType.DEALER);
+            ZMQ.Socket next = dealer(ctx);
             next.setReceiveTimeOut(60_000);
             next.connect(p.replayEndpoint());
             next.sendMore(new byte[0]);
