@@ -23,9 +23,20 @@ import io.hicache.sim.model.ModelPreset;
  *                       link's rate)
  * @param sharedCopyEngine loads (host to device) and backups (device to host) share one copy engine and
  *                       serialize against each other, instead of one engine per direction
+ * @param closedLoop     a request whose trace names the request it follows ({@code Request.parentId}) arrives no
+ *                       earlier than that one finished, as a chat client sends its next turn after reading the
+ *                       answer; false: every request arrives at its trace time
  */
 public record ServingConfig(int instances, Router router, int tp, int maxBatchTokens, int chunkTokens,
-                            double sloTtftMs, double sloTpotMs, double hostBandwidthGbps, boolean sharedCopyEngine) {
+                            double sloTtftMs, double sloTpotMs, double hostBandwidthGbps, boolean sharedCopyEngine,
+                            boolean closedLoop) {
+
+    /** A deployment that replays follow-up turns closed loop. */
+    public ServingConfig(int instances, Router router, int tp, int maxBatchTokens, int chunkTokens, double sloTtftMs,
+                         double sloTpotMs, double hostBandwidthGbps, boolean sharedCopyEngine) {
+        this(instances, router, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs, hostBandwidthGbps,
+                sharedCopyEngine, true);
+    }
 
     /** A deployment whose GPUs each copy at their link's rate, one copy engine per direction. */
     public ServingConfig(int instances, Router router, int tp, int maxBatchTokens, int chunkTokens, double sloTtftMs,
@@ -127,6 +138,6 @@ public record ServingConfig(int instances, Router router, int tp, int maxBatchTo
     /** This configuration with another fleet. */
     public ServingConfig withFleet(int n, Router r) {
         return new ServingConfig(n, r, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs, hostBandwidthGbps,
-                sharedCopyEngine);
+                sharedCopyEngine, closedLoop);
     }
 }

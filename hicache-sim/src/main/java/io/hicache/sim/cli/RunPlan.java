@@ -250,7 +250,7 @@ final class RunPlan {
                                          io.hicache.sim.model.GpuPreset gpu, Main.Kind kind, boolean cacheOnly) {
         if (cacheOnly && so.any()) {
             throw usage(cl, "--instances, --router, --tp, --max-batch-tokens, --chunk-tokens, the SLOs, "
-                    + "--host-bandwidth-gbps and --copy-engines have no effect with --cache-only (it models no serving); "
+                    + "--host-bandwidth-gbps, --copy-engines and --[no-]closed-loop have no effect with --cache-only (it models no serving); "
                     + "drop them");
         }
         if (kind != Main.Kind.COMPARE && so.instances != null && so.instances.size() > 1) {
@@ -285,7 +285,8 @@ final class RunPlan {
                     so.routers == null ? d.router() : so.routers.getFirst(), so.tp == null ? d.tp() : so.tp, budget,
                     chunk, so.sloTtftMs == null ? d.sloTtftMs() : so.sloTtftMs,
                     so.sloTpotMs == null ? d.sloTpotMs() : so.sloTpotMs,
-                    so.hostBandwidthGbps == null ? 0 : so.hostBandwidthGbps, sharedEngine);
+                    so.hostBandwidthGbps == null ? 0 : so.hostBandwidthGbps, sharedEngine,
+                    so.closedLoop == null || so.closedLoop);
             s.checkModel(model);
             return s;
         } catch (IllegalArgumentException e) {

@@ -48,9 +48,16 @@ final class ServingOptions {
             description = "separate (default: one copy engine per direction) or shared (loads and backups serialize).")
     String copyEngines;
 
+    @Option(names = "--closed-loop", negatable = true, fallbackValue = "true",
+            description = "A request whose trace names the turn it follows (gen-multiturn's traces, Qwen-Bailian's "
+                    + "parent_chat_id) arrives no earlier than that turn finished, as a chat client waits for the "
+                    + "answer (default); --no-closed-loop replays the trace's times as they are.")
+    Boolean closedLoop;
+
     /** Whether any serving option was given (they mean nothing with --cache-only). */
     boolean any() {
         return instances != null || routers != null || tp != null || maxBatchTokens != null || chunkTokens != null
-                || sloTtftMs != null || sloTpotMs != null || hostBandwidthGbps != null || copyEngines != null;
+                || sloTtftMs != null || sloTpotMs != null || hostBandwidthGbps != null || copyEngines != null
+                || closedLoop != null;
     }
 }

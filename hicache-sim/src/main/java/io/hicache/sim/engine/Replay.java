@@ -67,6 +67,16 @@ final class Replay {
     private long firstArrivalNs = -1;
     private long reportedDone;
     private long requestsRouted;
+    /** Closed-loop turns, or null when every request arrives at its trace time. */
+    private final FollowUps followUps;
+    /** The time the fleet was last run to. */
+    private long fleetNs = Long.MIN_VALUE;
+
+    /**
+     * While requests are held for the turn they follow, the fleet runs in steps of this much simulated time and a
+     * held request arrives at the end of the step in which its predecessor finished (a client's reaction time).
+     */
+    static final long FOLLOW_UP_STEP_NS = 5_000_000;
 
     Replay(SimConfig config, ServingConfig serving, TraceSource trace, ProgressListener progress) {
         this(config, serving, trace, progress, null);
@@ -77,6 +87,7 @@ final class Replay {
         serving.checkModel(config.model());
         this.config = config;
         this.serving = serving;
+        this.followUps = serving.closedLoop() ? new FollowUps() : null;
         this.trace = trace;
         this.progress = progress;
         this.compute = config.computeModel();
@@ -164,16 +175,20 @@ final class Replay {
                 if (firstArrivalNs < 0) {
                     firstArrivalNs = t;
                 }
-                stepper.run(FleetStepper.RUN, t);
+                runUntil(t);
                 reportProgress();
-                int[] keys = expander.pageKeys(r, pageSize);
-                ServedRequest q = new ServedRequest(r, keys, expander.tokenCount(r), t);
-                if (r.coversAnswer()) {
-                    q.answerKeys = expander.conversationPageKeys(r, pageSize);
+                if (followUps != null && followUps.mustWait(r)) {
+                    followUps.hold(r);
+                } else {
+                    arrive(r, t);
                 }
-                inputTokens += r.inputLength();
-                requestsRouted++;
-                instances[route(q)].enqueue(q);
+            }
+            while (followUps != null && followUps.waiting()) {
+                long before = requestsRouted;
+                runUntil(fleetNs + FOLLOW_UP_STEP_NS);
+                if (requestsRouted == before && fleetIdle()) {
+                    throw new IllegalStateException(followUps.heldNow() + " requests wait for turns that never finish");
+                }
             }
             stepper.run(FleetStepper.FINISH, Long.MAX_VALUE);
             reportProgress();
@@ -189,6 +204,50 @@ final class Replay {
         }
         double wallSeconds = (System.nanoTime() - wallStart) / 1e9;
         return result(wallSeconds);
+    }
+
+    /** Routes {@code r}, arrived at {@code t}. */
+    private void arrive(Request r, long t) {
+        int[] keys = expander.pageKeys(r, pageSize);
+        ServedRequest q = new ServedRequest(r, keys, expander.tokenCount(r), t);
+        if (r.coversAnswer()) {
+            q.answerKeys = expander.conversationPageKeys(r, pageSize);
+        }
+        inputTokens += r.inputLength();
+        requestsRouted++;
+        instances[route(q)].enqueue(q);
+        if (followUps != null) {
+            followUps.served(r, q);
+        }
+    }
+
+    /**
+     * Runs the fleet to {@code t}. While requests are held for the turn they follow, in steps of
+     * {@link #FOLLOW_UP_STEP_NS}, after each of which the held requests whose predecessor finished arrive.
+     */
+    private void runUntil(long t) {
+        while (followUps != null && followUps.waiting() && fleetNs < t) {
+            long next = Math.min(t, fleetNs + FOLLOW_UP_STEP_NS);
+            stepper.run(FleetStepper.RUN, next);
+            fleetNs = next;
+            for (Request r : followUps.releasable()) {
+                arrive(r, next);
+            }
+        }
+        if (fleetNs < t || followUps == null || !followUps.waiting()) {
+            stepper.run(FleetStepper.RUN, t);
+            fleetNs = Math.max(fleetNs, t);
+        }
+    }
+
+    /** True when no instance has a request queued or running. */
+    private boolean fleetIdle() {
+        for (Instance in : instances) {
+            if (in.outstandingRequests() > 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -435,7 +494,8 @@ final class Replay {
                 inputTokens / makespanS, outputTokens / makespanS, finished / makespanS,
                 finished == 0 ? 0 : (double) good / finished, good / makespanS,
                 simulatedNs == 0 ? 0 : (double) busy / ((double) simulatedNs * instances.length),
-                preemptions, admissionPageWaits, steps, forwards, copyNs, hidden,
+                preemptions, admissionPageWaits, serving.closedLoop(),
+                followUps == null ? 0 : followUps.heldTotal(), steps, forwards, copyNs, hidden,
                 io.hicache.sim.CoreNames.of(config.loadOverlap()),
                 hostHits, ServingStats.Latency.ofNs(hostHitPrefillNs, hostHits, false),
                 ServingStats.cdf(ttftSorted, finished));

@@ -32,6 +32,9 @@ import java.util.Arrays;
  * @param preemptions                requests preempted for lack of device pages (SGLang's retract)
  * @param admissionPageWaits         steps formed while the head of the queue waited for device pages: none free and
  *                                   none evictable (running requests hold them, or backups in flight lock them)
+ * @param closedLoop                 whether a request that follows another (its trace says which) waited for it
+ * @param followUpsWaited            requests that arrived after their trace time because the turn they follow had
+ *                                   not finished then
  * @param steps                      forward steps run (all instances)
  * @param deviceForwards             steps run layer by layer on the simulated devices (they carried backups)
  * @param backupCopyNs               time the backup copies took on the host links (rank 0 of each instance)
@@ -44,7 +47,7 @@ import java.util.Arrays;
 @JsonPropertyOrder({"instances", "router", "tp", "max_batch_tokens", "chunk_tokens", "slo_ttft_ms", "slo_tpot_ms",
         "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "throughput_input_tokens_per_s", "throughput_output_tokens_per_s",
         "throughput_requests_per_s", "goodput", "goodput_requests_per_s", "gpu_busy_fraction", "preemptions",
-        "admission_page_waits", "steps",
+        "admission_page_waits", "closed_loop", "follow_ups_waited", "steps",
         "device_forwards", "backup_copy_ns", "backup_hidden_fraction", "load_overlap", "host_hit_requests",
         "host_hit_prefill_ms"})
 public record ServingStats(
@@ -67,6 +70,8 @@ public record ServingStats(
         @JsonProperty("gpu_busy_fraction") double gpuBusyFraction,
         @JsonProperty("preemptions") long preemptions,
         @JsonProperty("admission_page_waits") long admissionPageWaits,
+        @JsonProperty("closed_loop") boolean closedLoop,
+        @JsonProperty("follow_ups_waited") long followUpsWaited,
         @JsonProperty("steps") long steps,
         @JsonProperty("device_forwards") long deviceForwards,
         @JsonProperty("backup_copy_ns") long backupCopyNs,

@@ -235,12 +235,13 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
     }
 
     /**
-     * Checks the lengths and the hash id count shared by every format, then makes the request.
+     * Checks the lengths and the hash id count shared by every format, then makes the request ({@code parentId}: see
+     * {@link Request#parentId()}).
      *
      * @throws TraceFormatException a length is negative or {@code ids != ceil(inputLength / blockSize)}
      */
-    protected final Request request(int index, long id, long arrivalNs, int inputLength, int outputLength,
-                                    String inputName, String outputName, String idsName, Fields f) {
+    protected final Request request(int index, long id, long parentId, long arrivalNs, int inputLength,
+                                    int outputLength, String inputName, String outputName, String idsName, Fields f) {
         if (inputLength < 0) {
             throw fail(inputName + " must be >= 0, got " + inputLength);
         }
@@ -254,7 +255,7 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
                     + inputLength + "/" + blockSize + ") = " + expected + " blocks of " + blockSize + " tokens"
                     + (withAnswer != expected ? " (or " + withAnswer + " to cover the answer too)" : ""));
         }
-        return new Request(index, id, arrivalNs, inputLength, outputLength, f.idsCopy(), blockSize);
+        return new Request(index, id, arrivalNs, inputLength, outputLength, f.idsCopy(), blockSize, parentId);
     }
 
     @Override

@@ -8,14 +8,16 @@ import java.util.List;
  * {@code timestamp} (seconds, float), {@code input_length}, {@code output_length}, {@code type}
  * (e.g. {@code text}), {@code turn}, {@code hash_ids} (one prefix-chained id per 16-token block).
  * Source: alibaba-edu qwen-bailian-usagetraces-anon release notes. {@code chat_id} becomes
- * {@link Request#id()}; {@code parent_chat_id}, {@code type} and {@code turn} are checked for type
- * and otherwise unused (the hash ids already carry the prefix sharing). Owned by one thread.
+ * {@link Request#id()} and {@code parent_chat_id} {@link Request#parentId()} (a replay sends a turn no earlier than
+ * the turn it follows finished); {@code type} and {@code turn} are checked for type and otherwise unused (the hash
+ * ids already carry the prefix sharing). Owned by one thread.
  */
 public final class BailianTraceReader extends AbstractJsonlTraceReader {
     /** Tokens per hash id block. */
     public static final int BLOCK_SIZE = 16;
 
     private static final int CHAT_ID = 0;
+    private static final int PARENT = 1;
     private static final int TIMESTAMP = 2;
     private static final int INPUT = 3;
     private static final int OUTPUT = 4;
@@ -40,11 +42,15 @@ public final class BailianTraceReader extends AbstractJsonlTraceReader {
         if (!f.isIntegral(CHAT_ID)) {
             throw fail("field 'chat_id' must be an integer, got " + f.doubleValue(CHAT_ID));
         }
+        if (!f.isIntegral(PARENT) || f.longValue(PARENT) < -1) {
+            throw fail("field 'parent_chat_id' must be an integer >= -1 (-1: a first turn), got "
+                    + f.doubleValue(PARENT));
+        }
         if (f.intValue(TURN) < 0) {
             throw fail("turn must be >= 0, got " + f.intValue(TURN));
         }
         long arrivalNs = toNanos(f, TIMESTAMP, 1_000_000_000L, "s");
-        return request(index, f.longValue(CHAT_ID), arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
+        return request(index, f.longValue(CHAT_ID), f.longValue(PARENT), arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
                 "input_length", "output_length", "hash_ids", f);
     }
 }

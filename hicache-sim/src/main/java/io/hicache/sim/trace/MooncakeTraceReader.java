@@ -6,8 +6,10 @@ import java.util.List;
 /**
  * Mooncake FAST'25 JSON lines: {@code timestamp} (integer ms), {@code input_length},
  * {@code output_length}, {@code hash_ids} (one prefix-chained id per 512-token block, last block
- * possibly partial). Source: github.com/kvcache-ai/Mooncake, FAST25-release README. Owned by one
- * thread.
+ * possibly partial). Source: github.com/kvcache-ai/Mooncake, FAST25-release README. Two optional fields, which
+ * {@code gen-multiturn} writes and Mooncake's own traces do not have, say which turn a record follows: {@code chat_id}
+ * (the record's {@link Request#id()}, else its index) and {@code parent_chat_id} ({@link Request#parentId()}, -1
+ * for a first turn), as in Qwen-Bailian traces. Owned by one thread.
  */
 public final class MooncakeTraceReader extends AbstractJsonlTraceReader {
     /** Tokens per hash id block. */
@@ -16,11 +18,15 @@ public final class MooncakeTraceReader extends AbstractJsonlTraceReader {
     private static final int TIMESTAMP = 0;
     private static final int INPUT = 1;
     private static final int OUTPUT = 2;
+    private static final int CHAT_ID = 4;
+    private static final int PARENT = 5;
     private static final List<Field> FIELDS = List.of(
             new Field("timestamp", FieldType.NUMBER, true),
             new Field("input_length", FieldType.INT, true),
             new Field("output_length", FieldType.INT, true),
-            new Field("hash_ids", FieldType.INT_ARRAY, true));
+            new Field("hash_ids", FieldType.INT_ARRAY, true),
+            new Field("chat_id", FieldType.NUMBER, false),
+            new Field("parent_chat_id", FieldType.NUMBER, false));
 
     /** Opens {@code file}, returning at most {@code limit} records. */
     public MooncakeTraceReader(Path file, long limit) {
@@ -30,7 +36,16 @@ public final class MooncakeTraceReader extends AbstractJsonlTraceReader {
     @Override
     protected Request toRequest(Fields f, int index) {
         long arrivalNs = toNanos(f, TIMESTAMP, 1_000_000L, "ms");
-        return request(index, index, arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
+        if (f.has(CHAT_ID) && (!f.isIntegral(CHAT_ID) || f.longValue(CHAT_ID) < 0)) {
+            throw fail("field 'chat_id' must be an integer >= 0, got " + f.doubleValue(CHAT_ID));
+        }
+        if (f.has(PARENT) && (!f.isIntegral(PARENT) || f.longValue(PARENT) < -1)) {
+            throw fail("field 'parent_chat_id' must be an integer >= -1 (-1: a first turn), got "
+                    + f.doubleValue(PARENT));
+        }
+        long id = f.has(CHAT_ID) ? f.longValue(CHAT_ID) : index;
+        long parent = f.has(PARENT) ? f.longValue(PARENT) : -1;
+        return request(index, id, parent, arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
                 "input_length", "output_length", "hash_ids", f);
     }
 }

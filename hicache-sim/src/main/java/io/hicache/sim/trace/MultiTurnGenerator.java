@@ -16,8 +16,10 @@ import java.util.SplittableRandom;
  * turn's prompt is the whole history (every earlier prompt and answer) plus a new question of
  * {@code requestTokens}; answers are {@code outputTokens} long. Requests are sent at Poisson times of mean
  * rate {@code ratePerS}, each to a random client that is ready: one whose previous turn was sent at least
- * {@code turnGapS} earlier (standing in for the previous answer's latency, which a trace cannot know in
- * advance: {@code bench_multiturn.py} waits for the answer instead, so this is an open-loop approximation).
+ * {@code turnGapS} earlier (the least think time). {@code bench_multiturn.py} also waits for the previous answer,
+ * whose latency a trace cannot know in advance: each record names the turn it follows ({@code chat_id}, its index
+ * in the file, and {@code parent_chat_id}, -1 for a first turn), and a replay sends a turn no earlier than that
+ * turn finished (closed loop; {@code --no-closed-loop} replays the written times as they are).
  *
  * <p>Block ids name a conversation's 512-token blocks by position: a conversation is one growing token
  * stream (each turn appends its question, then its answer), so a block's first tokens never change and a turn
@@ -66,6 +68,8 @@ public record MultiTurnGenerator(int clients, int rounds, int requestTokens, int
     public long write(Path file) {
         SplittableRandom rng = new SplittableRandom(seed);
         int[] done = new int[clients];
+        long[] lastRecord = new long[clients];
+        java.util.Arrays.fill(lastRecord, -1);
         long[] lastSentMs = new long[clients];
         java.util.Arrays.fill(lastSentMs, Long.MIN_VALUE / 2);
         int[] promptTokens = new int[clients];
@@ -99,8 +103,10 @@ public record MultiTurnGenerator(int clients, int rounds, int requestTokens, int
                 while (chain.size() < blocks) {
                     chain.add(nextId++);
                 }
-                w.write("{\"timestamp\": " + tMs + ", \"input_length\": " + prompt + ", \"output_length\": "
-                        + outputTokens + ", \"hash_ids\": " + chain.subList(0, blocks) + "}\n");
+                w.write("{\"chat_id\": " + sent + ", \"parent_chat_id\": " + lastRecord[c] + ", \"timestamp\": " + tMs
+                        + ", \"input_length\": " + prompt + ", \"output_length\": " + outputTokens + ", \"hash_ids\": "
+                        + chain.subList(0, blocks) + "}\n");
+                lastRecord[c] = sent;
                 promptTokens[c] = prompt;
                 lastSentMs[c] = tMs;
                 done[c]++;

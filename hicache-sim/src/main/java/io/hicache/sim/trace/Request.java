@@ -18,9 +18,18 @@ import java.util.Arrays;
  *                     or {@code ceil((inputLength + outputLength) / blockSize)} when the ids go on to cover
  *                     the answer ({@link #coversAnswer()})
  * @param blockSize    tokens per block in the trace format (512 for Mooncake, 16 for Qwen-Bailian)
+ * @param parentId     the {@link #id} of the request this one follows (the previous turn of its conversation:
+ *                     Qwen-Bailian's {@code parent_chat_id}, or the {@code parent_chat_id} that {@code gen-multiturn}
+ *                     writes into its Mooncake records), or -1 when none or not known
  */
 public record Request(int index, long id, long arrivalNs, int inputLength, int outputLength, int[] blockIds,
-                      int blockSize) {
+                      int blockSize, long parentId) {
+
+    /** A request that follows no other (or whose trace does not say). */
+    public Request(int index, long id, long arrivalNs, int inputLength, int outputLength, int[] blockIds,
+                   int blockSize) {
+        this(index, id, arrivalNs, inputLength, outputLength, blockIds, blockSize, -1);
+    }
 
     /** Number of blocks of the prompt: {@code ceil(inputLength / blockSize)}. */
     public int blockCount() {
@@ -42,7 +51,7 @@ public record Request(int index, long id, long arrivalNs, int inputLength, int o
     public boolean equals(Object o) {
         return o instanceof Request r && index == r.index && id == r.id && arrivalNs == r.arrivalNs
                 && inputLength == r.inputLength && outputLength == r.outputLength && blockSize == r.blockSize
-                && Arrays.equals(blockIds, r.blockIds);
+                && parentId == r.parentId && Arrays.equals(blockIds, r.blockIds);
     }
 
     @Override
@@ -53,6 +62,7 @@ public record Request(int index, long id, long arrivalNs, int inputLength, int o
     @Override
     public String toString() {
         return "Request[index=" + index + ", id=" + id + ", arrivalNs=" + arrivalNs + ", inputLength=" + inputLength
-                + ", outputLength=" + outputLength + ", blocks=" + blockIds.length + ", blockSize=" + blockSize + "]";
+                + ", outputLength=" + outputLength + ", blocks=" + blockIds.length + ", blockSize=" + blockSize
+                + (parentId >= 0 ? ", parentId=" + parentId : "") + "]";
     }
 }

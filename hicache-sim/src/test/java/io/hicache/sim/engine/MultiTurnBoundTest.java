@@ -4,6 +4,7 @@ import io.hicache.core.LoadOverlap;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.CacheOnlyEngine;
 import io.hicache.sim.ProgressListener;
+import io.hicache.sim.ServingConfig;
 import io.hicache.sim.SimConfig;
 import io.hicache.sim.report.SimResult;
 import io.hicache.sim.trace.MultiTurnGenerator;
@@ -20,6 +21,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -149,6 +151,60 @@ class MultiTurnBoundTest {
         // youngest in the host LRU when it is full; measured differences on these shapes stay within 0.01.
         assertThat(same.tokenHitRatio()).isGreaterThanOrEqualTo(previous.tokenHitRatio() - 0.01);
         assertThat(same.backupsSkipped()).containsKey("no_room");
+    }
+
+    /**
+     * A turn sent before the answer it follows has finished cannot hit that answer: closed loop (the default) holds
+     * it until then, as a chat client does, and reaches the bound; replayed at its trace time it falls below.
+     */
+    @org.junit.jupiter.api.Test
+    void aFollowUpWaitsForTheAnswerItFollowsUnlessTheReplayIsOpenLoop() throws IOException {
+        Path trace = dir.resolve("mt-follow-up.jsonl");
+        Files.writeString(trace, """
+            {"chat_id": 0, "parent_chat_id": -1, "timestamp": 0, "input_length": 512, "output_length": 512, "hash_ids": [0, 1]}
+            {"chat_id": 1, "parent_chat_id": 0, "timestamp": 1, "input_length": 1536, "output_length": 16, "hash_ids": [0, 1, 2, 3]}
+            """);
+        Shape s = new Shape("follow-up", 1, 2, 512, 512, 1, 0, 1, 0, BackupMode.LAYERED);
+        SimResult bound = bound(s, trace);
+        SimConfig c = config(s, 1_000_000, SimConfig.HOST_UNLIMITED, LoadOverlap.SAME_FORWARD, false);
+        Map<Boolean, SimResult> byLoop = new java.util.HashMap<>();
+        for (boolean closed : new boolean[] {true, false}) {
+            ServingConfig d = ServingConfig.defaults(c.model(), c.gpu());
+            ServingEngine engine = new ServingEngine(new ServingConfig(1, d.router(), d.tp(), d.maxBatchTokens(),
+                d.chunkTokens(), d.sloTtftMs(), d.sloTpotMs(), 0, false, closed));
+            byLoop.put(closed, engine.run(c, TraceSource.parse(trace.toString(), dir, dir, Long.MAX_VALUE),
+                ProgressListener.NONE));
+        }
+        SimResult closed = byLoop.get(true);
+        SimResult open = byLoop.get(false);
+        assertThat(closed.serving().closedLoop()).isTrue();
+        assertThat(closed.serving().followUpsWaited()).isEqualTo(1);
+        assertThat(closed.tokenHitRatio()).isEqualTo(bound.tokenHitRatio()).isPositive();
+        assertThat(open.serving().followUpsWaited()).isZero();
+        assertThat(open.tokenHitRatio()).isLessThan(bound.tokenHitRatio());
+    }
+
+    /** Turns sent with no think time at all, answers of any length: closed loop, timed = cache-only. */
+    @Property(tries = 4)
+    void closedLoopTurnsWithoutThinkTimeReachTheBound(@ForAll @IntRange(min = 2, max = 24) int clients,
+                                                       @ForAll @IntRange(min = 2, max = 5) int rounds,
+                                                       @ForAll @IntRange(min = 64, max = 1500) int question,
+                                                       @ForAll @IntRange(min = 64, max = 400) int answer,
+                                                       @ForAll @IntRange(min = 0, max = 1000) int seed) throws IOException {
+        Shape s = new Shape("no think time", clients, rounds, question, answer, 8, 0, 1, 0, BackupMode.LAYERED);
+        Path trace = Files.createTempFile("hicache-multiturn", ".jsonl"); // jqwik does not inject @TempDir
+        try {
+            new MultiTurnGenerator(clients, rounds, question, answer, 8, 0, seed).write(trace);
+            SimResult bound = bound(s, trace);
+            SimResult same = timed(config(s, deviceTokens(s), SimConfig.HOST_UNLIMITED, LoadOverlap.SAME_FORWARD, false),
+                trace);
+            assertThat(same.tokenHitRatio()).isEqualTo(bound.tokenHitRatio());
+            assertThat(same.blockHitRatio()).isEqualTo(bound.blockHitRatio());
+        } catch (UncheckedIOException e) {
+            throw e.getCause();
+        } finally {
+            Files.deleteIfExists(trace);
+        }
     }
 
     /** Random multi-turn workloads with turns spaced well beyond an answer's latency: timed = cache-only. */

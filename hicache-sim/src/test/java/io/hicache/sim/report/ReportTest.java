@@ -107,7 +107,7 @@ class ReportTest {
         return new ServingStats(8, "cache-aware", 4, 8192, 8192, 2000, 100,
                 new ServingStats.Latency(ttftP50Ms, ttftP99Ms, ttftP99Ms, ttftP99Ms, ttftP50Ms),
                 new ServingStats.Latency(12, 20, 30, 40, 15), new ServingStats.Latency(900, 2000, 3000, 4000, 1000),
-                new ServingStats.Latency(5, 9, 10, 11, 6), 40_000, outTokensPerS, 3.4, 0.9, 3.0, 0.8, 3, 7, 1000, 100,
+                new ServingStats.Latency(5, 9, 10, 11, 6), 40_000, outTokensPerS, 3.4, 0.9, 3.0, 0.8, 3, 7, true, 0, 1000, 100,
                 1_000_000_000L, hidden, "same-forward", 0, ServingStats.Latency.NONE, ServingStats.cdf(ttft, 2));
     }
 

@@ -73,11 +73,25 @@ class TraceReaderTest {
         assertThat(readAll(TraceFormat.MOONCAKE.open(bundled, 10))).hasSize(10);
     }
 
+    /** gen-multiturn's records say which turn each follows; Mooncake's own have no such fields. */
+    @Test
+    void mooncakeRecordsMayNameTheTurnTheyFollow() throws IOException {
+        Path p = file("""
+                {"chat_id": 7, "parent_chat_id": -1, "timestamp": 0, "input_length": 512, "output_length": 7, "hash_ids": [0]}
+                {"chat_id": 9, "parent_chat_id": 7, "timestamp": 5, "input_length": 1024, "output_length": 7, "hash_ids": [0, 1]}
+                {"timestamp": 6, "input_length": 512, "output_length": 7, "hash_ids": [4]}
+                """);
+        List<Request> rs = readAll(TraceFormat.MOONCAKE.open(p, Long.MAX_VALUE));
+        assertThat(rs).extracting(Request::id).containsExactly(7L, 9L, 2L);
+        assertThat(rs).extracting(Request::parentId).containsExactly(-1L, 7L, -1L);
+    }
+
     @Test
     void bailianSampleReadsSecondsChatIdsAndSkipsBlankLines() throws IOException {
         List<Request> rs = readAll(TraceFormat.BAILIAN.open(bailianSample(), Long.MAX_VALUE));
         assertThat(rs).hasSize(4);
         assertThat(rs.get(1).id()).isEqualTo(101);
+        assertThat(rs).extracting(Request::parentId).startsWith(-1L, 100L, -1L);
         assertThat(rs.get(1).arrivalNs()).isEqualTo(1_250_000_000L);
         assertThat(rs.get(3).arrivalNs()).isEqualTo(3_000_000_001L);
         assertThat(rs.get(3).blockSize()).isEqualTo(16);
@@ -121,6 +135,10 @@ class TraceReaderTest {
             giant timestamp       | {"timestamp": 1e400, "input_length": 1, "output_length": 1, "hash_ids": [0]}           | field 'timestamp' value 1e400 is out of range
             duplicate field       | {"timestamp": 0, "timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [0]} | duplicate field 'timestamp'
             trailing content      | {"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]} {}            | unexpected content after the JSON object
+            float chat id         | {"chat_id": 1.5, "timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]} | field 'chat_id' must be an integer >= 0, got 1.5
+            negative chat id      | {"chat_id": -1, "timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]} | field 'chat_id' must be an integer >= 0, got -1.0
+            bad parent            | {"parent_chat_id": -2, "timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]} | field 'parent_chat_id' must be an integer >= -1 (-1: a first turn), got -2.0
+            parent not a number   | {"parent_chat_id": "0", "timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]} | field 'parent_chat_id' must be a number, got string "0"
             """)
     void everyBadRecordIsReportedWithFileAndLine(String kind, String badLine, String expected) throws IOException {
         String good = "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [0]}\n";
