@@ -37,7 +37,8 @@ final class GenerateMultiTurn implements Callable<Integer> {
     @Option(names = "--rate", paramLabel = "PER_S", description = "Mean requests per second, Poisson (default 16).")
     double rate = 16;
     @Option(names = "--turn-gap-s", paramLabel = "S",
-            description = "Least time between two turns of one conversation (default 2).")
+            description = "Least time between the sends of two turns of one conversation (default 2); a replay "
+                    + "also holds a turn until the one it follows has finished (closed loop).")
     double turnGapS = 2;
     @Option(names = "--seed", paramLabel = "N", description = "Seed (default 1, as bench_multiturn.py).")
     long seed = 1;
