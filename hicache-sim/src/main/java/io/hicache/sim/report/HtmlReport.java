@@ -350,7 +350,18 @@ public final class HtmlReport {
         h.append("</tbody></table></div>\n<p class=\"note\">Objectives: TTFT ")
                 .append(fmtMs(firstServing(rows).sloTtftMs())).append(", TPOT ")
                 .append(fmtMs(firstServing(rows).sloTpotMs())).append(". Steps on device ran layer by layer through ")
-                .append("the controller's hooks because they carried backups; the others only took their time.</p></section>\n");
+                .append("the controller's hooks because they carried backups; the others only took their time.")
+                .append(turnsNote(firstServing(rows))).append("</p></section>\n");
+    }
+
+    /** What closed-loop turns changed, in a sentence (empty when the trace names no turn that waited). */
+    private static String turnsNote(ServingStats s) {
+        if (!s.closedLoop()) {
+            return " Replayed open loop (--no-closed-loop): every request arrived at its trace time.";
+        }
+        return s.followUpsWaited() == 0 ? "" : String.format(Locale.ROOT, " %,d requests (first configuration) arrived "
+                + "after their trace time: each waited for the answer of the turn it follows (closed loop).",
+                s.followUpsWaited());
     }
 
     private static ServingStats firstServing(List<Row> rows) {
