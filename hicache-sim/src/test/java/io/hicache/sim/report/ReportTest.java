@@ -103,11 +103,16 @@ class ReportTest {
     }
 
     static ServingStats serving(double ttftP50Ms, double ttftP99Ms, double outTokensPerS, double hidden) {
+        return serving(ttftP50Ms, ttftP99Ms, outTokensPerS, hidden, true, 0);
+    }
+
+    static ServingStats serving(double ttftP50Ms, double ttftP99Ms, double outTokensPerS, double hidden,
+                                boolean closedLoop, long followUpsWaited) {
         long[] ttft = {(long) (ttftP50Ms * 1e6), (long) (ttftP99Ms * 1e6)};
         return new ServingStats(8, "cache-aware", 4, 8192, 8192, 2000, 100,
                 new ServingStats.Latency(ttftP50Ms, ttftP99Ms, ttftP99Ms, ttftP99Ms, ttftP50Ms),
                 new ServingStats.Latency(12, 20, 30, 40, 15), new ServingStats.Latency(900, 2000, 3000, 4000, 1000),
-                new ServingStats.Latency(5, 9, 10, 11, 6), 40_000, outTokensPerS, 3.4, 0.9, 3.0, 0.8, 3, 7, true, 0, 1000, 100,
+                new ServingStats.Latency(5, 9, 10, 11, 6), 40_000, outTokensPerS, 3.4, 0.9, 3.0, 0.8, 3, 7, closedLoop, followUpsWaited, 1000, 100,
                 1_000_000_000L, hidden, "same-forward", 0, ServingStats.Latency.NONE, ServingStats.cdf(ttft, 2));
     }
 
@@ -149,6 +154,20 @@ class ReportTest {
         assertThat(n.get("ttft_ms").get("p99").asDouble()).isEqualTo(2000);
         assertThat(n.get("instances").asInt()).isEqualTo(8);
         assertThat(n.has("ttft_cdf_ms")).isFalse();
+        assertThat(n.get("closed_loop").asBoolean()).isTrue();
+        assertThat(html).doesNotContain("arrived after their trace time", "open loop");
+    }
+
+    /** The report says how the trace's follow-up turns were replayed. */
+    @Test
+    void theReportSaysWhetherFollowUpTurnsWaited() {
+        SimConfig c = SimConfig.defaults(512);
+        java.util.function.Function<ServingStats, String> render = st -> HtmlReport.render(new HtmlReport.Report("t",
+                "c", List.of(new HtmlReport.Row("layered", sample(c, List.of()).withServing(st), false)), List.of(),
+                List.of()));
+        assertThat(render.apply(serving(400, 2000, 1200, 0.98, true, 1234)))
+                .contains("1,234 requests (first configuration) arrived after their trace time");
+        assertThat(render.apply(serving(400, 2000, 1200, 0.98, false, 0))).contains("Replayed open loop");
     }
 
     @Test
