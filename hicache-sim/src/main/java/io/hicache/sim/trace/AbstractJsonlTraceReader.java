@@ -235,6 +235,21 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
     }
 
     /**
+     * The {@code parent_chat_id} field {@code field} (see {@link Request#parentId()}): -1 when the record has none,
+     * else the value, which must be an integer >= -1.
+     */
+    protected final long parentId(Fields f, int field) {
+        if (!f.has(field)) {
+            return -1;
+        }
+        if (!f.isIntegral(field) || f.longValue(field) < -1) {
+            throw fail("field '" + fields.get(field).name() + "' must be an integer >= -1 (-1: a first turn), got "
+                    + f.doubleValue(field));
+        }
+        return f.longValue(field);
+    }
+
+    /**
      * Checks the lengths and the hash id count shared by every format, then makes the request ({@code parentId}: see
      * {@link Request#parentId()}).
      *

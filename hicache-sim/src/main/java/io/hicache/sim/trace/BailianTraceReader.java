@@ -42,15 +42,12 @@ public final class BailianTraceReader extends AbstractJsonlTraceReader {
         if (!f.isIntegral(CHAT_ID)) {
             throw fail("field 'chat_id' must be an integer, got " + f.doubleValue(CHAT_ID));
         }
-        if (!f.isIntegral(PARENT) || f.longValue(PARENT) < -1) {
-            throw fail("field 'parent_chat_id' must be an integer >= -1 (-1: a first turn), got "
-                    + f.doubleValue(PARENT));
-        }
+        long parent = parentId(f, PARENT);
         if (f.intValue(TURN) < 0) {
             throw fail("turn must be >= 0, got " + f.intValue(TURN));
         }
         long arrivalNs = toNanos(f, TIMESTAMP, 1_000_000_000L, "s");
-        return request(index, f.longValue(CHAT_ID), f.longValue(PARENT), arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
+        return request(index, f.longValue(CHAT_ID), parent, arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
                 "input_length", "output_length", "hash_ids", f);
     }
 }

@@ -39,13 +39,8 @@ public final class MooncakeTraceReader extends AbstractJsonlTraceReader {
         if (f.has(CHAT_ID) && (!f.isIntegral(CHAT_ID) || f.longValue(CHAT_ID) < 0)) {
             throw fail("field 'chat_id' must be an integer >= 0, got " + f.doubleValue(CHAT_ID));
         }
-        if (f.has(PARENT) && (!f.isIntegral(PARENT) || f.longValue(PARENT) < -1)) {
-            throw fail("field 'parent_chat_id' must be an integer >= -1 (-1: a first turn), got "
-                    + f.doubleValue(PARENT));
-        }
         long id = f.has(CHAT_ID) ? f.longValue(CHAT_ID) : index;
-        long parent = f.has(PARENT) ? f.longValue(PARENT) : -1;
-        return request(index, id, parent, arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
+        return request(index, id, parentId(f, PARENT), arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
                 "input_length", "output_length", "hash_ids", f);
     }
 }
