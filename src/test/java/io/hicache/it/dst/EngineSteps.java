@@ -112,10 +112,9 @@ final class EngineSteps {
         int keep = pages;
         for (Forward f : opens) {
             int[] other = f.req.tokens;
-            int same = 0;
-            int max = Math.min(tokens.length, other.length);
-            while (same < max && tokens[same] == other[same]) {
-                same++;
+            int same = Arrays.mismatch(tokens, other); // the common prefix's length; -1: equal arrays
+            if (same < 0) {
+                same = tokens.length;
             }
             if (same / pageSize > f.req.firstNewPage) {
                 keep = Math.min(keep, f.req.firstNewPage);

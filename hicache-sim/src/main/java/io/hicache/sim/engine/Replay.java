@@ -234,7 +234,7 @@ final class Replay {
                 arrive(r, next);
             }
         }
-        if (fleetNs < t || followUps == null || !followUps.waiting()) {
+        if (fleetNs < t || followUps == null || !followUps.waiting()) { // else the steps above reached t
             stepper.run(FleetStepper.RUN, t);
             fleetNs = Math.max(fleetNs, t);
         }
