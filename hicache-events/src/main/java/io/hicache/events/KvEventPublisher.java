@@ -232,7 +232,7 @@ public final class KvEventPublisher implements AutoCloseable {
      * Publishes {@code cache}'s tier transitions as rank {@code dataParallelRank}: sets this publisher's collector as
      * the cache's {@link HiCache.TierListener}. Call on the cache's scheduler thread.
      *
-     * @throws IllegalArgumentException if {@code dataParallelRank} is negative
+     * @throws IllegalArgumentException if {@code dataParallelRank} is negative or another cache publishes as it here
      * @throws IllegalStateException    if the publisher is closed, the cache already has a live tier listener, or this
      *                                  module cannot read the tree's nodes (io.hicache.radix a named module and this
      *                                  one on the class path)
@@ -248,6 +248,13 @@ public final class KvEventPublisher implements AutoCloseable {
         if (present != null && !(present instanceof TierEventCollector c && c.disabled())) {
             throw new IllegalStateException("this cache already publishes its tier transitions to a listener"
                 + " (attach a publisher before observe)");
+        }
+        for (Source s : sources) {
+            if (s.rank == dataParallelRank && !s.collector.disabled()) {
+                throw new IllegalArgumentException("data-parallel rank " + dataParallelRank + " already publishes on"
+                        + " this publisher: give each data-parallel instance its own rank (in a CP group, attach one"
+                        + " rank's cache)");
+            }
         }
         cache.tierListener(collector(cache.tree().pageSize(), dataParallelRank)); // replaces a closed one's
     }

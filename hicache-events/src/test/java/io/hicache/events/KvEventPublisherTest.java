@@ -197,6 +197,36 @@ class KvEventPublisherTest {
     }
 
     @Test
+    void twoCachesCannotPublishAsOneDataParallelRank() {
+        io.hicache.cuda.simulated.SimulatedCudaRuntime gpu = new io.hicache.cuda.simulated.SimulatedCudaRuntime();
+        io.hicache.core.memory.DeviceKvLayout.Builder lb = io.hicache.core.memory.DeviceKvLayout
+                .builder(io.hicache.core.memory.AttentionKind.MHA).layerCount(1).pageSizeTokens(4)
+                .bytesPerTokenPerBuffer(4).pageCount(8);
+        long base = gpu.deviceMalloc(2 * lb.packedBytes());
+        try (io.hicache.core.HiCache a = io.hicache.core.HiCache.builder().runtime(gpu)
+                .targetLayout(lb.packedFrom(base).build()).hostPages(8)
+                .threadingMode(io.hicache.core.ThreadingMode.INVOKER).clock(gpu::nowNs).leaseNs(0).build();
+             io.hicache.core.HiCache b = io.hicache.core.HiCache.builder().runtime(gpu)
+                .targetLayout(lb.packedFrom(base + lb.packedBytes()).build()).hostPages(8)
+                .threadingMode(io.hicache.core.ThreadingMode.INVOKER).clock(gpu::nowNs).leaseNs(0).build();
+             KvEventPublisher p = KvEventPublisher.open(config().build())) {
+            p.attach(a, 2);
+            // one stream per data-parallel instance: a second cache as rank 2 would interleave two caches' blocks
+            assertThatThrownBy(() -> p.attach(b, 2)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("data-parallel rank 2 already publishes on this publisher");
+            assertThat(b.tierListener()).isNull();
+            p.attach(b, 3);
+            a.insert(new int[] {1, 2, 3, 4}, 0, 4, new int[] {0}, 0);
+            b.insert(new int[] {5, 6, 7, 8}, 0, 4, new int[] {0}, 0);
+            assertThat(p.flush(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(p.stats().blocksSent()).isEqualTo(2);
+        } finally {
+            gpu.deviceFree(base);
+            gpu.close();
+        }
+    }
+
+    @Test
     void anEndpointThatCannotBeBoundFailsWithOneLineNamingIt() {
         try (KvEventPublisher first = KvEventPublisher.open(config().build())) {
             String taken = first.endpoint();
