@@ -166,16 +166,24 @@ class KvEventPublisherTest {
         }
     }
 
+    /** A one-layer MHA layout of 8 pages of 4 tokens. */
+    private static io.hicache.core.memory.DeviceKvLayout.Builder smallLayout() {
+        return io.hicache.core.memory.DeviceKvLayout.builder(io.hicache.core.memory.AttentionKind.MHA).layerCount(1)
+                .pageSizeTokens(4).bytesPerTokenPerBuffer(4).pageCount(8);
+    }
+
+    /** A cache in INVOKER mode on {@code gpu} over {@link #smallLayout()} packed at {@code base}. */
+    private static io.hicache.core.HiCache smallCache(io.hicache.cuda.simulated.SimulatedCudaRuntime gpu, long base) {
+        return io.hicache.core.HiCache.builder().runtime(gpu).targetLayout(smallLayout().packedFrom(base).build())
+                .hostPages(8).threadingMode(io.hicache.core.ThreadingMode.INVOKER).clock(gpu::nowNs).leaseNs(0)
+                .build();
+    }
+
     @Test
     void aCacheMovesToANewPublisherOnceTheOldOneClosed() {
         io.hicache.cuda.simulated.SimulatedCudaRuntime gpu = new io.hicache.cuda.simulated.SimulatedCudaRuntime();
-        io.hicache.core.memory.DeviceKvLayout.Builder lb = io.hicache.core.memory.DeviceKvLayout
-                .builder(io.hicache.core.memory.AttentionKind.MHA).layerCount(1).pageSizeTokens(4)
-                .bytesPerTokenPerBuffer(4).pageCount(8);
-        long base = gpu.deviceMalloc(lb.packedBytes());
-        try (io.hicache.core.HiCache cache = io.hicache.core.HiCache.builder().runtime(gpu)
-                .targetLayout(lb.packedFrom(base).build()).hostPages(8)
-                .threadingMode(io.hicache.core.ThreadingMode.INVOKER).clock(gpu::nowNs).leaseNs(0).build()) {
+        long base = gpu.deviceMalloc(smallLayout().packedBytes());
+        try (io.hicache.core.HiCache cache = smallCache(gpu, base)) {
             try (KvEventPublisher unused = KvEventPublisher.open(config().build())) {
                 assertThatThrownBy(() -> unused.attach(cache, -1)).isInstanceOf(IllegalArgumentException.class)
                         .hasMessageContaining("rank must be >= 0, got -1");
@@ -199,16 +207,10 @@ class KvEventPublisherTest {
     @Test
     void twoCachesCannotPublishAsOneDataParallelRank() {
         io.hicache.cuda.simulated.SimulatedCudaRuntime gpu = new io.hicache.cuda.simulated.SimulatedCudaRuntime();
-        io.hicache.core.memory.DeviceKvLayout.Builder lb = io.hicache.core.memory.DeviceKvLayout
-                .builder(io.hicache.core.memory.AttentionKind.MHA).layerCount(1).pageSizeTokens(4)
-                .bytesPerTokenPerBuffer(4).pageCount(8);
-        long base = gpu.deviceMalloc(2 * lb.packedBytes());
-        try (io.hicache.core.HiCache a = io.hicache.core.HiCache.builder().runtime(gpu)
-                .targetLayout(lb.packedFrom(base).build()).hostPages(8)
-                .threadingMode(io.hicache.core.ThreadingMode.INVOKER).clock(gpu::nowNs).leaseNs(0).build();
-             io.hicache.core.HiCache b = io.hicache.core.HiCache.builder().runtime(gpu)
-                .targetLayout(lb.packedFrom(base + lb.packedBytes()).build()).hostPages(8)
-                .threadingMode(io.hicache.core.ThreadingMode.INVOKER).clock(gpu::nowNs).leaseNs(0).build();
+        long bytes = smallLayout().packedBytes();
+        long base = gpu.deviceMalloc(2 * bytes);
+        try (io.hicache.core.HiCache a = smallCache(gpu, base);
+             io.hicache.core.HiCache b = smallCache(gpu, base + bytes);
              KvEventPublisher p = KvEventPublisher.open(config().build())) {
             p.attach(a, 2);
             // one stream per data-parallel instance: a second cache as rank 2 would interleave two caches' blocks
