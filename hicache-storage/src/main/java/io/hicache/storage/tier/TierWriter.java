@@ -462,22 +462,26 @@ final class TierWriter {
         if (o == null || n == 0 || !w.node.isAttached()) {
             return;
         }
-        List<PageKey> gone = w.tracked.goneKeys;
         for (int j = 0; j < n; ) {
-            if (gone != null && gone.contains(w.keys.get(idx[j]))) {
+            if (foundGone(w, idx[j])) {
                 j++; // a read found it gone since this write counted it: see onGone
                 continue;
             }
             int first = w.tracked.startPage + w.offsets[idx[j]];
             int end = first + 1;
             j++;
-            while (j < n && w.tracked.startPage + w.offsets[idx[j]] == end
-                    && (gone == null || !gone.contains(w.keys.get(idx[j])))) {
+            while (j < n && w.tracked.startPage + w.offsets[idx[j]] == end && !foundGone(w, idx[j])) {
                 end++;
                 j++;
             }
             storedRun(o, w.node, startPage(w.node), first, end);
         }
+    }
+
+    /** Whether a read found the page at key index {@code i} of {@code w} gone while the write was tracked. */
+    private static boolean foundGone(Write w, int i) {
+        List<PageKey> gone = w.tracked.goneKeys;
+        return gone != null && gone.contains(w.keys.get(i));
     }
 
     /**
