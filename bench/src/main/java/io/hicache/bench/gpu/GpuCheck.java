@@ -15,6 +15,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -141,7 +142,11 @@ public final class GpuCheck {
                     JsonNode value = JSON.readTree(result.toFile());
                     step.set("result", value);
                     details.append("\n## ").append(name).append("\n\n");
-                    flatten("", value, details);
+                    if (isJmhResult(value)) {
+                        jmhTable(value, details);
+                    } else {
+                        flatten("", value, details);
+                    }
                 } catch (IOException e) {
                     step.put("result_error", "not JSON: " + e.getMessage());
                 }
@@ -151,6 +156,28 @@ public final class GpuCheck {
         String text = md.append(details).toString();
         Files.writeString(dir.resolve("gpu-check.md"), text);
         return text;
+    }
+
+    /** JMH's {@code -rf json} output: an array of runs, each with a benchmark name and a primary metric. */
+    private static boolean isJmhResult(JsonNode node) {
+        return node.isArray() && !node.isEmpty() && node.get(0).has("benchmark") && node.get(0).has("primaryMetric");
+    }
+
+    /** One row per run: the benchmark's short name, its parameters, score ± error and unit. */
+    private static void jmhTable(JsonNode runs, StringBuilder out) {
+        out.append("| benchmark | params | score | error | unit |\n|---|---|---|---|---|\n");
+        for (JsonNode run : runs) {
+            String bench = run.path("benchmark").asText();
+            StringBuilder params = new StringBuilder();
+            for (Map.Entry<String, JsonNode> p : run.path("params").properties()) {
+                params.append(params.isEmpty() ? "" : ", ").append(p.getKey()).append('=').append(p.getValue().asText());
+            }
+            JsonNode metric = run.path("primaryMetric");
+            out.append("| ").append(bench.substring(bench.lastIndexOf('.') + 1)).append(" | ").append(params)
+                    .append(" | ").append(String.format(Locale.ROOT, "%.1f", metric.path("score").asDouble()))
+                    .append(" | ").append(String.format(Locale.ROOT, "%.1f", metric.path("scoreError").asDouble()))
+                    .append(" | ").append(metric.path("scoreUnit").asText()).append(" |\n");
+        }
     }
 
     private static void flatten(String prefix, JsonNode node, StringBuilder out) {

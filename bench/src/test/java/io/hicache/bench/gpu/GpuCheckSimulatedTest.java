@@ -61,9 +61,14 @@ class GpuCheckSimulatedTest {
         Files.writeString(steps.resolve("2-tests.status"), "failed 12.5\n");
         Files.writeString(steps.resolve("3-layered.status"), "timeout 90\n");
         Files.writeString(steps.resolve("3-layered.json"), "not json");
+        Files.writeString(steps.resolve("4-jmh.status"), "ok 70.1\n");
+        Files.writeString(steps.resolve("4-jmh.json"), "[{\"benchmark\": \"io.hicache.bench.B.ffmEventQuery\","
+                + " \"params\": {\"critical\": \"true\"}, \"primaryMetric\": {\"score\": 186.14, \"scoreError\": 5.2,"
+                + " \"scoreUnit\": \"ns/op\"}}]");
         String md = GpuCheck.report(dir);
         assertThat(md).contains("| probe | ok | 0.4 |", "| tests | failed | 12.5 |", "| layered | timeout | 90 |",
-                "`device_count`: 1");
+                "`device_count`: 1", "| ffmEventQuery | critical=true | 186.1 | 5.2 | ns/op |");
+        assertThat(md).doesNotContain("- ``:");
         JsonNode json = GpuCheck.JSON.readTree(dir.resolve("gpu-check.json").toFile());
         assertThat(json.get("gpu").asBoolean()).isTrue();
         assertThat(json.at("/steps/probe/result/device_count").asInt()).isEqualTo(1);
