@@ -455,7 +455,10 @@ public final class Engine {
         if (r.state == ServeRequest.State.LOADING) { // previous-batch load done (or failed): match it as a device hit
             r.state = ServeRequest.State.QUEUED;
             if (r.load.state() == LoadHandle.State.FAILED) {
+                r.load = null; // nothing of it was used: the request computes its host part instead
                 r.loadedTokens = 0;
+                r.recompute = true;
+                metrics.recomputed.increment();
             }
         }
         cache.match(r.prompt, 0, cacheable, match);
