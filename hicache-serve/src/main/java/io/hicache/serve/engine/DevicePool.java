@@ -4,7 +4,9 @@ import io.hicache.core.DevicePageAllocator;
 
 /**
  * The engine's device KV page pool: a stack of free page ids. Load-back allocates from it and device eviction
- * returns pages to it. Engine thread only (the cache's scheduler thread).
+ * returns pages to it. An allocation takes the top block of the stack in the order it was pushed, so pages freed
+ * together (an evicted node's, in sequence order) come back together and in order: consecutive page ids, which the
+ * cache copies as one range per layer and the KV mirror as one run. Engine thread only (the cache's scheduler thread).
  */
 final class DevicePool implements DevicePageAllocator {
     private final int[] free;
@@ -13,7 +15,7 @@ final class DevicePool implements DevicePageAllocator {
     DevicePool(int pages) {
         free = new int[pages];
         for (int i = 0; i < pages; i++) {
-            free[i] = pages - 1 - i;
+            free[i] = i;
         }
         top = pages;
     }
@@ -23,9 +25,8 @@ final class DevicePool implements DevicePageAllocator {
         if (top < count) {
             return false;
         }
-        for (int i = 0; i < count; i++) {
-            out[offset + i] = free[--top];
-        }
+        top -= count;
+        System.arraycopy(free, top, out, offset, count);
         return true;
     }
 
@@ -59,7 +60,7 @@ final class DevicePool implements DevicePageAllocator {
     /** Every page free again (the cache that held them is gone). */
     void reset() {
         for (int i = 0; i < free.length; i++) {
-            free[i] = free.length - 1 - i;
+            free[i] = i;
         }
         top = free.length;
     }

@@ -85,6 +85,7 @@ final class KvMirror implements StepModel.LayerListener {
     private void copy(KvBufferCache.KvBuffer kv, ServeRequest req, int layer, int from, int to, boolean toDevice) {
         int ps = tiers.pageSize;
         long tb = tiers.tokenBytes;
+        boolean packed = tiers.layout.pageStrideBytes() == ps * tb; // consecutive pages are adjacent in memory
         for (int buffer = 0; buffer < 2; buffer++) {
             AbstractTensor[] parts = buffer == 0 ? kv.getKeyTensorsUptoPosition(layer, to - 1)
                 : kv.getValTensorsUptoPosition(layer, to - 1);
@@ -92,8 +93,14 @@ final class KvMirror implements StepModel.LayerListener {
             int p = from;
             while (p < to) {
                 int pageIdx = p / ps;
-                int end = Math.min(to, Math.min((pageIdx + 1) * ps, (p / per + 1) * per));
                 int devPage = req.pages[pageIdx];
+                // one run over consecutive device pages, within one of Jlama's context pages
+                int last = pageIdx;
+                int limit = Math.min(to, (p / per + 1) * per);
+                while (devPage >= 0 && packed && (last + 1) * ps < limit && req.pages[last + 1] == req.pages[last] + 1) {
+                    last++;
+                }
+                int end = Math.min(limit, (last + 1) * ps);
                 if (devPage >= 0) {
                     long dev = tiers.layout.pageAddress(layer, buffer, devPage) - tiers.kvBase + (long) (p % ps) * tb;
                     MemorySegment seg = parts[p / per].getMemorySegment();
