@@ -52,7 +52,7 @@ public class SimulatorBenchmark {
     public void load() {
         Path root = RadixReplayBenchmark.locateTrace().getParent().getParent();
         trace = TraceSource.parse(TraceSource.BUNDLED_TRACE, root, root, Long.MAX_VALUE);
-        config = SimConfig.defaults(trace.format().blockSize()).withCacheOnly(true);
+        config = SimConfig.defaults(trace.blockSize()).withCacheOnly(true);
     }
 
     @Benchmark

@@ -115,7 +115,7 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
         long kvBytesPerPromptToken = config.model().kvBytesPerTokenPerLayer()
                 * (config.model().layers() + config.draftLayers());
         long d2hBytes = backedUpTokens * kvBytesPerPromptToken / config.blockTokens()
-                * trace.format().blockSize();
+                * trace.blockSize();
         double peak = hostPagesCapacity == 0 || config.hostUnlimited() ? 0 : (double) hostPagesPeak / hostPagesCapacity;
         return new SimResult(config, trace.name(), base.requests(), base.inputTokens(), base.simulatedTokens(),
                 base.blocks(), base.blockHitRatio(), base.tokenHitRatio(), base.deviceHitTokens(), base.hostHitTokens(),

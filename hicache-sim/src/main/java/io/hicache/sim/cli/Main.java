@@ -207,9 +207,13 @@ public final class Main implements Callable<Integer> {
     /** Options every subcommand shares. Filled by picocli; null means "not given". */
     static final class SimOptions {
         @Option(names = "--trace", paramLabel = "[FORMAT:]FILE",
-                description = "Trace to replay; formats: mooncake (default), bailian. Default: the bundled "
+                description = "Trace to replay; formats: mooncake (default), bailian, hicache (JSON lines with "
+                        + "block_tokens; docs/SIMULATION.md). Default: the bundled "
                         + TraceSource.BUNDLED_TRACE)
         String trace;
+
+        @Mixin
+        TraceReadOptions read = new TraceReadOptions();
 
         @Option(names = "--limit", paramLabel = "N", description = "Replay only the first N requests.")
         Long limit;

@@ -91,7 +91,7 @@ final class RunPlan {
         if (!Files.isRegularFile(trace.path())) {
             throw usage(cl, "--trace: no such file: " + trace.path());
         }
-        int formatBlock = trace.format().blockSize();
+        int formatBlock = trace.blockSize();
         int blockTokens = o.blockTokens == null ? formatBlock : o.blockTokens;
         if (blockTokens < 1) {
             throw usage(cl, "--block-tokens must be >= 1, got " + blockTokens);
@@ -121,6 +121,8 @@ final class RunPlan {
         if (devices.contains(0L) || device == 0) {
             throw usage(cl, "--device-capacity-tokens must be > 0 (there is always a device tier)");
         }
+        trace = trace.withRead(TracePreflight.readOptions(cl, o.read, trace, devices.isEmpty() ? List.of(device)
+                : devices, blockTokens, formatBlock));
         boolean deviceSweep = devices.size() > 1;
         if (deviceSweep && o.hostCapacity != null && o.hostCapacity.size() > 1) {
             throw usage(cl, "sweep varies one axis: a list of --device-capacity-tokens or of --host-capacity-tokens, "
@@ -319,6 +321,7 @@ final class RunPlan {
     }
 
     private int replayAndReport(String commandLine) {
+        TracePreflight.check(env, trace, configs, servings); // the whole trace, before any replay
         List<SimulationEngine> engines = new ArrayList<>();
         for (int i = 0; i < configs.size(); i++) {
             // fails before any replay when an engine is missing

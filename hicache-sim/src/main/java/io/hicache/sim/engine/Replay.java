@@ -92,7 +92,7 @@ final class Replay {
         this.progress = progress;
         this.compute = config.computeModel();
         this.pageSize = config.pageSize();
-        int blockSize = trace.format().blockSize();
+        int blockSize = trace.blockSize();
         this.promptTokensPerSimToken = (double) blockSize / config.blockTokens();
         this.gpusPerRank = serving.tp();
         double kvShare = config.model().kvShardedByTp() ? 1.0 / serving.tp() : 1.0;

@@ -32,14 +32,14 @@ public final class SimBench {
         String spec = args.length > 0 ? args[0] : TraceSource.BUNDLED_TRACE;
         long limit = args.length > 1 ? Long.parseLong(args[1]) : Long.MAX_VALUE;
         TraceSource trace = TraceSource.parse(spec, Paths.get("").toAbsolutePath(), root, limit);
-        SimConfig defaults = SimConfig.defaults(trace.format().blockSize()).withBackupMode(BackupMode.LAYERED);
+        SimConfig defaults = SimConfig.defaults(trace.blockSize()).withBackupMode(BackupMode.LAYERED);
         if (defaults.model() != ModelPreset.LLAMA3_70B || defaults.model().layers() != 80) {
             throw new IllegalStateException("the benchmark expects the 80-layer default model, got " + defaults.model());
         }
         ServingConfig one = ServingConfig.defaults(defaults.model(), defaults.gpu());
         // the device capacity the command line gives an instance: its GPUs' KV room after the weights
         long device = ServingConfig.kvRoomPromptTokens(defaults.model(), defaults.gpu(), one.tp(), 1)
-                * defaults.blockTokens() / trace.format().blockSize();
+                * defaults.blockTokens() / trace.blockSize();
         SimConfig config = defaults.withCapacities(device, device * SimConfig.DEFAULT_HOST_RATIO);
         run("one instance", config, one, trace);
         run("fleet of 8", config, one.withFleet(8, Router.CACHE_AWARE), trace);

@@ -49,7 +49,9 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
         /** A JSON string. */
         STRING,
         /** An array of non-negative integers that fit an {@code int}. */
-        INT_ARRAY
+        INT_ARRAY,
+        /** A JSON boolean ({@code true} or {@code false}). */
+        BOOLEAN
     }
 
     /**
@@ -113,6 +115,11 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
             return strings[i];
         }
 
+        /** Field {@code i} as a boolean (a {@link FieldType#BOOLEAN} field); false when absent. */
+        public boolean booleanValue(int i) {
+            return present[i] && longs[i] != 0;
+        }
+
         /** A fresh copy of the ids of the (single) {@link FieldType#INT_ARRAY} field. */
         public int[] idsCopy() {
             return Arrays.copyOf(ids, idCount);
@@ -139,8 +146,11 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
 
     private final Path file;
     private final long limit;
-    private final int blockSize;
+    private int blockSize;
+    private final TraceTimeUnit timeUnit;
     private final List<Field> fields;
+    /** The keys of the current line that no declared field has (for the hints of a missing field). */
+    private final List<String> otherKeys = new java.util.ArrayList<>();
     private final Fields values;
     private final InputStream in;
     private final byte[] buffer = new byte[READ_BUFFER_BYTES];
@@ -165,15 +175,18 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
      * @param limit     at most this many records are returned; {@code Long.MAX_VALUE} for all
      * @param blockSize tokens per hash id block in this format
      * @param fields    the record's declared fields; at most one {@link FieldType#INT_ARRAY}
+     * @param timeUnit  the unit of the timestamps ({@link #timeUnit()})
      * @throws UncheckedIOException the file cannot be opened
      */
-    protected AbstractJsonlTraceReader(Path file, long limit, int blockSize, List<Field> fields) {
+    protected AbstractJsonlTraceReader(Path file, long limit, int blockSize, List<Field> fields,
+                                       TraceTimeUnit timeUnit) {
         if (limit < 0) {
             throw new IllegalArgumentException("limit must be >= 0, got " + limit);
         }
         this.file = file;
         this.limit = limit;
         this.blockSize = blockSize;
+        this.timeUnit = java.util.Objects.requireNonNull(timeUnit, "timeUnit");
         this.fields = List.copyOf(fields);
         this.values = new Fields(fields.size());
         try {
@@ -195,15 +208,40 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
      */
     protected abstract Request toRequest(Fields f, int index);
 
-    /** Tokens per hash id block of this format. */
+    /** Tokens per hash id block of this format (or of this file, for a format that gives it per record). */
     protected final int blockSize() {
         return blockSize;
+    }
+
+    /** Sets the block size, for a format whose records give it ({@code hicache}: {@code block_tokens}). */
+    protected final void blockSize(int tokens) {
+        this.blockSize = tokens;
+    }
+
+    /** The unit this reader reads timestamps in (the format's default unless {@code --time-unit} said otherwise). */
+    protected final TraceTimeUnit timeUnit() {
+        return timeUnit;
+    }
+
+    @Override
+    public final long lineNumber() {
+        return lineNumber;
+    }
+
+    /** The trace file. */
+    protected final Path file() {
+        return file;
     }
 
     /** A {@link TraceFormatException} for the current line; throw it. */
     protected final TraceFormatException fail(String problem) {
         String prefix = lineHadNewline ? "" : "last line has no newline (file truncated mid-line?): ";
         return new TraceFormatException(file, lineNumber, prefix + problem);
+    }
+
+    /** {@link #toNanos(Fields, int, long, String)} in this reader's {@link #timeUnit()}. */
+    protected final long toNanos(Fields f, int field) {
+        return toNanos(f, field, timeUnit.nanos(), timeUnit.cliName());
     }
 
     /**
@@ -251,12 +289,16 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
 
     /**
      * Checks the lengths and the hash id count shared by every format, then makes the request ({@code parentId}: see
-     * {@link Request#parentId()}).
+     * {@link Request#parentId()}). The ids cover the prompt, {@code ceil(inputLength / blockSize)} of them, or, when
+     * the record says so ({@code coversAnswer}, its {@code covers_answer} field), prompt and answer together,
+     * {@code ceil((inputLength + outputLength) / blockSize)}: the count alone never decides it, so a typo in a count
+     * cannot turn into a hit on an answer.
      *
-     * @throws TraceFormatException a length is negative or {@code ids != ceil(inputLength / blockSize)}
+     * @throws TraceFormatException a length is negative or the id count is not the one the rule gives
      */
     protected final Request request(int index, long id, long parentId, long arrivalNs, int inputLength,
-                                    int outputLength, String inputName, String outputName, String idsName, Fields f) {
+                                    int outputLength, String inputName, String outputName, String idsName, Fields f,
+                                    boolean coversAnswer) {
         if (inputLength < 0) {
             throw fail(inputName + " must be >= 0, got " + inputLength);
         }
@@ -265,12 +307,20 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
         }
         long expected = ((long) inputLength + blockSize - 1) / blockSize;
         long withAnswer = ((long) inputLength + outputLength + blockSize - 1) / blockSize;
-        if (f.idCount() != expected && f.idCount() != withAnswer) {
+        if (coversAnswer && f.idCount() != withAnswer) {
+            throw fail(idsName + " has " + f.idCount() + " ids but covers_answer is true, so " + inputName + " "
+                    + inputLength + " + " + outputName + " " + outputLength + " need ceil((" + inputLength + "+"
+                    + outputLength + ")/" + blockSize + ") = " + withAnswer + " blocks of " + blockSize + " tokens");
+        }
+        if (!coversAnswer && f.idCount() != expected) {
             throw fail(idsName + " has " + f.idCount() + " ids but " + inputName + " " + inputLength + " needs ceil("
                     + inputLength + "/" + blockSize + ") = " + expected + " blocks of " + blockSize + " tokens"
-                    + (withAnswer != expected ? " (or " + withAnswer + " to cover the answer too)" : ""));
+                    + (withAnswer != expected && f.idCount() == withAnswer
+                    ? " (" + withAnswer + " ids would also cover the answer: if they do, say so with"
+                    + " \"covers_answer\": true)" : ""));
         }
-        return new Request(index, id, arrivalNs, inputLength, outputLength, f.idsCopy(), blockSize, parentId);
+        return new Request(index, id, arrivalNs, inputLength, outputLength, f.idsCopy(), blockSize, parentId,
+                coversAnswer);
     }
 
     @Override
@@ -309,6 +359,7 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
 
     private void parseLine() throws IOException {
         values.clear();
+        otherKeys.clear();
         try (JsonParser p = JSON.createParser(line, 0, lineLength)) {
             JsonToken t = p.nextToken();
             if (t != JsonToken.START_OBJECT) {
@@ -319,6 +370,9 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
                 int i = indexOf(name);
                 t = p.nextToken();
                 if (i < 0) {
+                    if (otherKeys.size() < 32) {
+                        otherKeys.add(name);
+                    }
                     p.skipChildren();
                     continue;
                 }
@@ -334,12 +388,14 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
             }
         } catch (JsonProcessingException e) {
             String where = e.getLocation() == null ? "" : " (column " + e.getLocation().getColumnNr() + ")";
-            throw fail("malformed JSON: " + e.getOriginalMessage() + where);
+            throw fail("malformed JSON: " + e.getOriginalMessage() + where
+                    + TraceHints.notJson(new String(line, 0, Math.min(lineLength, 200), StandardCharsets.UTF_8)));
         }
         for (int i = 0; i < fields.size(); i++) {
             Field field = fields.get(i);
             if (field.required() && !values.present[i]) {
-                throw fail("missing field '" + field.name() + "'");
+                throw fail("missing field '" + field.name() + "'" + TraceHints.missingField(formatName(),
+                        field.name(), otherKeys));
             }
         }
     }
@@ -382,6 +438,12 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
                 }
                 values.strings[i] = p.getText();
             }
+            case BOOLEAN -> {
+                if (t != JsonToken.VALUE_TRUE && t != JsonToken.VALUE_FALSE) {
+                    throw fail("field '" + name + "' must be true or false, got " + describe(p, t));
+                }
+                values.longs[i] = t == JsonToken.VALUE_TRUE ? 1 : 0;
+            }
             case INT_ARRAY -> {
                 if (t != JsonToken.START_ARRAY) {
                     throw fail("field '" + name + "' must be an array of integers, got " + describe(p, t));
@@ -405,6 +467,9 @@ public abstract class AbstractJsonlTraceReader implements TraceReader {
             }
         }
     }
+
+    /** The format's command-line name, for hints ({@code mooncake}, {@code bailian}, {@code hicache}). */
+    protected abstract String formatName();
 
     private static String describe(JsonParser p, JsonToken t) throws IOException {
         if (t == null) {

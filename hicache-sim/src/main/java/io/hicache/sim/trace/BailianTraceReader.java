@@ -10,7 +10,8 @@ import java.util.List;
  * Source: alibaba-edu qwen-bailian-usagetraces-anon release notes. {@code chat_id} becomes
  * {@link Request#id()} and {@code parent_chat_id} {@link Request#parentId()} (a replay sends a turn no earlier than
  * the turn it follows finished); {@code type} and {@code turn} are checked for type and otherwise unused (the hash
- * ids already carry the prefix sharing). Owned by one thread.
+ * ids already carry the prefix sharing). Timestamps are read in seconds unless {@code --time-unit} says otherwise;
+ * an optional {@code covers_answer} (boolean) works as in {@link MooncakeTraceReader}. Owned by one thread.
  */
 public final class BailianTraceReader extends AbstractJsonlTraceReader {
     /** Tokens per hash id block. */
@@ -22,6 +23,7 @@ public final class BailianTraceReader extends AbstractJsonlTraceReader {
     private static final int INPUT = 3;
     private static final int OUTPUT = 4;
     private static final int TURN = 6;
+    private static final int COVERS_ANSWER = 8;
     private static final List<Field> FIELDS = List.of(
             new Field("chat_id", FieldType.NUMBER, true),
             new Field("parent_chat_id", FieldType.NUMBER, true),
@@ -30,11 +32,22 @@ public final class BailianTraceReader extends AbstractJsonlTraceReader {
             new Field("output_length", FieldType.INT, true),
             new Field("type", FieldType.STRING, true),
             new Field("turn", FieldType.INT, true),
-            new Field("hash_ids", FieldType.INT_ARRAY, true));
+            new Field("hash_ids", FieldType.INT_ARRAY, true),
+            new Field("covers_answer", FieldType.BOOLEAN, false));
 
-    /** Opens {@code file}, returning at most {@code limit} records. */
+    /** Opens {@code file}, returning at most {@code limit} records, timestamps in seconds. */
     public BailianTraceReader(Path file, long limit) {
-        super(file, limit, BLOCK_SIZE, FIELDS);
+        this(file, limit, TraceTimeUnit.S);
+    }
+
+    /** Opens {@code file}, returning at most {@code limit} records, timestamps in {@code unit}. */
+    public BailianTraceReader(Path file, long limit, TraceTimeUnit unit) {
+        super(file, limit, BLOCK_SIZE, FIELDS, unit);
+    }
+
+    @Override
+    protected String formatName() {
+        return "bailian";
     }
 
     @Override
@@ -46,8 +59,8 @@ public final class BailianTraceReader extends AbstractJsonlTraceReader {
         if (f.intValue(TURN) < 0) {
             throw fail("turn must be >= 0, got " + f.intValue(TURN));
         }
-        long arrivalNs = toNanos(f, TIMESTAMP, 1_000_000_000L, "s");
+        long arrivalNs = toNanos(f, TIMESTAMP);
         return request(index, f.longValue(CHAT_ID), parent, arrivalNs, f.intValue(INPUT), f.intValue(OUTPUT),
-                "input_length", "output_length", "hash_ids", f);
+                "input_length", "output_length", "hash_ids", f, f.booleanValue(COVERS_ANSWER));
     }
 }

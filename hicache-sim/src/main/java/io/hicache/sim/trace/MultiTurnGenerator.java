@@ -25,7 +25,7 @@ import java.util.SplittableRandom;
  * stream (each turn appends its question, then its answer), so a block's first tokens never change and a turn
  * repeats the ids of every block of the history, the previous answer included. Each record's {@code hash_ids}
  * list the prompt's blocks and then go on over the answer ({@code ceil((input_length + output_length) / 512)}
- * ids, see {@code Request.coversAnswer}), so a replay caches the answer under the keys the next turn matches,
+ * ids, said by {@code "covers_answer": true}, see {@code Request.coversAnswer}), so a replay caches the answer under the keys the next turn matches,
  * as SGLang's {@code cache_finished_req} does. (A partial last block keeps its id when it fills: exact at
  * token-level pages, the simulator's default; the block-level view, {@code --block-tokens 1}, counts such a
  * block as hit from its first tokens.) Same arguments, same file. Not thread-safe; cold path.
@@ -105,7 +105,7 @@ public record MultiTurnGenerator(int clients, int rounds, int requestTokens, int
                 }
                 w.write("{\"chat_id\": " + sent + ", \"parent_chat_id\": " + lastRecord[c] + ", \"timestamp\": " + tMs
                         + ", \"input_length\": " + prompt + ", \"output_length\": " + outputTokens + ", \"hash_ids\": "
-                        + chain.subList(0, blocks) + "}\n");
+                        + chain.subList(0, blocks) + ", \"covers_answer\": true}\n");
                 lastRecord[c] = sent;
                 promptTokens[c] = prompt;
                 lastSentMs[c] = tMs;

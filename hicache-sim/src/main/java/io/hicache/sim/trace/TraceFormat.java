@@ -6,22 +6,36 @@ import java.util.Locale;
 import java.util.stream.Collectors;
 
 /**
- * Registry of trace formats: command-line name → block size and reader factory. A trace is named on
+ * Registry of trace formats: command-line name → block size, timestamp unit and reader factory. A trace is named on
  * the command line as {@code format:path} or just {@code path} ({@link #DEFAULT}). Immutable.
  */
 public enum TraceFormat {
     /** Mooncake FAST'25 JSON lines (512-token blocks, ms timestamps). */
-    MOONCAKE("mooncake", MooncakeTraceReader.BLOCK_SIZE) {
+    MOONCAKE("mooncake", MooncakeTraceReader.BLOCK_SIZE, TraceTimeUnit.MS) {
         @Override
-        public TraceReader open(Path file, long limit) {
-            return new MooncakeTraceReader(file, limit);
+        public TraceReader open(Path file, long limit, TraceTimeUnit unit) {
+            return new MooncakeTraceReader(file, limit, unit == null ? defaultTimeUnit() : unit);
         }
     },
     /** Alibaba Qwen-Bailian JSON lines (16-token blocks, second timestamps). */
-    BAILIAN("bailian", BailianTraceReader.BLOCK_SIZE) {
+    BAILIAN("bailian", BailianTraceReader.BLOCK_SIZE, TraceTimeUnit.S) {
         @Override
-        public TraceReader open(Path file, long limit) {
-            return new BailianTraceReader(file, limit);
+        public TraceReader open(Path file, long limit, TraceTimeUnit unit) {
+            return new BailianTraceReader(file, limit, unit == null ? defaultTimeUnit() : unit);
+        }
+    },
+    /**
+     * The project's own JSON lines ({@link HicacheTraceReader}: {@code timestamp_ms}, the block size in each record),
+     * what {@code hicache-sim convert} writes.
+     */
+    HICACHE("hicache", 0, TraceTimeUnit.MS) {
+        @Override
+        public TraceReader open(Path file, long limit, TraceTimeUnit unit) {
+            if (unit != null && unit != TraceTimeUnit.MS) {
+                throw new IllegalArgumentException("hicache traces give their times in milliseconds by name"
+                        + " (timestamp_ms); --time-unit " + unit + " does not apply to them");
+            }
+            return new HicacheTraceReader(file, limit);
         }
     };
 
@@ -30,10 +44,12 @@ public enum TraceFormat {
 
     private final String cliName;
     private final int blockSize;
+    private final TraceTimeUnit timeUnit;
 
-    TraceFormat(String cliName, int blockSize) {
+    TraceFormat(String cliName, int blockSize, TraceTimeUnit timeUnit) {
         this.cliName = cliName;
         this.blockSize = blockSize;
+        this.timeUnit = timeUnit;
     }
 
     /** The name used on the command line. */
@@ -41,17 +57,36 @@ public enum TraceFormat {
         return cliName;
     }
 
-    /** Tokens per hash id block. */
+    /**
+     * Tokens per hash id block, or 0 when each file says ({@link #HICACHE}: its records' {@code block_tokens}; ask
+     * {@link TraceSource#blockSize()}).
+     */
     public int blockSize() {
         return blockSize;
+    }
+
+    /** The unit of the timestamps when {@code --time-unit} does not say. */
+    public TraceTimeUnit defaultTimeUnit() {
+        return timeUnit;
+    }
+
+    /**
+     * Opens a reader over {@code file}, timestamps in the format's {@link #defaultTimeUnit()}.
+     *
+     * @param limit at most this many records; {@code Long.MAX_VALUE} for all
+     */
+    public TraceReader open(Path file, long limit) {
+        return open(file, limit, null);
     }
 
     /**
      * Opens a reader over {@code file}.
      *
      * @param limit at most this many records; {@code Long.MAX_VALUE} for all
+     * @param unit  the unit of the timestamps, or null for the format's default
+     * @throws IllegalArgumentException the format does not take another unit
      */
-    public abstract TraceReader open(Path file, long limit);
+    public abstract TraceReader open(Path file, long limit, TraceTimeUnit unit);
 
     /** The format with this command-line name, or null. Case-insensitive. */
     public static TraceFormat find(String name) {

@@ -20,6 +20,19 @@ public interface TraceReader extends Closeable {
      */
     Request next();
 
+    /** The 1-based line of the record {@link #next()} returned last (0 before the first; -1 when not known). */
+    default long lineNumber() {
+        return -1;
+    }
+
+    /**
+     * What a user should know about the records read so far that no figure shows (e.g. records whose prefixes were
+     * synthesized by {@code convert --unique-prefixes}), one sentence each; empty when nothing.
+     */
+    default java.util.List<String> notes() {
+        return java.util.List.of();
+    }
+
     /** Releases the file. Idempotent. */
     @Override
     void close() throws IOException;

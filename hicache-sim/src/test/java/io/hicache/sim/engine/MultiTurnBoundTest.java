@@ -161,8 +161,8 @@ class MultiTurnBoundTest {
     void aFollowUpWaitsForTheAnswerItFollowsUnlessTheReplayIsOpenLoop() throws IOException {
         Path trace = dir.resolve("mt-follow-up.jsonl");
         Files.writeString(trace, """
-            {"chat_id": 0, "parent_chat_id": -1, "timestamp": 0, "input_length": 512, "output_length": 512, "hash_ids": [0, 1]}
-            {"chat_id": 1, "parent_chat_id": 0, "timestamp": 1, "input_length": 1536, "output_length": 16, "hash_ids": [0, 1, 2, 3]}
+            {"chat_id": 0, "parent_chat_id": -1, "timestamp": 0, "input_length": 512, "output_length": 512, "hash_ids": [0, 1], "covers_answer": true}
+            {"chat_id": 1, "parent_chat_id": 0, "timestamp": 1, "input_length": 1536, "output_length": 16, "hash_ids": [0, 1, 2, 3], "covers_answer": true}
             """);
         Shape s = new Shape("follow-up", 1, 2, 512, 512, 1, 0, 1, 0, BackupMode.LAYERED);
         SimResult bound = bound(s, trace);

@@ -127,7 +127,10 @@ class TraceReaderTest {
             negative input        | {"timestamp": 0, "input_length": -1, "output_length": 1, "hash_ids": []}               | input_length must be >= 0, got -1
             negative output       | {"timestamp": 0, "input_length": 1, "output_length": -2, "hash_ids": [0]}              | output_length must be >= 0, got -2
             negative timestamp    | {"timestamp": -3, "input_length": 1, "output_length": 1, "hash_ids": [0]}              | timestamp must be >= 0 ms, got -3
-            too many ids          | {"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [0, 1, 2]}       | hash_ids has 3 ids but input_length 512 needs ceil(512/512) = 1 blocks of 512 tokens (or 2 to cover the answer too)
+            too many ids          | {"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [0, 1, 2]}       | hash_ids has 3 ids but input_length 512 needs ceil(512/512) = 1 blocks of 512 tokens
+            answer ids unsaid     | {"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [0, 1]}          | hash_ids has 2 ids but input_length 512 needs ceil(512/512) = 1 blocks of 512 tokens (2 ids would also cover the answer: if they do, say so with "covers_answer": true)
+            answer ids too few    | {"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [0], "covers_answer": true} | hash_ids has 1 ids but covers_answer is true, so input_length 512 + output_length 1 need ceil((512+1)/512) = 2 blocks
+            covers not a boolean  | {"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0], "covers_answer": 1} | field 'covers_answer' must be true or false, got number 1
             too few ids           | {"timestamp": 0, "input_length": 513, "output_length": 1, "hash_ids": [0]}             | hash_ids has 1 ids but input_length 513 needs ceil(513/512) = 2 blocks
             huge length           | {"timestamp": 0, "input_length": 99999999999, "output_length": 1, "hash_ids": [0]}     | field 'input_length' value 99999999999 is out of range
             huge id               | {"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [4294967296]}      | hash_ids[0] value 4294967296 is out of range
