@@ -21,6 +21,7 @@ module io.hicache.sim {
     exports io.hicache.sim.report;
     exports io.hicache.sim.trace;
     exports io.hicache.sim.cli;
+    exports io.hicache.sim.convert;
 
     opens io.hicache.sim.cli to info.picocli;
     opens io.hicache.sim.report to com.fasterxml.jackson.databind;

@@ -142,6 +142,8 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("keys", new KeysCommand(env));
         cl.addSubcommand("gen-multiturn", new GenerateMultiTurn(env));
         cl.addSubcommand("kv-events", new KvEventsCommand(env));
+        cl.addSubcommand("convert", new ConvertCommand(env));
+        TraceSchemaHelp.install(cl, "replay", "compare", "sweep", "convert");
         register(cl, ModelPreset.class, ModelPreset::byName);
         register(cl, GpuPreset.class, GpuPreset::byName);
         register(cl, WritePolicy.class, CoreNames::writePolicy);
@@ -207,8 +209,8 @@ public final class Main implements Callable<Integer> {
     /** Options every subcommand shares. Filled by picocli; null means "not given". */
     static final class SimOptions {
         @Option(names = "--trace", paramLabel = "[FORMAT:]FILE",
-                description = "Trace to replay; formats: mooncake (default), bailian, hicache (JSON lines with "
-                        + "block_tokens; docs/SIMULATION.md). Default: the bundled "
+                description = "Trace to replay; formats: mooncake (default), bailian, hicache (what 'convert' writes "
+                        + "from your own logs; fields in 'convert --help'). Default: the bundled "
                         + TraceSource.BUNDLED_TRACE)
         String trace;
 
