@@ -24,7 +24,9 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "keys", mixinStandardHelpOptions = true,
         description = {"Print the L3 page keys of a file of whitespace-separated token ids, one per line.",
-                "--namespace none gives exactly SGLang's keys; otherwise the chain is seeded with the namespace."})
+                "--namespace none gives exactly SGLang's keys; otherwise the chain is seeded with the namespace.",
+                "A trace is not made of keys: 'convert --from token-ids' hashes token ids into a hicache trace by the "
+                        + "same rule (its hash_ids number these keys; 'convert --keys-out' lists which is which)."})
 final class KeysCommand implements Callable<Integer> {
     private final Main.Env env;
 
