@@ -67,6 +67,7 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
     private long backupsNoRoom;
     private long backedUpTokens;
     private long hostPagesPeak;
+    private long devicePagesPeak;
 
     /** An engine for one run at a time; {@link #run} sets it up for each configuration. */
     public CacheOnlyEngine() {
@@ -103,6 +104,7 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
                     cache(tokens, kv, 0); // page ids are opaque here: the tree keeps those it has
                 }
                 hostPagesPeak = Math.max(hostPagesPeak, tree.hostPagesCommitted());
+                devicePagesPeak = Math.max(devicePagesPeak, Math.min(devicePagesCapacity, tree.devicePagesCached()));
                 progress.onRequestsDone(++done);
             }
         } catch (IOException e) {
@@ -121,7 +123,9 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
                 base.blocks(), base.blockHitRatio(), base.tokenHitRatio(), base.deviceHitTokens(), base.hostHitTokens(),
                 base.prefillTokensComputed(),
                 new SimResult.Backups(backupsCommitted, backupsCommitted, 0, backupsNoRoom, 0), d2hBytes, 0,
-                SimResult.CommitLatency.NONE, peak, 0, wallSeconds, List.of());
+                SimResult.CommitLatency.NONE, peak, 0, wallSeconds, List.of())
+                .withOccupancy(new SimResult.Occupancy(devicePagesPeak * config.pageSize(),
+                        hostPagesPeak * config.pageSize()));
     }
 
     /** The tree of the last run, for tests that check its invariants. */
@@ -143,6 +147,7 @@ public final class CacheOnlyEngine implements SimulationEngine, DeviceEvictionLi
         this.backupsNoRoom = 0;
         this.backedUpTokens = 0;
         this.hostPagesPeak = 0;
+        this.devicePagesPeak = 0;
     }
 
     /** Inserts {@code tokens[0, count)}, backs up its path by the write policy, then evicts down to capacity. */

@@ -85,14 +85,17 @@ public final class CoreNames {
 
     private static <E> E byName(E[] values, Function<E, String> spelling, String what, String name) {
         StringBuilder valid = new StringBuilder();
+        java.util.List<String> names = new java.util.ArrayList<>();
         String wanted = loose(name);
         for (E e : values) {
             if (loose(spelling.apply(e)).equals(wanted)) {
                 return e;
             }
             valid.append(valid.isEmpty() ? "" : ", ").append(spelling.apply(e));
+            names.add(spelling.apply(e));
         }
-        throw new IllegalArgumentException("unknown " + what + " '" + name + "'; valid values: " + valid);
+        throw new IllegalArgumentException("unknown " + what + " '" + name + "'" + Suggest.didYouMean(name, names)
+                + "; valid values: " + valid);
     }
 
     /**

@@ -97,16 +97,30 @@ public record ServingConfig(int instances, Router router, int tp, int maxBatchTo
 
     /**
      * The KV room of one instance in prompt tokens: on each of its {@code cp x tp} GPUs,
-     * {@link #MEMORY_FRACTION_STATIC} of the HBM less its share of the weights ({@code 1/tp}), divided by
-     * the KV bytes of a token on one GPU ({@code 1/tp} of them when TP splits the KV heads). llama3-70b at TP
-     * 4 on H200: (126.9 GB - 34.2 GB) / 80 KiB = about 1.13M tokens. At least one 512-token block per GPU
-     * when the weights leave nothing.
+     * {@link #MEMORY_FRACTION_STATIC} of the HBM less its share of the whole model's weights ({@code 1/tp}:
+     * layers, embedding and LM head, plus the draft's when {@code draftLayers > 0}), divided by the KV bytes of a
+     * token on one GPU over the target and draft layers ({@code 1/tp} of them when TP splits the KV heads).
+     * llama3-70b at TP 4 on H200 (143,771 MiB): (135.7 GB - 35.3 GB) / 80 KiB = about 1.23M tokens. At least one
+     * 512-token block per GPU when the weights leave nothing.
      */
-    public static long kvRoomPromptTokens(ModelPreset model, GpuPreset gpu, int tp, int cp) {
-        double perGpu = gpu.hbmBytes() * MEMORY_FRACTION_STATIC - (double) model.weightBytes() / tp;
-        double kvPerToken = model.kvShardedByTp() ? (double) model.kvBytesPerToken() / tp : model.kvBytesPerToken();
-        long tokens = (long) (perGpu / kvPerToken) * cp;
+    public static long kvRoomPromptTokens(ModelPreset model, GpuPreset gpu, int tp, int cp, int draftLayers) {
+        double perGpu = gpu.hbmBytes() * MEMORY_FRACTION_STATIC - (double) model.weightBytes(draftLayers) / tp;
+        long tokens = (long) (perGpu / kvBytesPerTokenPerGpu(model, tp, draftLayers)) * cp;
         return Math.max(512L * tp * cp, tokens);
+    }
+
+    /** {@link #kvRoomPromptTokens(ModelPreset, GpuPreset, int, int, int)} with the model's own draft layers. */
+    public static long kvRoomPromptTokens(ModelPreset model, GpuPreset gpu, int tp, int cp) {
+        return kvRoomPromptTokens(model, gpu, tp, cp, model.defaultDraftLayers());
+    }
+
+    /**
+     * KV bytes one token takes on one GPU of a TP group, target and draft layers: {@code 1/tp} of them when TP
+     * splits the KV heads (GQA/MHA), all of them when every GPU holds the whole latent (MLA).
+     */
+    public static double kvBytesPerTokenPerGpu(ModelPreset model, int tp, int draftLayers) {
+        double all = (double) model.kvBytesPerTokenPerLayer() * (model.layers() + Math.max(0, draftLayers));
+        return model.kvShardedByTp() ? all / tp : all;
     }
 
     /** One instance of {@code model} on {@code gpu} at the preset's default TP, default budgets and SLOs. */

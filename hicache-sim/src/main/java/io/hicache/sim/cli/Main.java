@@ -11,7 +11,6 @@ import io.hicache.sim.CoreNames;
 import io.hicache.sim.Router;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
-import io.hicache.sim.report.SimResult;
 import io.hicache.sim.trace.TraceSource;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -28,7 +27,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.List;
-import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.function.Function;
 
@@ -134,7 +132,16 @@ public final class Main implements Callable<Integer> {
 
     /** Runs the command line in {@code env}; returns the exit status. */
     public static int run(Env env, String... args) {
-        Main main = new Main(env, args);
+        return commandLine(new Main(env, args)).execute(args);
+    }
+
+    /** The command line with its subcommands, converters and handlers, for {@code env} (tests read its options). */
+    static CommandLine commandLine(Env env) {
+        return commandLine(new Main(env, new String[0]));
+    }
+
+    private static CommandLine commandLine(Main main) {
+        Env env = main.env;
         CommandLine cl = new CommandLine(main);
         cl.addSubcommand("replay", new Replay(main));
         cl.addSubcommand("compare", new Compare(main));
@@ -144,8 +151,20 @@ public final class Main implements Callable<Integer> {
         cl.addSubcommand("kv-events", new KvEventsCommand(env));
         cl.addSubcommand("convert", new ConvertCommand(env));
         TraceSchemaHelp.install(cl, "replay", "compare", "sweep", "convert");
+        configure(cl, env);
+        return cl;
+    }
+
+    /** Converters, output streams and error handlers of a command line. */
+    private static void configure(CommandLine cl, Env env) {
         register(cl, ModelPreset.class, ModelPreset::byName);
-        register(cl, GpuPreset.class, GpuPreset::byName);
+        register(cl, GpuPreset.class, name -> {
+            String notice = GpuPreset.deprecation(name);
+            if (notice != null) {
+                env.err().println("hicache-sim: warning: " + notice);
+            }
+            return GpuPreset.byName(name);
+        });
         register(cl, WritePolicy.class, CoreNames::writePolicy);
         register(cl, io.hicache.core.LoadOverlap.class, CoreNames::loadOverlap);
         register(cl, BackupMode.class, BackupMode::byName);
@@ -154,11 +173,7 @@ public final class Main implements Callable<Integer> {
         register(cl, Router.class, Router::byName);
         cl.setOut(new PrintWriter(env.out(), true, StandardCharsets.UTF_8));
         cl.setErr(new PrintWriter(env.err(), true, StandardCharsets.UTF_8));
-        cl.setParameterExceptionHandler((ex, a) -> {
-            env.err().println("hicache-sim: " + ex.getMessage());
-            env.err().println("Try 'hicache-sim " + subcommandName(ex.getCommandLine()) + "--help' for the options.");
-            return CommandLine.ExitCode.USAGE;
-        });
+        cl.setParameterExceptionHandler((ex, a) -> UsageErrors.report(env.err(), ex));
         cl.setExecutionExceptionHandler((ex, c, parseResult) -> {
             if (ex instanceof ParameterException pe) {
                 throw pe;
@@ -169,11 +184,6 @@ public final class Main implements Callable<Integer> {
             }
             return CommandLine.ExitCode.SOFTWARE;
         });
-        return cl.execute(args);
-    }
-
-    private static String subcommandName(CommandLine c) {
-        return c == null || c.getParent() == null ? "" : c.getCommandName() + " ";
     }
 
     private static <T> void register(CommandLine cl, Class<T> type, Function<String, T> parse) {
@@ -191,7 +201,8 @@ public final class Main implements Callable<Integer> {
 
     /**
      * No subcommand: {@code compare} with defaults on the bundled trace on a fleet of {@link #DEFAULT_FLEET}
-     * instances behind the cache-aware router, writing {@code report.html}.
+     * instances behind the cache-aware router, writing {@code report.html}; one more layered run with an unlimited
+     * host tier tells where the default host size sits against the knee.
      */
     @Override
     public Integer call() {
@@ -199,7 +210,7 @@ public final class Main implements Callable<Integer> {
         defaults.htmlFile = Paths.get(DEFAULT_HTML);
         ServingOptions fleet = new ServingOptions();
         fleet.instances = List.of(DEFAULT_FLEET);
-        return execute(spec, defaults, fleet, Kind.COMPARE);
+        return execute(spec, defaults, fleet, new SizingOptions(), Kind.COMPARE, true);
     }
 
     enum Kind {
@@ -231,19 +242,24 @@ public final class Main implements Callable<Integer> {
         @Option(names = "--model", paramLabel = "NAME", description = "Model preset: llama3-70b (default), llama3-8b, deepseek-v3.")
         ModelPreset model;
 
-        @Option(names = "--gpu", paramLabel = "NAME", description = "GPU preset: h100-pcie5, h200-pcie5 (default), gh200.")
+        @Option(names = "--gpu", paramLabel = "NAME", description = "GPU preset: h100-sxm, h100-pcie, h200-sxm (default), "
+                + "gh200 (docs/SIMULATION.md lists their figures; h100-pcie5 and h200-pcie5 are deprecated names of "
+                + "h100-sxm and h200-sxm).")
         GpuPreset gpu;
 
         @Option(names = "--device-capacity-tokens", paramLabel = "TOKENS", split = ",",
-                description = "Device KV capacity per instance in simulated tokens (k/M/G suffixes; default: the KV "
-                        + "room of the instance's GPUs after the weights, about 1.1M tokens for llama3-70b at TP 4 on "
-                        + "H200; --cache-only: about 3M). sweep: a comma-separated list sweeps device pressure, each "
-                        + "with layered and all-layers unless --backup-mode picks one.")
+                description = "Device KV capacity per instance in simulated tokens (k = 10^3 and M = 10^6 tokens, "
+                        + "e.g. 200k, 1.5M; default: the KV room of the instance's GPUs after the weights, about 1.2M "
+                        + "tokens for llama3-70b at TP 4 on H200; --cache-only: about 3M). sweep: a comma-separated "
+                        + "list sweeps device pressure, each with layered and all-layers unless --backup-mode picks "
+                        + "one.")
         List<String> deviceCapacity;
 
         @Option(names = "--host-capacity-tokens", paramLabel = "TOKENS", split = ",",
-                description = "Host KV capacity in simulated tokens: 0 = no host tier, inf = unlimited "
-                        + "(default 2x device). sweep: a comma-separated list.")
+                description = "Host KV capacity per instance in simulated tokens (k = 10^3, M = 10^6 tokens, e.g. "
+                        + "400k, 1.5M; a bare G is refused as ambiguous, give memory with --host-memory): 0 = no host "
+                        + "tier, inf = unlimited (default 2x device). sweep: a comma-separated list (default: 0, "
+                        + "0.5, 1, 2, 4, 8 x device and inf).")
         List<String> hostCapacity;
 
         @Option(names = "--write-policy", paramLabel = "POLICY",
@@ -287,7 +303,7 @@ public final class Main implements Callable<Integer> {
         String storage;
 
         @Option(names = "--storage-capacity-tokens", paramLabel = "TOKENS",
-                description = "Capacity of the modelled storage tier in simulated tokens (k/M/G suffixes; inf = unlimited).")
+                description = "Capacity of the modelled storage tier in simulated tokens (k/M suffixes; inf = unlimited).")
         String storageCapacity;
 
         @Option(names = "--storage-bandwidth-gbps", paramLabel = "GB_PER_S",
@@ -332,6 +348,8 @@ public final class Main implements Callable<Integer> {
         SimOptions options;
         @Mixin
         ServingOptions serving;
+        @Mixin
+        SizingOptions sizing;
         @Option(names = "--kv-events-lag-ms", paramLabel = "MS", defaultValue = "0",
                 description = "--router kv-events: simulated delay before the router sees an instance's KV event (default 0).")
         double kvEventsLagMs;
@@ -348,7 +366,7 @@ public final class Main implements Callable<Integer> {
             } catch (IllegalArgumentException e) {
                 throw RunPlan.usage(spec.commandLine(), e.getMessage());
             }
-            return main.execute(spec, options, serving, kind);
+            return main.execute(spec, options, serving, sizing, kind, false);
         }
     }
 
@@ -363,6 +381,9 @@ public final class Main implements Callable<Integer> {
 
         @Override
         public Integer call() {
+            if (super.main.checkOnly) {
+                return super.call();
+            }
             try {
                 return kvEvents.around(super.main.env, spec.commandLine(), super::call);
             } catch (RuntimeException e) {
@@ -390,9 +411,39 @@ public final class Main implements Callable<Integer> {
         }
     }
 
-    Integer execute(CommandSpec at, SimOptions o, ServingOptions s, Kind kind) {
-        RunPlan plan = RunPlan.build(at.commandLine(), o, s, kind, env);
+    Integer execute(CommandSpec at, SimOptions o, ServingOptions s, SizingOptions z, Kind kind, boolean kneeProbe) {
+        RunPlan plan = RunPlan.build(at.commandLine(), o, s, z, kind, env, kneeProbe);
+        if (checkOnly) {
+            return CommandLine.ExitCode.OK;
+        }
         return plan.run("hicache-sim " + String.join(" ", redacted(args)));
+    }
+
+    /** When set, replay, compare and sweep stop after checking their options (see {@link #check}). */
+    private boolean checkOnly;
+
+    /**
+     * Parses {@code args} and checks them as a run would, without running anything: 0 when a replay, compare or
+     * sweep command line would start (its trace must exist), the usage status otherwise. Other subcommands are only
+     * parsed. For tests that check the command lines the documentation shows.
+     */
+    static int check(Env env, String... args) {
+        Main main = new Main(env, args);
+        main.checkOnly = true;
+        CommandLine cl = commandLine(main);
+        try {
+            CommandLine.ParseResult leaf = cl.parseArgs(args);
+            while (leaf.hasSubcommand()) {
+                leaf = leaf.subcommand();
+            }
+            Object command = leaf.commandSpec().userObject();
+            if (command instanceof SimCommand || command == main) {
+                return commandLine(main).execute(args);
+            }
+            return CommandLine.ExitCode.OK;
+        } catch (ParameterException e) {
+            return UsageErrors.report(env.err(), e);
+        }
     }
 
     /** The arguments with any storage credentials replaced by {@code ***} (what reports may show). */
@@ -409,28 +460,6 @@ public final class Main implements Callable<Integer> {
         return out;
     }
 
-
-    /** Summary line for a result, printed to standard output. */
-    static String summary(String label, SimResult r) {
-        String line = String.format(Locale.ROOT, "%-26s %8.4f %8.4f %14d %14d %12d %12.3f %12.3f %10.2f",
-                label, r.blockHitRatio(), r.tokenHitRatio(), r.deviceHitTokens(), r.hostHitTokens(),
-                r.backups().committed(), r.exposedBackupNs() / 1e6, r.commitLatencyNs().p99() / 1e6, r.wallSeconds());
-        var s = r.serving();
-        String storage = r.storage() == null ? "" : String.format(Locale.ROOT,
-                "  storage=%s storage_hit_tok=%d storage_write_pages=%d prefetch_pages_published=%d",
-                r.storage().backend(), r.storage().storageHitTokens(), r.storage().writePages(),
-                r.storage().prefetchPagesPublished());
-        return (s == null ? line : line + String.format(Locale.ROOT, " %11.1f %11.1f %11.1f %10.1f %7.3f",
-                s.ttftMs().p50(), s.ttftMs().p99(), s.tpotMs().p50(), s.throughputOutputTokensPerS(), s.goodput()))
-                + storage;
-    }
-
-    /** Header of {@link #summary}. */
-    static String summaryHeader() {
-        return String.format(Locale.ROOT, "%-26s %8s %8s %14s %14s %12s %12s %12s %10s %11s %11s %11s %10s %7s",
-                "configuration", "blk_hit", "tok_hit", "device_hit_tok", "host_hit_tok", "backups", "exposed_ms",
-                "commit_p99ms", "wall_s", "ttft_p50ms", "ttft_p99ms", "tpot_p50ms", "out_tok/s", "goodput");
-    }
 
     static ProgressListener progress(Env env) {
         return env.tty() ? new ProgressBarListener(env.err()) : ProgressListener.NONE;

@@ -7,12 +7,10 @@ import io.hicache.core.WritePolicy;
 import io.hicache.sim.BackupMode;
 import io.hicache.sim.Router;
 import io.hicache.sim.ServingConfig;
-import io.hicache.sim.CacheOnlyEngine;
 import io.hicache.sim.SimConfig;
-import io.hicache.sim.SimulationEngine;
-import io.hicache.sim.report.HtmlReport;
-import io.hicache.sim.report.JsonReport;
-import io.hicache.sim.report.SimResult;
+import io.hicache.sim.report.KvFootprint;
+import io.hicache.sim.report.Recommendation;
+import io.hicache.sim.report.Units;
 import io.hicache.sim.trace.TraceSource;
 import jdk.jfr.Recording;
 import picocli.CommandLine;
@@ -36,20 +34,30 @@ final class RunPlan {
     /** Sweep host capacities when none are given, as multiples of the device capacity (-1 = inf). */
     private static final double[] DEFAULT_SWEEP_RATIOS = {0, 0.5, 1, 2, 4, 8, -1};
 
-    private final Main.Env env;
-    private final Main.Kind kind;
-    private final TraceSource trace;
-    private final List<SimConfig> configs;
-    private final List<ServingConfig> servings;
-    private final List<String> labels;
-    private final Path jsonFile;
-    private final Path htmlFile;
-    private final Path jfrFile;
-    private final io.hicache.sim.StorageOptions storage;
+    final Main.Env env;
+    final Main.Kind kind;
+    final TraceSource trace;
+    final List<SimConfig> configs;
+    final List<ServingConfig> servings;
+    final List<String> labels;
+    /** Per configuration, its fleet-and-router group (compare's axes; 0 elsewhere). */
+    final List<Integer> groups;
+    /** Index of the main job's knee probe (layered, unlimited host) in {@link #configs}, or -1. */
+    final int kneeProbe;
+    /** Whether a sweep varies the device capacity (the host capacity is then fixed). */
+    final boolean deviceSweep;
+    final KvFootprint kv;
+    final double tolerance;
+    final Path jsonFile;
+    final Path htmlFile;
+    final Path jfrFile;
+    final Path summaryFile;
+    final io.hicache.sim.StorageOptions storage;
 
     private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs,
-                    List<ServingConfig> servings, List<String> labels, Path jsonFile, Path htmlFile, Path jfrFile,
-                    io.hicache.sim.StorageOptions storage) {
+                    List<ServingConfig> servings, List<String> labels, List<Integer> groups, int kneeProbe,
+                    boolean deviceSweep, KvFootprint kv, double tolerance, Path jsonFile, Path htmlFile, Path jfrFile,
+                    Path summaryFile, io.hicache.sim.StorageOptions storage) {
         this.storage = storage;
         this.env = env;
         this.kind = kind;
@@ -57,9 +65,15 @@ final class RunPlan {
         this.configs = configs;
         this.servings = servings;
         this.labels = labels;
+        this.groups = groups;
+        this.kneeProbe = kneeProbe;
+        this.deviceSweep = deviceSweep;
+        this.kv = kv;
+        this.tolerance = tolerance;
         this.jsonFile = jsonFile;
         this.htmlFile = htmlFile;
         this.jfrFile = jfrFile;
+        this.summaryFile = summaryFile;
     }
 
     /** The configurations, in run order. */
@@ -72,7 +86,13 @@ final class RunPlan {
         return servings;
     }
 
-    static RunPlan build(CommandLine cl, Main.SimOptions o, ServingOptions so, Main.Kind kind, Main.Env env) {
+    /** The footprint of the runs: KV bytes per token, the device's KV capacity. */
+    KvFootprint footprint() {
+        return kv;
+    }
+
+    static RunPlan build(CommandLine cl, Main.SimOptions o, ServingOptions so, SizingOptions z, Main.Kind kind,
+                         Main.Env env, boolean kneeProbe) {
         // Values checked one by one.
         long limit = Long.MAX_VALUE;
         if (o.limit != null) {
@@ -102,6 +122,7 @@ final class RunPlan {
         int cp = o.cp == null ? 1 : o.cp;
         ServingConfig serving = serving(cl, so, model, gpu, kind, o.cacheOnly);
         long device;
+        KvFootprint.DeviceSource deviceSource = KvFootprint.DeviceSource.GPU_ROOM;
         List<Long> devices = new ArrayList<>();
         if (o.deviceCapacity != null) {
             for (String d : o.deviceCapacity) {
@@ -112,11 +133,13 @@ final class RunPlan {
                         + o.deviceCapacity);
             }
             device = devices.getFirst();
+            deviceSource = KvFootprint.DeviceSource.OPTION;
         } else if (o.cacheOnly) {
             device = SimConfig.defaultDeviceCapacityTokens(blockTokens, formatBlock);
+            deviceSource = KvFootprint.DeviceSource.CACHE_ONLY_DEFAULT;
         } else {
-            device = Math.max(1, ServingConfig.kvRoomPromptTokens(model, gpu, serving.tp(), Math.max(1, cp))
-                    * blockTokens / formatBlock);
+            device = Math.max(1, ServingConfig.kvRoomPromptTokens(model, gpu, serving.tp(), Math.max(1, cp),
+                    draftLayersOf(o, model)) * blockTokens / formatBlock);
         }
         if (devices.contains(0L) || device == 0) {
             throw usage(cl, "--device-capacity-tokens must be > 0 (there is always a device tier)");
@@ -124,9 +147,22 @@ final class RunPlan {
         trace = trace.withRead(TracePreflight.readOptions(cl, o.read, trace, devices.isEmpty() ? List.of(device)
                 : devices, blockTokens, formatBlock));
         boolean deviceSweep = devices.size() > 1;
-        if (deviceSweep && o.hostCapacity != null && o.hostCapacity.size() > 1) {
+        if (deviceSweep && ((o.hostCapacity != null && o.hostCapacity.size() > 1)
+                || (z.hostMemory != null && z.hostMemory.size() > 1))) {
             throw usage(cl, "sweep varies one axis: a list of --device-capacity-tokens or of --host-capacity-tokens, "
                     + "not both");
+        }
+        if (o.hostCapacity != null && z.hostMemory != null) {
+            throw usage(cl, "--host-capacity-tokens and --host-memory both size the host tier; give one of them");
+        }
+        KvFootprint kv;
+        try {
+            kv = KvFootprint.of(new SimConfig(model, gpu, blockTokens, pageSize, Math.max(device, pageSize), 0,
+                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, io.hicache.radix.EvictionPolicy.LRU, cp,
+                    OwnerLanes.ROUND_ROBIN, draftLayersOf(o, model), o.cacheOnly, 0, 1.0), serving.tp(), formatBlock,
+                    deviceSource);
+        } catch (IllegalArgumentException e) {
+            throw usage(cl, e.getMessage());
         }
         List<Long> hosts = new ArrayList<>();
         if (o.hostCapacity != null) {
@@ -134,8 +170,27 @@ final class RunPlan {
                 hosts.add(tokens(cl, "--host-capacity-tokens", h));
             }
         }
+        if (z.hostMemory != null) {
+            for (String m : z.hostMemory) {
+                hosts.add(hostTokens(cl, kv, m));
+            }
+        }
         if (kind != Main.Kind.SWEEP && hosts.size() > 1) {
-            throw usage(cl, "--host-capacity-tokens takes one value here; use 'sweep' for a list, got " + o.hostCapacity);
+            throw usage(cl, (z.hostMemory != null ? "--host-memory" : "--host-capacity-tokens")
+                    + " takes one value here; use 'sweep' for a list, got "
+                    + (z.hostMemory != null ? z.hostMemory : o.hostCapacity));
+        }
+        double tolerance = Recommendation.DEFAULT_TOLERANCE;
+        if (z.tolerance != null) {
+            if (kind == Main.Kind.REPLAY) {
+                throw usage(cl, "--tolerance applies to the recommendation of sweep and compare; replay runs one "
+                        + "configuration and recommends nothing");
+            }
+            if (!(z.tolerance >= 0 && z.tolerance < 1)) {
+                throw usage(cl, "--tolerance must be a relative fraction in [0, 1) (0.01 = within 1 % of the best), got "
+                        + z.tolerance);
+            }
+            tolerance = z.tolerance;
         }
         if (hosts.isEmpty()) {
             if (kind == Main.Kind.SWEEP && !deviceSweep) {
@@ -150,7 +205,7 @@ final class RunPlan {
         var backupMode = o.backupMode == null ? BackupMode.LAYERED : o.backupMode;
         var eviction = o.eviction == null ? io.hicache.radix.EvictionPolicy.LRU : o.eviction;
         var lanes = o.lanes == null ? OwnerLanes.ROUND_ROBIN : o.lanes;
-        int draftLayers = o.draftLayers == null ? model.defaultDraftLayers() : o.draftLayers;
+        int draftLayers = draftLayersOf(o, model);
         long seed = o.seed == null ? 0 : o.seed;
         double timeScale = o.timeScale == null ? 1.0 : o.timeScale;
 
@@ -182,13 +237,15 @@ final class RunPlan {
                     + "so hit ratios do not depend on it); drop one of them");
         }
         io.hicache.sim.StorageOptions storage = StoragePlan.build(cl, o, kind, noHost, backupMode, pageSize);
-        for (Path out : new Path[] {o.jsonFile, o.htmlFile, o.jfrFile}) {
+        for (Path out : new Path[] {o.jsonFile, o.htmlFile, o.jfrFile, z.summaryJson}) {
             requireDirectoryOf(cl, env, out);
         }
 
         List<SimConfig> configs = new ArrayList<>();
         List<ServingConfig> servings = new ArrayList<>();
         List<String> labels = new ArrayList<>();
+        List<Integer> groups = new ArrayList<>();
+        int probe = -1;
         try {
             SimConfig base = new SimConfig(model, gpu, blockTokens, pageSize, device, hosts.getFirst(), writePolicy,
                     backupMode, eviction, cp, lanes, draftLayers, o.cacheOnly, seed, timeScale,
@@ -197,12 +254,14 @@ final class RunPlan {
                 case REPLAY -> {
                     configs.add(base);
                     servings.add(serving);
+                    groups.add(0);
                     labels.add(backupMode.cliName());
                 }
                 case COMPARE -> {
                     List<Integer> fleets = so.instances == null ? List.of(serving.instances()) : so.instances;
                     List<Router> routers = so.routers == null ? List.of(serving.router()) : so.routers;
                     boolean axes = fleets.size() > 1 || routers.size() > 1 || serving.instances() > 1;
+                    int group = 0;
                     for (int n : fleets) {
                         for (Router router : routers) {
                             ServingConfig sc = serving.withFleet(n, router);
@@ -210,10 +269,23 @@ final class RunPlan {
                             for (BackupMode m : BackupMode.values()) {
                                 configs.add(base.withBackupMode(m));
                                 servings.add(sc);
+                                groups.add(group);
                                 String mode = m == BackupMode.NONE ? "none (no backup)" : m.cliName();
                                 labels.add(axes ? mode + ", " + fleet : mode);
                             }
+                            group++;
                         }
+                    }
+                    if (kneeProbe && !o.cacheOnly && base.hasHostTier() && !base.hostUnlimited()) {
+                        // where the configured host size sits: one layered run with an unlimited host tier
+                        probe = configs.size();
+                        configs.add(base.withBackupMode(BackupMode.LAYERED)
+                                .withHostCapacityTokens(SimConfig.HOST_UNLIMITED));
+                        servings.add(serving);
+                        groups.add(0);
+                        String fleet = serving.instances() == 1 ? "1 instance"
+                                : serving.instances() + "x " + serving.router().cliName();
+                        labels.add("layered, host inf, " + fleet + " (knee probe)");
                     }
                 }
                 case SWEEP -> {
@@ -225,14 +297,16 @@ final class RunPlan {
                             for (BackupMode m : modes) {
                                 configs.add(base.withCapacities(d, hosts.getFirst()).withBackupMode(m));
                                 servings.add(serving);
-                                labels.add("device " + d + ", " + m.cliName());
+                                groups.add(0);
+                                labels.add("device " + Units.tokensShort(d) + ", " + m.cliName());
                             }
                         }
                     } else {
                         for (long h : hosts) {
                             configs.add(base.withHostCapacityTokens(h));
                             servings.add(serving);
-                            labels.add("host " + (h == SimConfig.HOST_UNLIMITED ? "inf" : Long.toString(h)));
+                            groups.add(0);
+                            labels.add("host " + Units.tokensShort(h));
                         }
                     }
                 }
@@ -243,8 +317,29 @@ final class RunPlan {
         Path json = o.jsonFile == null ? null : env.workDir().resolve(o.jsonFile);
         Path html = o.htmlFile == null ? null : env.workDir().resolve(o.htmlFile);
         Path jfr = o.jfrFile == null ? null : env.workDir().resolve(o.jfrFile);
-        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(servings), List.copyOf(labels), json,
-                html, jfr, storage);
+        Path summary = z.summaryJson == null ? null : env.workDir().resolve(z.summaryJson);
+        return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(servings), List.copyOf(labels),
+                List.copyOf(groups), probe, deviceSweep, kv, tolerance, json, html, jfr, summary, storage);
+    }
+
+    private static int draftLayersOf(Main.SimOptions o, io.hicache.sim.model.ModelPreset model) {
+        return o.draftLayers == null ? model.defaultDraftLayers() : o.draftLayers;
+    }
+
+    /** A {@code --host-memory} value as host tokens per instance. */
+    private static long hostTokens(CommandLine cl, KvFootprint kv, String text) {
+        SizeParser.Memory m;
+        try {
+            m = SizeParser.memory("--host-memory", text);
+        } catch (IllegalArgumentException e) {
+            throw usage(cl, e.getMessage());
+        }
+        if (m.bytes() == SizeParser.UNLIMITED) {
+            return SimConfig.HOST_UNLIMITED;
+        }
+        long bytes = m.perGpu() ? Math.multiplyHigh(m.bytes(), kv.gpus()) != 0 ? Long.MAX_VALUE - 1
+                : m.bytes() * kv.gpus() : m.bytes();
+        return kv.tokensIn(bytes);
     }
 
     /** The serving configuration the options ask for (the first of each list); refuses bad values. */
@@ -283,7 +378,9 @@ final class RunPlan {
             }
         }
         try {
-            ServingConfig s = new ServingConfig(so.instances == null ? d.instances() : so.instances.getFirst(),
+            int instances = so.instances != null ? so.instances.getFirst()
+                    : kind == Main.Kind.SWEEP ? Main.DEFAULT_FLEET : d.instances();
+            ServingConfig s = new ServingConfig(instances,
                     so.routers == null ? d.router() : so.routers.getFirst(), so.tp == null ? d.tp() : so.tp, budget,
                     chunk, so.sloTtftMs == null ? d.sloTtftMs() : so.sloTtftMs,
                     so.sloTpotMs == null ? d.sloTpotMs() : so.sloTpotMs,
@@ -302,7 +399,7 @@ final class RunPlan {
      */
     int run(String commandLine) {
         if (jfrFile == null) {
-            return replayAndReport(commandLine);
+            return new RunOutputs(this).replayAndReport(commandLine);
         }
         try (Recording recording = new Recording()) {
             for (String event : HiCache.flightRecorderEventNames()) {
@@ -310,7 +407,7 @@ final class RunPlan {
             }
             recording.setName("hicache-sim");
             recording.start();
-            int status = replayAndReport(commandLine);
+            int status = new RunOutputs(this).replayAndReport(commandLine);
             recording.stop();
             recording.dump(jfrFile);
             env.out().println("wrote " + jfrFile);
@@ -320,98 +417,13 @@ final class RunPlan {
         }
     }
 
-    private int replayAndReport(String commandLine) {
-        TracePreflight.check(env, trace, configs, servings); // the whole trace, before any replay
-        List<SimulationEngine> engines = new ArrayList<>();
-        for (int i = 0; i < configs.size(); i++) {
-            // fails before any replay when an engine is missing
-            engines.add(storage != null // the storage tier runs in the timed engine
-                    ? new io.hicache.sim.engine.ServingEngine(servings.get(i), storage)
-                    : env.engines().create(configs.get(i), servings.get(i)));
-        }
-        List<SimResult> results = new ArrayList<>();
-        env.out().println(Main.summaryHeader());
-        for (int i = 0; i < configs.size(); i++) {
-            SimResult r = engines.get(i).run(configs.get(i), trace, Main.progress(env));
-            results.add(r);
-            env.out().println(Main.summary(labels.get(i), r));
-        }
-        String decision = io.hicache.sim.report.Decision.of(results);
-        if (decision != null) {
-            env.out().println(decision);
-        }
-        if (jsonFile != null) {
-            JsonReport.write(jsonFile, results, kind != Main.Kind.REPLAY);
-            env.out().println("wrote " + jsonFile);
-        }
-        if (htmlFile != null) {
-            HtmlReport.write(htmlFile, report(commandLine, results));
-            env.out().println("wrote " + htmlFile);
-        }
-        return CommandLine.ExitCode.OK;
-    }
-
-    private HtmlReport.Report report(String commandLine, List<SimResult> results) {
-        List<HtmlReport.Row> rows = new ArrayList<>();
-        for (int i = 0; i < results.size(); i++) {
-            rows.add(new HtmlReport.Row(labels.get(i), results.get(i),
-                    kind == Main.Kind.COMPARE && configs.get(i).backupMode() == BackupMode.NONE));
-        }
-        SimConfig first = configs.getFirst();
-        if (storage != null) {
-            SimResult r = env.engines().create(first, servings.getFirst()).run(first, trace, Main.progress(env));
-            rows.add(new HtmlReport.Row("without storage", r, true));
-            env.out().println(Main.summary("without storage", r));
-        }
-        if (kind == Main.Kind.REPLAY && first.backupMode() != BackupMode.NONE) {
-            SimConfig none = first.withBackupMode(BackupMode.NONE);
-            SimResult r = env.engines().create(none, servings.getFirst()).run(none, trace, Main.progress(env));
-            rows.add(new HtmlReport.Row("no backup (baseline)", r, true));
-            env.out().println(Main.summary("no backup (baseline)", r));
-        }
-        // The bound: everything ever seen stays cached; hit ratios depend only on the trace.
-        SimConfig unlimited = first.withCacheOnly(true).withBackupMode(BackupMode.NONE)
-                .withCapacities(Long.MAX_VALUE, SimConfig.HOST_NONE);
-        SimResult bound = new CacheOnlyEngine().run(unlimited, trace, Main.progress(env));
-        rows.add(new HtmlReport.Row("unlimited cache (bound)", bound, true));
-        env.out().println(Main.summary("unlimited cache (bound)", bound));
-        List<HtmlReport.Timeline> timelines = new ArrayList<>();
-        for (int i = 0; i < results.size(); i++) {
-            if (!results.get(i).timeline().isEmpty()) {
-                timelines.add(new HtmlReport.Timeline(labels.get(i), results.get(i).timeline()));
-            }
-        }
-        String title = "HiCache simulator: " + kind.name().toLowerCase(Locale.ROOT);
-        return new HtmlReport.Report(title, commandLine, rows, kind == Main.Kind.SWEEP ? results : List.of(),
-                timelines);
-    }
-
+    /** A token-count option's value ({@link SizeParser#tokens}); refuses a bad one (exit status 2). */
     static long tokens(CommandLine cl, String option, String text) {
-        String t = text.trim().toLowerCase(Locale.ROOT).replace("_", "");
-        if (t.equals("inf") || t.equals("unlimited")) {
-            return SimConfig.HOST_UNLIMITED;
-        }
-        long mult = 1;
-        if (!t.isEmpty()) {
-            char last = t.charAt(t.length() - 1);
-            mult = switch (last) {
-                case 'k' -> 1_000L;
-                case 'm' -> 1_000_000L;
-                case 'g' -> 1_000_000_000L;
-                default -> 1;
-            };
-            if (mult != 1) {
-                t = t.substring(0, t.length() - 1);
-            }
-        }
         try {
-            long v = Long.parseLong(t);
-            if (v < 0) {
-                throw usage(cl, option + " must be >= 0 tokens, got " + text);
-            }
-            return Math.multiplyExact(v, mult);
-        } catch (NumberFormatException | ArithmeticException e) {
-            throw usage(cl, option + " must be a token count (e.g. 3000000, 3M) or inf, got '" + text + "'");
+            long t = SizeParser.tokens(option, text);
+            return t == SizeParser.UNLIMITED ? SimConfig.HOST_UNLIMITED : t;
+        } catch (IllegalArgumentException e) {
+            throw usage(cl, e.getMessage());
         }
     }
 

@@ -14,6 +14,8 @@ final class DevicePagePool implements DevicePageAllocator {
     private final int capacity;
     private int freeCount;
     private int cursorPage;
+    /** The fewest pages ever free: {@code capacity - minFree} is the peak in use. */
+    private int minFree;
 
     /** A pool of pages {@code 0 .. capacityPages-1}, all free. */
     DevicePagePool(int capacityPages) {
@@ -26,6 +28,12 @@ final class DevicePagePool implements DevicePageAllocator {
             freeBits[p >>> 6] |= 1L << p;
         }
         freeCount = capacityPages;
+        minFree = capacityPages;
+    }
+
+    /** The most pages ever in use at once (held by requests or cached in the tree). */
+    int peakUsedPages() {
+        return capacity - minFree;
     }
 
     int capacityPages() {
@@ -64,6 +72,7 @@ final class DevicePagePool implements DevicePageAllocator {
         }
         cursorPage = last + 1 >= capacity ? 0 : last + 1;
         freeCount -= count;
+        minFree = Math.min(minFree, freeCount);
         return true;
     }
 
@@ -76,6 +85,7 @@ final class DevicePagePool implements DevicePageAllocator {
         if (p > 0 && p < capacity && (freeBits[p >>> 6] & (1L << p)) != 0) {
             freeBits[p >>> 6] &= ~(1L << p);
             freeCount--;
+            minFree = Math.min(minFree, freeCount);
             out[offset] = p;
             return true;
         }

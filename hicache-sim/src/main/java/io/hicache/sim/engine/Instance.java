@@ -89,6 +89,13 @@ final class Instance {
     long deviceForwards;
     long busyNs;
     double hostPeak;
+    /** The most host pages rank 0's pool held at once (unlimited pools included). */
+    long hostPeakPages;
+
+    /** The most device pages in use at once so far. */
+    long devicePeakPages() {
+        return ledger.peakUsedPages();
+    }
 
     Instance(int index, Replay fleet, int devicePagesCount, int hostPagesPerRank, long hostCapacityPages,
              long linkBytesPerSecond) {
@@ -278,11 +285,15 @@ final class Instance {
                 rt[r].launchHostFunc(caches[r].backupStream(), wakeFn);
             }
         }
-        if (fleet.backupsEnabled && hostCapacityPages != Long.MAX_VALUE) {
+        if (fleet.backupsEnabled) {
             HiCache.HostPoolView pool = caches[0].hostPool();
-            double u = (double) pool.budgetUsedPages() / pool.budgetCapacityPages();
-            if (u > hostPeak) {
-                hostPeak = u;
+            long used = pool.budgetUsedPages();
+            hostPeakPages = Math.max(hostPeakPages, used);
+            if (hostCapacityPages != Long.MAX_VALUE) {
+                double u = (double) used / pool.budgetCapacityPages();
+                if (u > hostPeak) {
+                    hostPeak = u;
+                }
             }
         }
         if (timeline != null) {

@@ -38,6 +38,16 @@ final class PageLedger {
         this.anchors = new RadixNode[caches.length];
     }
 
+    /** The most device pages in use at once so far (requests' and the tree's). */
+    int peakUsedPages() {
+        return pool.peakUsedPages();
+    }
+
+    /** The device pages of the instance. */
+    int capacityPages() {
+        return pool.capacityPages();
+    }
+
     /** The allocator rank {@code r} hands to one {@link HiCache#loadBack}, ready for it (rank 0 first). */
     DevicePageAllocator loadAllocator(int r) {
         if (r == 0) {

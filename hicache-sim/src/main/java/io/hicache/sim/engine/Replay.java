@@ -65,6 +65,8 @@ final class Replay {
 
     private long inputTokens;
     private long firstArrivalNs = -1;
+    /** The last arrival the trace gives (its time divided by the time scale), for the arrival span. */
+    private long lastTraceArrivalNs;
     private long reportedDone;
     private long requestsRouted;
     /** Closed-loop turns, or null when every request arrives at its trace time. */
@@ -175,6 +177,7 @@ final class Replay {
                 if (firstArrivalNs < 0) {
                     firstArrivalNs = t;
                 }
+                lastTraceArrivalNs = Math.max(lastTraceArrivalNs, t);
                 runUntil(t);
                 reportProgress();
                 if (followUps != null && followUps.mustWait(r)) {
@@ -445,6 +448,7 @@ final class Replay {
         long[] tpotNs = new long[finished];
         long[] e2eNs = new long[finished];
         long[] queueNs = new long[finished];
+        long[] arrivalNs = new long[finished];
         boolean[] tpotValid = new boolean[finished];
         int k = 0;
         for (Instance in : instances) {
@@ -453,6 +457,7 @@ final class Replay {
             System.arraycopy(o.tpotNs, 0, tpotNs, k, o.count);
             System.arraycopy(o.e2eNs, 0, e2eNs, k, o.count);
             System.arraycopy(o.queueNs, 0, queueNs, k, o.count);
+            System.arraycopy(o.arrivalNs, 0, arrivalNs, k, o.count);
             System.arraycopy(o.tpotValid, 0, tpotValid, k, o.count);
             k += o.count;
         }
@@ -485,6 +490,10 @@ final class Replay {
         }
         long[] ttftSorted = ttftNs.clone();
         Arrays.sort(ttftSorted);
+        double goodput = finished == 0 ? 0 : (double) good / finished;
+        io.hicache.sim.report.Overload overload = io.hicache.sim.report.Overload.of(arrivalNs, queueNs, finished,
+                goodput, serving.sloTtftMs(), Math.max(0, lastTraceArrivalNs - Math.max(0, firstArrivalNs)), busy,
+                instances.length);
         ServingStats stats = new ServingStats(serving.instances(), serving.router().cliName(), serving.tp(),
                 serving.maxBatchTokens(), serving.chunkTokens(), serving.sloTtftMs(), serving.sloTpotMs(),
                 ServingStats.Latency.ofNs(ttftSorted, finished, true),
@@ -492,20 +501,28 @@ final class Replay {
                 ServingStats.Latency.ofNs(e2eNs, finished, false),
                 ServingStats.Latency.ofNs(queueNs, finished, false),
                 inputTokens / makespanS, outputTokens / makespanS, finished / makespanS,
-                finished == 0 ? 0 : (double) good / finished, good / makespanS,
+                goodput, good / makespanS,
                 simulatedNs == 0 ? 0 : (double) busy / ((double) simulatedNs * instances.length),
                 preemptions, admissionPageWaits, serving.closedLoop(),
                 followUps == null ? 0 : followUps.heldTotal(), steps, forwards, copyNs, hidden,
                 io.hicache.sim.CoreNames.of(config.loadOverlap()),
                 hostHits, ServingStats.Latency.ofNs(hostHitPrefillNs, hostHits, false),
-                ServingStats.cdf(ttftSorted, finished));
+                ServingStats.cdf(ttftSorted, finished), overload);
+        long devicePeakPages = 0;
+        long hostPeakPages = 0;
+        for (Instance in : instances) {
+            devicePeakPages = Math.max(devicePeakPages, in.devicePeakPages());
+            hostPeakPages = Math.max(hostPeakPages, in.hostPeakPages * config.cp()); // rank 0 holds 1/cp of them
+        }
+        SimResult.Occupancy occupancy = new SimResult.Occupancy(devicePeakPages * pageSize,
+                hostPeakPages * pageSize);
         SimResult base = SimResult.ofHits(config, trace.name(), hits, wallSeconds);
         return new SimResult(config, trace.name(), base.requests(), base.inputTokens(), base.simulatedTokens(),
                 base.blocks(), base.blockHitRatio(), base.tokenHitRatio(), base.deviceHitTokens(), base.hostHitTokens(),
                 base.prefillTokensComputed(), new SimResult.Backups(reserved, committed, aborted, noRoom, fallback,
                 skippedByName(skipped)), Math.round(d2hSimBytes * trueBytesPerSimByte * gpusPerRank), exposed, commit, hostPeak,
                 simulatedNs / 1e9, wallSeconds, instances[0].timelineSegments()).withServing(stats)
-                .withStorage(storageResult());
+                .withStorage(storageResult()).withOccupancy(occupancy);
     }
 
     /** Skipped-node counts keyed by the reason's snake_case name, every reason present. */

@@ -1,7 +1,7 @@
 package io.hicache.sim.model;
 
 /**
- * A preset name that no registry knows; the message lists the valid names. Immutable.
+ * A preset name that no registry knows; the message suggests the nearest names and lists the valid ones. Immutable.
  */
 public final class UnknownPresetException extends IllegalArgumentException {
     private static final long serialVersionUID = 1L;
@@ -12,6 +12,8 @@ public final class UnknownPresetException extends IllegalArgumentException {
      * @param valid the valid names, comma-separated
      */
     public UnknownPresetException(String kind, String name, String valid) {
-        super("unknown " + kind + " '" + name + "'; valid " + kind + "s: " + valid);
+        super("unknown " + kind + " '" + name + "'"
+                + io.hicache.sim.Suggest.didYouMean(name, java.util.Arrays.asList(valid.split(",\\s*")))
+                + "; valid " + kind + "s: " + valid);
     }
 }

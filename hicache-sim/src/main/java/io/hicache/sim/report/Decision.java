@@ -18,9 +18,22 @@ public final class Decision {
     }
 
     /**
-     * The sentence for {@code results}, or null when they hold no timed run without a host tier and with one.
+     * The sentence for {@code results}, or null when they hold no timed run without a host tier and with one; host
+     * sizes in tokens only.
      */
     public static String of(List<SimResult> results) {
+        return of(results, null, null);
+    }
+
+    /**
+     * The sentence for {@code results} with host sizes in tokens and memory ({@code kv}), saying so when
+     * {@code recommendation} finds no host tier needed; null when they hold no timed run without a host tier and
+     * with one.
+     *
+     * @param kv             turns tokens into bytes; null: tokens only
+     * @param recommendation the recommendation over the same runs, or null
+     */
+    public static String of(List<SimResult> results, KvFootprint kv, Recommendation recommendation) {
         SimResult base = null;
         SimResult best = null;
         SimResult layered = null;
@@ -48,15 +61,26 @@ public final class Decision {
         }
         ServingStats b = base.serving();
         ServingStats s = best.serving();
-        StringBuilder out = new StringBuilder(String.format(Locale.ROOT,
-                "Decision: a host tier of %s tokens (%s) takes TTFT p99 from %,.0f to %,.0f ms (%.2fx) and output "
-                        + "throughput %.2fx; block hit %.3f vs %.3f without one.",
-                best.config().hostUnlimited() ? "unlimited"
-                        : String.format(Locale.ROOT, "%,d", best.config().hostCapacityTokens()),
-                best.config().backupMode().cliName(), b.ttftMs().p99(),
-                s.ttftMs().p99(), ratio(s.ttftMs().p99(), b.ttftMs().p99()),
-                ratio(s.throughputOutputTokensPerS(), b.throughputOutputTokensPerS()), best.blockHitRatio(),
-                base.blockHitRatio()));
+        String size = best.config().hostUnlimited() ? "unlimited"
+                : String.format(Locale.ROOT, "%,d", best.config().hostCapacityTokens());
+        String memory = kv == null ? "" : ", " + kv.memoryDetail(best.config().hostCapacityTokens(), s.instances());
+        StringBuilder out;
+        if (recommendation != null && recommendation.kind() == Recommendation.Kind.NO_HOST_TIER) {
+            out = new StringBuilder(String.format(Locale.ROOT,
+                    "Decision: a host tier of %s tokens (%s%s) buys nothing here: block hit %.3f vs %.3f without one, "
+                            + "TTFT p99 %,.0f vs %,.0f ms (%.2fx); %s.", size,
+                    best.config().backupMode().cliName(), memory, best.blockHitRatio(), base.blockHitRatio(),
+                    s.ttftMs().p99(), b.ttftMs().p99(), ratio(s.ttftMs().p99(), b.ttftMs().p99()),
+                    recommendation.reason()));
+        } else {
+            out = new StringBuilder(String.format(Locale.ROOT,
+                    "Decision: a host tier of %s tokens (%s%s) takes TTFT p99 from %,.0f to %,.0f ms (%.2fx) and output "
+                            + "throughput %.2fx; block hit %.3f vs %.3f without one.", size,
+                    best.config().backupMode().cliName(), memory, b.ttftMs().p99(),
+                    s.ttftMs().p99(), ratio(s.ttftMs().p99(), b.ttftMs().p99()),
+                    ratio(s.throughputOutputTokensPerS(), b.throughputOutputTokensPerS()), best.blockHitRatio(),
+                    base.blockHitRatio()));
+        }
         if (layered != null && allLayers != null) {
             double l = layered.serving().ttftMs().p99();
             double a = allLayers.serving().ttftMs().p99();

@@ -49,6 +49,28 @@ public final class JsonReport {
         }
     }
 
+    /**
+     * Writes the summary of a run to {@code file}: {@code {"recommendation": {...} or null, "overloaded",
+     * "kv_bytes_per_token", "device_kv_tokens"}} (see {@link Recommendation} for the recommendation's fields).
+     *
+     * @param recommendation null for a replay, and for a sweep over device capacities
+     * @param overloaded     whether any timed run of the invocation was overloaded
+     * @param kv             the footprint: bytes per simulated token on one instance, the device's KV capacity
+     * @throws UncheckedIOException the file cannot be written
+     */
+    public static void writeSummary(Path file, Recommendation recommendation, boolean overloaded, KvFootprint kv) {
+        java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("recommendation", recommendation);
+        m.put("overloaded", overloaded);
+        m.put("kv_bytes_per_token", kv.bytesPerToken());
+        m.put("device_kv_tokens", kv.deviceKvTokens());
+        try {
+            Files.writeString(file, write(m) + System.lineSeparator());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write summary JSON " + file + ": " + e.getMessage(), e);
+        }
+    }
+
     private static String write(Object value) {
         try {
             return MAPPER.writeValueAsString(value);

@@ -19,7 +19,8 @@ import java.util.List;
  * token_hit_ratio, device_hit_tokens, host_hit_tokens, prefill_tokens_computed, backups {reserved,
  * committed, aborted, no_room, fallback}, backups_skipped {no_room, below_hit_threshold, ancestor_skipped,
  * write_back, not_on_device} (nodes the write policy passed over, by reason), d2h_bytes, exposed_backup_ns, commit_latency_ns {p50, p99,
- * max}, host_pool_peak_utilization, simulated_seconds, wall_seconds} and the configuration {@code
+ * max}, host_pool_peak_utilization (finite pools only), device_peak_tokens, host_peak_tokens (see
+ * {@link Occupancy}), simulated_seconds, wall_seconds} and the configuration {@code
  * trace, model, gpu, backup_mode, write_policy, eviction, page_size, block_tokens,
  * device_capacity_tokens, host_capacity_tokens} (a number, or the string {@code "inf"} when
  * unlimited; 0 = no host tier) {@code , cp, lanes, draft_layers, cache_only, seed, time_scale}.
@@ -46,12 +47,15 @@ import java.util.List;
  * @param timeline                per-layer timeline of one forward (HTML only; empty when not recorded)
  * @param serving                 client-side outcomes and the deployment of a timed run (its fields are
  *                                flattened into the JSON object, see {@link ServingStats}); null for cache-only
+ * @param storage                 the storage tier's figures (flattened after the others), or null without one
+ * @param occupancy               what each tier held at its peak (flattened)
  */
 @JsonPropertyOrder({"trace", "model", "gpu", "backup_mode", "write_policy", "eviction", "page_size", "block_tokens",
         "device_capacity_tokens", "host_capacity_tokens", "cp", "lanes", "draft_layers", "cache_only", "seed",
         "time_scale", "requests", "input_tokens", "simulated_tokens", "blocks", "block_hit_ratio", "token_hit_ratio",
         "device_hit_tokens", "host_hit_tokens", "prefill_tokens_computed", "backups", "backups_skipped", "d2h_bytes",
-        "exposed_backup_ns", "commit_latency_ns", "host_pool_peak_utilization", "simulated_seconds",
+        "exposed_backup_ns", "commit_latency_ns", "host_pool_peak_utilization", "device_peak_tokens",
+        "host_peak_tokens", "simulated_seconds",
         "wall_seconds"})
 public record SimResult(
         @JsonIgnore SimConfig config,
@@ -74,7 +78,35 @@ public record SimResult(
         @JsonProperty("wall_seconds") double wallSeconds,
         @JsonIgnore List<TimelineSegment> timeline,
         @JsonUnwrapped ServingStats serving,
-        @JsonIgnore StorageResult storage) {
+        @JsonIgnore StorageResult storage,
+        @JsonUnwrapped Occupancy occupancy) {
+
+    /**
+     * The most of each tier a run held at once, per instance (the largest instance), in simulated tokens: what the
+     * working set took. {@code device_peak_tokens} below the device capacity means the device never had to evict;
+     * {@code host_peak_tokens} of an unlimited pool is the size beyond which a larger pool changes nothing.
+     *
+     * @param devicePeakTokens device KV in use at the peak (requests' pages and the tree's)
+     * @param hostPeakTokens   host KV held at the peak (0 without a host tier)
+     */
+    @JsonPropertyOrder({"device_peak_tokens", "host_peak_tokens"})
+    public record Occupancy(@JsonProperty("device_peak_tokens") long devicePeakTokens,
+                            @JsonProperty("host_peak_tokens") long hostPeakTokens) {
+        /** Not measured. */
+        public static final Occupancy NONE = new Occupancy(0, 0);
+    }
+
+    /** A result with its storage tier's figures, occupancy not measured. */
+    public SimResult(SimConfig config, String trace, long requests, long inputTokens, long simulatedTokens, long blocks,
+                     double blockHitRatio, double tokenHitRatio, long deviceHitTokens, long hostHitTokens,
+                     long prefillTokensComputed, Backups backups, long d2hBytes, long exposedBackupNs,
+                     CommitLatency commitLatencyNs, double hostPoolPeakUtilization, double simulatedSeconds,
+                     double wallSeconds, List<TimelineSegment> timeline, ServingStats serving, StorageResult storage) {
+        this(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio, tokenHitRatio,
+                deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes, exposedBackupNs,
+                commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline, serving, storage,
+                Occupancy.NONE);
+    }
 
     /** A result without a storage tier. */
     public SimResult(SimConfig config, String trace, long requests, long inputTokens, long simulatedTokens, long blocks,
@@ -98,7 +130,7 @@ public record SimResult(
         return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
                 tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
                 exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline,
-                serving, s);
+                serving, s, occupancy);
     }
 
     /** The result of an engine that does not model serving (no {@link ServingStats}). */
@@ -115,6 +147,15 @@ public record SimResult(
     /** Copies the timeline. */
     public SimResult {
         timeline = timeline == null ? List.of() : List.copyOf(timeline);
+        occupancy = occupancy == null ? Occupancy.NONE : occupancy;
+    }
+
+    /** The same result with what each tier held at its peak. */
+    public SimResult withOccupancy(Occupancy o) {
+        return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
+                tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
+                exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline,
+                serving, storage, o == null ? Occupancy.NONE : o);
     }
 
     /**
@@ -207,7 +248,7 @@ public record SimResult(
         return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
                 tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
                 exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, segments,
-                serving, storage);
+                serving, storage, occupancy);
     }
 
     /** The same result with serving outcomes. */
@@ -215,7 +256,7 @@ public record SimResult(
         return new SimResult(config, trace, requests, inputTokens, simulatedTokens, blocks, blockHitRatio,
                 tokenHitRatio, deviceHitTokens, hostHitTokens, prefillTokensComputed, backups, d2hBytes,
                 exposedBackupNs, commitLatencyNs, hostPoolPeakUtilization, simulatedSeconds, wallSeconds, timeline,
-                stats, storage);
+                stats, storage, occupancy);
     }
 
     @JsonProperty("model")

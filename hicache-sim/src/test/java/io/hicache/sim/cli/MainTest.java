@@ -223,17 +223,34 @@ class MainTest {
         assertThat(servings).extracting(io.hicache.sim.ServingConfig::instances).containsOnly(Main.DEFAULT_FLEET);
         assertThat(rc).as(err()).isZero();
         assertThat(work.resolve("report.html")).exists();
-        assertThat(ran).hasSize(3);
+        // layered, all-layers, none, and the knee probe: layered with an unlimited host tier
+        assertThat(ran).hasSize(4);
         assertThat(ran.getFirst().model().cliName()).isEqualTo("llama3-70b");
+        assertThat(ran.getLast().hostUnlimited()).isTrue();
+        assertThat(ran.getLast().backupMode()).isEqualTo(io.hicache.sim.BackupMode.LAYERED);
     }
 
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
             unknown model           | replay --model gpt-5                                         | valid models: llama3-70b, llama3-8b, deepseek-v3
-            unknown gpu             | replay --gpu a100                                            | valid gpus: h100-pcie5, h200-pcie5, gh200
+            unknown gpu             | replay --gpu a100                                            | valid gpus: h100-sxm, h100-pcie, h200-sxm, gh200
+            mistyped gpu            | replay --gpu h100-pcei                                       | unknown gpu 'h100-pcei' (did you mean 'h100-pcie'?)
             unknown eviction        | replay --eviction random                                     | valid values: lru, lfu, fifo, mru, filo, slru
             unknown load overlap    | replay --load-overlap eager                                  | unknown load-overlap 'eager'; valid values: same-forward, previous-batch
-            unknown option          | replay --frobnicate                                          | Unknown option
+            unknown option          | replay --frobnicate                                          | unknown option '--frobnicate'
+            mistyped option         | replay --host-capcity-tokens 4M                              | unknown option '--host-capcity-tokens' (did you mean '--host-capacity-tokens'?)
+            option prefix           | sweep --host-capacity 4M                                     | (did you mean '--host-capacity-tokens'?)
+            mistyped value          | replay --router cache-awre                                   | unknown router 'cache-awre' (did you mean 'cache-aware'?)
+            mistyped command        | sweeep --limit 5                                             | unknown command 'sweeep' (did you mean 'sweep'?)
+            ambiguous G tokens      | replay --host-capacity-tokens 64G                            | --host-capacity-tokens 64G is ambiguous: 'G' could mean 64,000,000,000 tokens or 64 GB of memory
+            ambiguous G memory      | replay --host-memory 52G                                     | --host-memory 52G is ambiguous: 52 GB (52,000,000,000 bytes) or 52 GiB (55,834,574,848 bytes)
+            bytes as tokens         | replay --host-capacity-tokens 64GB                           | takes tokens, but '64GB' is an amount of memory; give it as --host-memory 64GB
+            memory without unit     | replay --host-memory 52                                      | --host-memory needs a unit: 52GB (10^9 bytes) or 52GiB (2^30 bytes)
+            fraction of a token     | replay --host-capacity-tokens 1.0005k                        | must be a whole number of tokens
+            both host sizes         | replay --host-capacity-tokens 4M --host-memory 52GB          | give one of them
+            tolerance in replay     | replay --tolerance 0.05                                      | --tolerance applies to the recommendation of sweep and compare
+            tolerance out of range  | sweep --tolerance 1.5                                        | --tolerance must be a relative fraction in [0, 1)
+            summary in missing dir  | replay --summary-json no/such/s.json                         | does not exist
             compare + backup mode   | compare --backup-mode layered                                | compare runs every backup mode
             policy without host     | replay --host-capacity-tokens 0 --write-policy write_back    | needs a host tier
             policy without backup   | replay --backup-mode none --write-policy write_through       | has no effect with --backup-mode none

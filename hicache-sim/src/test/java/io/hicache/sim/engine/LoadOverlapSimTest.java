@@ -70,7 +70,7 @@ class LoadOverlapSimTest {
         Path f = dir.resolve("t-" + overlap + ".jsonl");
         Files.writeString(f, records);
         // llama3-8b on a device of 937 pages of 64 tokens, a host tier that keeps everything
-        SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, 60_000, 1_000_000,
+        SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_SXM, 512, 64, 60_000, 1_000_000,
             WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 1, 1.0)
             .withLoadOverlap(overlap);
         ServingEngine engine = new ServingEngine();

@@ -42,7 +42,7 @@ class ServingEngineTest {
 
     /** Small capacities so that device eviction, host eviction and load-back all happen on a short prefix. */
     static SimConfig pressured(ModelPreset model, BackupMode mode, WritePolicy policy, int cp, int draftLayers) {
-        return new SimConfig(model, GpuPreset.H200_PCIE5, 512, 64, 200_000, 3_000_000, policy, mode, EvictionPolicy.LRU, cp,
+        return new SimConfig(model, GpuPreset.H200_SXM, 512, 64, 200_000, 3_000_000, policy, mode, EvictionPolicy.LRU, cp,
                 OwnerLanes.ROUND_ROBIN, draftLayers, false, 7, 1.0);
     }
 
@@ -124,7 +124,7 @@ class ServingEngineTest {
         // arrivals 10,000 times further apart: a request has finished before the next arrives, as in the
         // cache-only engine, except for the requests that share a timestamp (the first ones all arrive at 0):
         // prefilling side by side, they cannot hit each other's pages, so the timed engine may only hit less
-        SimConfig timed = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, Long.MAX_VALUE,
+        SimConfig timed = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_SXM, 512, 64, Long.MAX_VALUE,
                 SimConfig.HOST_UNLIMITED, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1,
                 OwnerLanes.ROUND_ROBIN, 0, false, 0, 1e-4);
         SimResult t = run(timed, 1_000);

@@ -61,7 +61,7 @@ class ServingModelTest {
     }
 
     private static SimConfig llama70b(BackupMode mode, long deviceTokens) {
-        return new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 512, 64, deviceTokens, 2 * deviceTokens,
+        return new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM, 512, 64, deviceTokens, 2 * deviceTokens,
                 WritePolicy.WRITE_THROUGH, mode, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 3, 1.0);
     }
 
@@ -128,7 +128,7 @@ class ServingModelTest {
         // step, below) that no device page is held twice
         Instance.checkPagesEachStep = true;
         try {
-            SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, 60_000, 200_000,
+            SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_SXM, 512, 64, 60_000, 200_000,
                     WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5,
                     20.0);
             SimResult r = run(c, serving(2, Router.CACHE_AWARE, 1), ServingEngineTest.bundled(150));
@@ -159,7 +159,7 @@ class ServingModelTest {
         // device, and the load back rank 0 queued had no counterpart on rank 1.
         Path trace = dir.resolve("mt.jsonl");
         new io.hicache.sim.trace.MultiTurnGenerator(64, 6, 300, 64, 8, 2, 3).write(trace);
-        SimConfig c = new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 512, 64, 30_000, 60_000,
+        SimConfig c = new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM, 512, 64, 30_000, 60_000,
                 WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 2, OwnerLanes.ROUND_ROBIN, 0, false,
                 3, 1.0);
         SimResult r = run(c, serving(2, Router.CACHE_AWARE, 4), TraceSource.parse(trace.toString(), dir, dir,
@@ -183,17 +183,17 @@ class ServingModelTest {
 
     @Test
     void tensorParallelismSpeedsUpPrefillAndMustDivideTheKvHeads() {
-        ComputeModel m = ComputeModel.of(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5);
+        ComputeModel m = ComputeModel.of(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM);
         long one = m.stepLayerNs(8192, 8192 * 4096.5, 0, 0, 1);
         long four = m.stepLayerNs(8192, 8192 * 4096.5, 0, 0, 4);
         assertThat(four).isLessThan(one / 3).isGreaterThan(one / 4); // all-reduces cost something
         assertThat(m.allReduceLayerNs(8192, 1)).isZero();
-        assertThat(ModelPreset.LLAMA3_70B.defaultTensorParallel(GpuPreset.H200_PCIE5)).isEqualTo(4);
+        assertThat(ModelPreset.LLAMA3_70B.defaultTensorParallel(GpuPreset.H200_SXM)).isEqualTo(4);
         ServingConfig bad = serving(1, Router.ROUND_ROBIN, 3);
         assertThatThrownBy(() -> bad.checkModel(ModelPreset.LLAMA3_70B)).hasMessageContaining("--tp 3")
                 .hasMessageContaining("valid: 1, 2, 4, 8");
         serving(1, Router.ROUND_ROBIN, 3).checkModel(ModelPreset.DEEPSEEK_V3); // MLA: replicated, any TP
-        assertThat(ServingConfig.kvRoomPromptTokens(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 4, 1))
+        assertThat(ServingConfig.kvRoomPromptTokens(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM, 4, 1))
                 .isBetween(1_000_000L, 1_250_000L);
     }
 
@@ -204,7 +204,7 @@ class ServingModelTest {
      */
     @Test
     void contextParallelismSplitsPrefillAndKvButNotTheDecodeWeightReads() {
-        ComputeModel m = ComputeModel.of(ModelPreset.DEEPSEEK_V3, GpuPreset.H200_PCIE5);
+        ComputeModel m = ComputeModel.of(ModelPreset.DEEPSEEK_V3, GpuPreset.H200_SXM);
         long prefill1 = m.stepLayerNs(65_536, 65_536 * 32_768.5, 0, 0, 8, 1);
         long prefill8 = m.stepLayerNs(65_536, 65_536 * 32_768.5, 0, 0, 8, 8);
         assertThat(prefill8).isLessThan(prefill1 / 6).isGreaterThan(prefill1 / 9);
@@ -233,7 +233,7 @@ class ServingModelTest {
     }
 
     private static SimConfig config(EvictionPolicy eviction) {
-        return new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_PCIE5, 512, 64, 60_000, 200_000,
+        return new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_SXM, 512, 64, 60_000, 200_000,
                 WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, eviction, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5, 1.0);
     }
 }

@@ -72,7 +72,7 @@ class StorageDeterminismTest {
     /** One replay on a small host tier with the file store in {@code dir}, its I/O delayed (seed {@code jitter}). */
     private static ObjectNode replay(Path dir, long jitter) {
         StorageSim.wrapStoreForTests = s -> new JitteryStore(s, jitter);
-        SimConfig c = new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_PCIE5, 512, 64, 50_000, 100_000,
+        SimConfig c = new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM, 512, 64, 50_000, 100_000,
                 WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false,
                 0, 1.0);
         StorageOptions o = new StorageOptions(StorageOptions.Kind.FILE, "file:" + dir, 0,

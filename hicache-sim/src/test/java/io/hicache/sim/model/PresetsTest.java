@@ -29,10 +29,40 @@ class PresetsTest {
         assertThat(61.0 * ModelPreset.DEEPSEEK_V3.activeParamsPerLayer() / 1e9).isBetween(36.0, 38.0);
     }
 
+    /** Before: weights left out the embedding and the LM head (llama3-8b: 13.96 GB instead of 16.06 GB). */
+    @Test
+    void weightsAreCountedWholeWithEmbeddingsAndTheLmHead() {
+        assertThat(ModelPreset.LLAMA3_8B.weightBytes()).isEqualTo(8_030_261_248L * 2);
+        assertThat(ModelPreset.LLAMA3_70B.weightBytes()).isEqualTo(70_553_706_496L * 2);
+        assertThat(ModelPreset.DEEPSEEK_V3.weightBytes() / 1e9).isBetween(670.0, 672.0);
+        // the MTP module's 14B parameters when the draft layer is loaded
+        assertThat(ModelPreset.DEEPSEEK_V3.weightBytes(1) - ModelPreset.DEEPSEEK_V3.weightBytes())
+                .isEqualTo(14_000_000_000L);
+        // llama3-8b on one H100 80GB: (0.9 x 81,559 MiB - 16.06 GB) / 128 KiB, about 3 % below the old 483,324
+        long room = io.hicache.sim.ServingConfig.kvRoomPromptTokens(ModelPreset.LLAMA3_8B, GpuPreset.H100_SXM, 1, 1);
+        assertThat(room).isEqualTo((long) ((81_559.0 * (1 << 20) * 0.9 - 16_060_522_496.0) / 131_072));
+        assertThat(room).isBetween(460_000L, 470_000L);
+    }
+
+    /** Before: h100-pcie5 was an H100 SXM; the H100 PCIe card has its own HBM2e bandwidth and throughput. */
+    @Test
+    void presetsAreNamedForTheProductsTheyAre() {
+        assertThat(GpuPreset.byName("h100-sxm").hbmBytesPerSecond()).isEqualTo(3.35e12);
+        assertThat(GpuPreset.byName("h100-pcie").hbmBytesPerSecond()).isEqualTo(2.0e12);
+        assertThat(GpuPreset.byName("h100-pcie").denseBf16FlopsPerSecond()).isEqualTo(756.5e12);
+        assertThat(GpuPreset.byName("h100-pcie").nvlinkBytesPerSecond()).isLessThan(GpuPreset.H100_SXM.nvlinkBytesPerSecond());
+        assertThat(GpuPreset.byName("h100-pcie5")).isEqualTo(GpuPreset.H100_SXM);
+        assertThat(GpuPreset.byName("H200-PCIE5")).isEqualTo(GpuPreset.H200_SXM);
+        assertThat(GpuPreset.deprecation("h200-pcie5")).contains("now named h200-sxm");
+        assertThat(GpuPreset.deprecation("h200-sxm")).isNull();
+        assertThat(GpuPreset.DEFAULT).isEqualTo(GpuPreset.H200_SXM);
+        assertThat(GpuPreset.H200_SXM.hbmBytes()).isEqualTo(143_771L << 20);
+    }
+
     @Test
     void gpusHaveTheirHostLinks() {
-        assertThat(GpuPreset.GH200.hostLinkBytesPerSecond()).isGreaterThan(5 * GpuPreset.H100_PCIE5.hostLinkBytesPerSecond());
-        assertThat(GpuPreset.H200_PCIE5.hbmBytesPerSecond()).isGreaterThan(GpuPreset.H100_PCIE5.hbmBytesPerSecond());
+        assertThat(GpuPreset.GH200.hostLinkBytesPerSecond()).isGreaterThan(5 * GpuPreset.H100_SXM.hostLinkBytesPerSecond());
+        assertThat(GpuPreset.H200_SXM.hbmBytesPerSecond()).isGreaterThan(GpuPreset.H100_SXM.hbmBytesPerSecond());
         assertThat(GpuPreset.byName("GH200")).isEqualTo(GpuPreset.GH200);
     }
 
@@ -42,12 +72,15 @@ class PresetsTest {
                 .isInstanceOf(UnknownPresetException.class)
                 .hasMessage("unknown model 'gpt-5'; valid models: llama3-70b, llama3-8b, deepseek-v3");
         assertThatThrownBy(() -> GpuPreset.byName("a100"))
-                .hasMessage("unknown gpu 'a100'; valid gpus: h100-pcie5, h200-pcie5, gh200");
+                .hasMessage("unknown gpu 'a100'; valid gpus: h100-sxm, h100-pcie, h200-sxm, gh200");
+        assertThatThrownBy(() -> GpuPreset.byName("h200-sxn"))
+                .hasMessage("unknown gpu 'h200-sxn' (did you mean 'h200-sxm'?); valid gpus: h100-sxm, h100-pcie, "
+                        + "h200-sxm, gh200");
     }
 
     @Test
     void computeModelScalesSensibly() {
-        ComputeModel m = ComputeModel.of(ModelPreset.LLAMA3_70B, GpuPreset.H100_PCIE5);
+        ComputeModel m = ComputeModel.of(ModelPreset.LLAMA3_70B, GpuPreset.H100_SXM);
         long p1k = m.prefillLayerNs(1024, 0);
         long p2k = m.prefillLayerNs(2048, 0);
         assertThat(p2k).isGreaterThan(p1k);

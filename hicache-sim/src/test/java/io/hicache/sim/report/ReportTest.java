@@ -37,7 +37,8 @@ class ReportTest {
         n.fieldNames().forEachRemaining(names::add);
         assertThat(names).containsAll(ISSUE_FIELDS);
         assertThat(names).containsExactlyInAnyOrderElementsOf(concat(ISSUE_FIELDS,
-                List.of("simulated_tokens", "lanes", "cache_only", "time_scale")));
+                List.of("simulated_tokens", "lanes", "cache_only", "time_scale", "device_peak_tokens",
+                        "host_peak_tokens")));
         assertThat(n.get("backups").properties()).extracting(e -> e.getKey())
                 .containsExactly("reserved", "committed", "aborted", "no_room", "fallback");
         assertThat(n.get("commit_latency_ns").properties()).extracting(e -> e.getKey())
@@ -99,7 +100,7 @@ class ReportTest {
 
         assertThat(html).doesNotContain("http:", "https:", "<script", "<link", "src=", "@import", "url(");
         assertThat(html).contains("class=\"baseline\"", "Hit ratio vs host capacity", "d2h copy", "inf",
-                "0 (none)", "0.2500");
+                ">none<", "0.2500");
     }
 
     static ServingStats serving(double ttftP50Ms, double ttftP99Ms, double outTokensPerS, double hidden) {
@@ -176,6 +177,82 @@ class ReportTest {
                 List.of(new HtmlReport.Row("layered", sample(SimConfig.defaults(512), List.of()), false)),
                 List.of(), List.of()));
         assertThat(html).contains("No timeline recorded").doesNotContain("<svg");
+    }
+
+    private static java.util.Map<String, Double> circleX(String html, String series) {
+        java.util.Map<String, Double> out = new java.util.LinkedHashMap<>();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("<circle cx=\"([0-9.]+)\"[^>]*><title>"
+                + java.util.regex.Pattern.quote(series) + " at host ([^:]+):").matcher(html);
+        while (m.find()) {
+            out.putIfAbsent(m.group(2), Double.parseDouble(m.group(1)));
+        }
+        return out;
+    }
+
+    /** Before: the sweep's capacities sat evenly spaced as categories (0, 500k, 1M, ..., inf), bending the curve. */
+    @Test
+    void theSweepChartsLeadOnANumericLogAxisWithZeroAndInfSetApart() {
+        SimConfig c = SimConfig.defaults(512);
+        List<SimResult> sweep = new ArrayList<>();
+        for (long h : new long[] {0, 100_000, 1_000_000, 10_000_000, SimConfig.HOST_UNLIMITED}) {
+            sweep.add(sample(c.withHostCapacityTokens(h), List.of()).withServing(serving(400, 2000, 1200, 0.9)));
+        }
+        KvFootprint kv = KvFootprint.of(c, 4, 512, KvFootprint.DeviceSource.GPU_ROOM);
+        Recommendation rec = Recommendation.of(Recommendation.pointsOf(sweep), 0.01, kv, 8);
+        List<HtmlReport.Row> rows = new ArrayList<>();
+        for (SimResult r : sweep) {
+            rows.add(new HtmlReport.Row("host " + Units.tokensShort(r.config().hostCapacityTokens()), r, false));
+        }
+        String html = HtmlReport.render(new HtmlReport.Report("t", "c", rows, sweep, List.of(),
+                new HtmlReport.Answer(kv, null, List.of("Recommendation: " + rec.reason() + "."), rec, List.of())));
+        java.util.Map<String, Double> x = circleX(html, "block hit ratio");
+        assertThat(x).containsOnlyKeys("0", "100k", "1M", "10M", "inf");
+        // a decade is a decade: 100k to 1M as wide as 1M to 10M
+        assertThat(x.get("1M") - x.get("100k")).isCloseTo(x.get("10M") - x.get("1M"), org.assertj.core.data.Offset.offset(0.2));
+        // 0 and inf sit apart, past breaks, outside the log range
+        assertThat(x.get("0")).isLessThan(x.get("100k") - 20);
+        assertThat(x.get("inf")).isGreaterThan(x.get("10M") + 20);
+        assertThat(html).contains("class=\"brk\"", "TTFT vs host capacity", "Recommendation");
+        // the answer and both charts come before the tables and any card
+        int charts = html.indexOf("Hit ratio vs host capacity");
+        assertThat(html.indexOf("class=\"answer\"")).isLessThan(charts);
+        assertThat(charts).isLessThan(html.indexOf("Configurations: cache"));
+        assertThat(html).doesNotContain("class=\"card\"");
+        // tick labels in tokens with memory under them
+        assertThat(html).contains(">1M<", ">" + kv.memory(1_000_000) + "<");
+    }
+
+    /** Before: nine TTFT series shared three colours; the unlimited pool showed a use; the none row a host cap. */
+    @Test
+    void seriesHaveTheirOwnColoursAndBaselinesLeaveIrrelevantCellsEmpty() {
+        SimConfig c = SimConfig.defaults(512);
+        List<HtmlReport.Row> rows = new ArrayList<>();
+        for (int i = 0; i < 9; i++) {
+            rows.add(new HtmlReport.Row("host " + i, sample(c.withHostCapacityTokens(100_000L * (i + 1)), List.of())
+                    .withServing(serving(400 + i, 2000 + i, 1200, 0.9)), false));
+        }
+        SimResult unlimited = sample(c.withHostCapacityTokens(SimConfig.HOST_UNLIMITED), List.of())
+                .withServing(serving(400, 2000, 1200, 0.9));
+        rows.add(new HtmlReport.Row("host unlimited", unlimited, false));
+        SimResult none = sample(c.withBackupMode(io.hicache.sim.BackupMode.NONE), List.of())
+                .withServing(serving(800, 8000, 1000, 0));
+        rows.add(new HtmlReport.Row("none (no backup)", none, true));
+        String html = HtmlReport.render(new HtmlReport.Report("t", "c", rows, List.of(), List.of()));
+        java.util.Set<String> colours = new java.util.HashSet<>();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("<polyline fill=\"none\" stroke=\"(#[0-9a-f]{6})\"")
+                .matcher(html.substring(html.indexOf("TTFT distribution")));
+        int lines = 0;
+        while (m.find()) {
+            colours.add(m.group(1));
+            lines++;
+        }
+        assertThat(lines).isEqualTo(11);
+        assertThat(colours).hasSize(11);
+        // host peak: a share for the nine finite pools only (the sample's 50 %), none for the unlimited one
+        assertThat(html.split("50\\.0%", -1).length - 1).isEqualTo(9);
+        String noneRow = html.substring(html.indexOf("<td class=\"label\">none (no backup)</td>"));
+        noneRow = noneRow.substring(0, noneRow.indexOf("</tr>"));
+        assertThat(noneRow).doesNotContain("write_through", Html.fmtInt(c.hostCapacityTokens()), "0 (none)");
     }
 
     private static List<String> concat(List<String> a, List<String> b) {
