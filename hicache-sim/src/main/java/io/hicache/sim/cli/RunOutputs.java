@@ -63,9 +63,13 @@ final class RunOutputs {
                 answer.add("Recommendation: " + rec.reason() + ".");
             }
         } else {
-            String decision = Decision.of(firstGroup(decided), plan.kv, rec);
-            if (decision != null) {
-                answer.add(decision);
+            int groups = plan.groups.isEmpty() ? 1 : plan.groups.getLast() + 1;
+            for (int g = 0; g < groups; g++) {
+                String decision = Decision.of(group(results, g), plan.kv, g == 0 ? rec : recommendation(results, g));
+                if (decision != null) {
+                    answer.add(groups == 1 ? decision : decision.replaceFirst("^Decision: ",
+                            "Decision (" + fleetOf(g) + "): "));
+                }
             }
             if (probe != null && rec != null) {
                 SimResult configured = configuredRun(decided);
@@ -106,13 +110,18 @@ final class RunOutputs {
      * (layered and none) with the main job's knee probe; null for a replay and a device sweep.
      */
     private Recommendation recommendation(List<SimResult> results) {
+        return recommendation(results, 0);
+    }
+
+    /** The recommendation for compare's fleet-and-router group {@code g} (see {@link #recommendation(List)}). */
+    private Recommendation recommendation(List<SimResult> results, int g) {
         List<Recommendation.Point> points = new ArrayList<>();
         if (plan.kind == Main.Kind.SWEEP && !plan.deviceSweep) {
             points.addAll(Recommendation.pointsOf(results));
         } else if (plan.kind == Main.Kind.COMPARE) {
             for (int i = 0; i < results.size(); i++) {
                 BackupMode m = plan.configs.get(i).backupMode();
-                if (plan.groups.get(i) == 0 && m != BackupMode.ALL_LAYERS) {
+                if (plan.groups.get(i) == g && m != BackupMode.ALL_LAYERS) {
                     points.addAll(Recommendation.pointsOf(List.of(results.get(i))));
                 }
             }
@@ -120,26 +129,24 @@ final class RunOutputs {
         if (points.isEmpty()) {
             return null;
         }
-        return Recommendation.of(points, plan.tolerance, plan.kv, plan.servings.getFirst().instances());
+        int instances = plan.servings.get(plan.groups.indexOf(g)).instances();
+        return Recommendation.of(points, plan.tolerance, plan.kv, instances);
     }
 
-    /** The runs of compare's first fleet-and-router group (every run elsewhere), knee probe left out. */
-    private List<SimResult> firstGroup(List<SimResult> decided) {
-        if (plan.kind != Main.Kind.COMPARE) {
-            return decided;
-        }
+    /** The runs of compare's fleet-and-router group {@code g} (every run elsewhere), knee probe left out. */
+    private List<SimResult> group(List<SimResult> results, int g) {
         List<SimResult> out = new ArrayList<>();
-        int k = 0;
-        for (int i = 0; i < plan.configs.size(); i++) {
-            if (i == plan.kneeProbe) {
-                continue;
-            }
-            SimResult r = decided.get(k++);
-            if (plan.groups.get(i) == 0) {
-                out.add(r);
+        for (int i = 0; i < results.size(); i++) {
+            if (i != plan.kneeProbe && (plan.kind != Main.Kind.COMPARE || plan.groups.get(i) == g)) {
+                out.add(results.get(i));
             }
         }
         return out;
+    }
+
+    private String fleetOf(int g) {
+        var s = plan.servings.get(plan.groups.indexOf(g));
+        return s.instances() == 1 ? "1 instance" : s.instances() + "x " + s.router().cliName();
     }
 
     private static SimResult configuredRun(List<SimResult> decided) {

@@ -30,10 +30,12 @@ import java.util.Locale;
  * @param weightBytes      the whole model's weights (embeddings, LM head and draft included)
  * @param hbmBytes         HBM of one GPU as the driver reports it
  * @param promptPerSim     prompt tokens one simulated token stands for (1 with the default block tokens)
+ * @param weightsFit       whether the weights leave any room for KV on the GPUs (when not, the room is one
+ *                         512-token block per GPU, a placeholder)
  */
 public record KvFootprint(String model, String gpu, int tp, int cp, int layers, int draftLayers, long bytesPerLayer,
                           long bytesPerToken, long deviceKvTokens, long gpuRoomTokens, DeviceSource deviceSource,
-                          long weightBytes, long hbmBytes, double promptPerSim) {
+                          long weightBytes, long hbmBytes, double promptPerSim, boolean weightsFit) {
 
     /** Where the device capacity came from. */
     public enum DeviceSource {
@@ -56,9 +58,11 @@ public record KvFootprint(String model, String gpu, int tp, int cp, int layers, 
         long perToken = Math.round(perGpu * tp * promptPerSim);
         long room = (long) (ServingConfig.kvRoomPromptTokens(m, config.gpu(), tp, config.cp(), config.draftLayers())
                 / promptPerSim);
+        long weights = m.weightBytes(config.draftLayers());
+        boolean fits = config.gpu().hbmBytes() * ServingConfig.MEMORY_FRACTION_STATIC - (double) weights / tp > 0;
         return new KvFootprint(m.cliName(), config.gpu().cliName(), tp, config.cp(), m.layers(), config.draftLayers(),
-                m.kvBytesPerTokenPerLayer(), perToken, config.deviceCapacityTokens(), room, source,
-                m.weightBytes(config.draftLayers()), config.gpu().hbmBytes(), promptPerSim);
+                m.kvBytesPerTokenPerLayer(), perToken, config.deviceCapacityTokens(), room, source, weights,
+                config.gpu().hbmBytes(), promptPerSim, fits);
     }
 
     /** GPUs per instance. */
@@ -131,9 +135,13 @@ public record KvFootprint(String model, String gpu, int tp, int cp, int layers, 
         h.append(String.format(Locale.ROOT, "%ndevice KV %s tokens = %s per instance", Units.tokens(deviceKvTokens),
                 memory(deviceKvTokens)));
         switch (deviceSource) {
-            case GPU_ROOM -> h.append(String.format(Locale.ROOT, ": the GPUs' room, %.0f %% of %s HBM%s less %s of "
-                            + "weights%s", ServingConfig.MEMORY_FRACTION_STATIC * 100, Units.bytes(hbmBytes),
-                    gpus() > 1 ? " per GPU" : "", Units.bytes(weightBytes / tp), tp > 1 ? " per GPU" : ""));
+            case GPU_ROOM -> h.append(weightsFit ? String.format(Locale.ROOT, ": the GPUs' room, %.0f %% of %s HBM%s "
+                            + "less %s of weights%s", ServingConfig.MEMORY_FRACTION_STATIC * 100, Units.bytes(hbmBytes),
+                    gpus() > 1 ? " per GPU" : "", Units.bytes(weightBytes / tp), tp > 1 ? " per GPU" : "")
+                    : String.format(Locale.ROOT, "%nWARNING: the weights (%s per GPU) do not fit in %.0f %% of %s HBM; "
+                            + "the device KV is a placeholder of one 512-token block per GPU: give more GPUs (--tp) or "
+                            + "a larger --gpu", Units.bytes(weightBytes / tp), ServingConfig.MEMORY_FRACTION_STATIC * 100,
+                    Units.bytes(hbmBytes)));
             case OPTION -> h.append(" (--device-capacity-tokens; the GPUs' room is ").append(Units.tokens(gpuRoomTokens))
                     .append(" tokens)");
             case CACHE_ONLY_DEFAULT -> h.append(" (the cache-only default; the GPUs' room is ")
