@@ -18,6 +18,9 @@ module io.hicache.core {
     requires transitive io.hicache.radix;
     requires transitive org.agrona;
     requires org.jctools.core;
+    // JCTools' queues and Agrona use sun.misc.Unsafe; JCTools' descriptor asks for jdk.unsupported only with
+    // "requires static", which does not resolve it, so an engine on the module path needs this to be enough
+    requires jdk.unsupported;
     requires org.slf4j;
     requires java.management;
     requires jdk.management;

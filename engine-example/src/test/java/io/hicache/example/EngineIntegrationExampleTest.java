@@ -1,7 +1,9 @@
 package io.hicache.example;
 
+import io.hicache.core.AbortReason;
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupState;
+import io.hicache.core.CacheRequest;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.LoadHandle;
@@ -9,9 +11,9 @@ import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
+import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
-import io.hicache.radix.RadixNode;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -46,8 +48,9 @@ class EngineIntegrationExampleTest {
         DeviceKvLayout layout = lb.packedFrom(kvBase).build();
         DevicePagePool pool = new DevicePagePool(DEVICE_PAGES);
 
-        // 1. Build the cache once, on the scheduler thread.
-        HiCache cache = HiCache.builder().runtime(gpu).targetLayout(layout).hostPages(128)
+        // 1. Build the cache once, on the scheduler thread. The simulated device runs on a virtual clock: the cache
+        //    measures leases and latencies on it, and the loop below advances it (nothing completes otherwise).
+        HiCache cache = HiCache.builder().runtime(gpu).targetLayout(layout).hostPages(128).clock(gpu::nowNs)
             .writePolicy(WritePolicy.WRITE_THROUGH).threadingMode(ThreadingMode.DEDICATED).build();
         BlockingQueue<ForwardJob> toForward = new ArrayBlockingQueue<>(4);
         BlockingQueue<Boolean> forwardDone = new ArrayBlockingQueue<>(4);
@@ -73,35 +76,41 @@ class EngineIntegrationExampleTest {
             }
         });
 
-        // 3. The scheduler loop: two requests sharing a 64-token prefix, the second after the first was evicted.
+        // 3. The scheduler loop (docs/INTEGRATION.md section 2): two requests sharing a 64-token prefix, the second
+        //    after the first was evicted, and a third cancelled before its forward.
         int[] first = tokens(0, 96);
         int[] second = tokens(0, 64);
         List<BackupHandle> committed = new ArrayList<>();
         MatchResult match = new MatchResult();
 
-        // request 1: nothing cached; allocate pages, insert, reserve backups, run the forward
-        int[] pages = new int[first.length / PAGE];
-        assertThat(pool.allocate(pages.length, pages, 0)).isTrue();
-        cache.insert(first, 0, first.length, pages, 0);
-        RadixNode last = cache.lastInsertNode();
-        cache.lock(last);                                  // the request uses these pages until it finishes
+        // request 1: nothing cached; pages for the tokens it computes, insert, reserve backups, run the forward
+        CacheRequest r1 = cache.openRequest(1);
+        r1.match(first, 0, first.length, match);
+        int[] pages = pageList(match, first.length / PAGE, pool);
+        r1.insert(first, 0, first.length, pages, 0, pool);            // the lock moves to the inserted node
         List<BackupHandle> backups = new ArrayList<>();
-        cache.reserveByPolicy(last, false, backups);
+        r1.reserveByPolicy(false, backups);
         toForward.put(new ForwardJob(cache.beginForward(backups), -1, false));
+        r1.markComputed(first.length);                                 // its forward is launched
         assertThat(forwardDone.poll(30, TimeUnit.SECONDS)).isFalse();
         runUntilCommitted(cache, gpu, backups);
         committed.addAll(backups);
 
-        // request 1 finished; the device needs room: evict its pages, whose host copy remains
-        assertThat(cache.evictDevice(pages.length, pool)).isZero();   // still locked
-        cache.unlock(last);
+        // request 1 is still decoding: its pages stay on the device though they are backed up
+        assertThat(cache.evictDevice(pages.length, pool)).isZero();
+        r1.finish();
+        assertThat(r1.cachedTokens()).isZero();                        // it computed all of its prompt
+        // the device needs room: evict its pages, whose host copy remains
         assertThat(cache.evictDevice(pages.length, pool)).isEqualTo(pages.length);
 
         // request 2: a host hit; load it back, then run the forward waiting per layer
-        cache.match(second, 0, second.length, match);
+        CacheRequest r2 = cache.openRequest(2);
+        r2.match(second, 0, second.length, match);
         assertThat(match.devicePageCount()).isZero();
         assertThat(match.hostTokenCount()).isEqualTo(64);
-        LoadHandle load = cache.loadBack(match, 2, 1 << 20, pool);
+        LoadHandle load = r2.loadBack(match, 1 << 20, pool);
+        r2.match(second, 0, second.length, match);                      // the chain is a loading device prefix now
+        assertThat(r2.joinLoad(match)).isSameAs(load);                 // its own load: no join counted
         long token = cache.startLoading();
         toForward.put(new ForwardJob(cache.beginForward(List.of()), token, true));
         assertThat(forwardDone.poll(30, TimeUnit.SECONDS)).isTrue();
@@ -113,8 +122,23 @@ class EngineIntegrationExampleTest {
             Thread.onSpinWait();
         }
         assertThat(load.state()).isEqualTo(LoadHandle.State.LOADED);
-        cache.match(second, 0, second.length, match);
+        r2.match(second, 0, second.length, match);
         assertThat(match.deviceTokenCount()).isEqualTo(64);
+        r2.finish();
+        assertThat(r2.hostTokens()).isEqualTo(64);                     // its cached_tokens, served from host memory
+        assertThat(r2.cachedTokens()).isEqualTo(64);
+        assertThat(cache.metric(Metric.DEVICE_HIT_TOKENS)).isZero();   // counted once, on the tier it came from
+        assertThat(cache.metric(Metric.HOST_HIT_TOKENS)).isEqualTo(64);
+        assertThat(cache.metric(Metric.LOAD_JOINS)).isZero();
+
+        // request 3 shares the prefix, inserts its own tail and is cancelled before its forward: the tail is withdrawn
+        CacheRequest r3 = cache.openRequest(3);
+        r3.match(first, 0, first.length, match);
+        int[] pages3 = pageList(match, first.length / PAGE, pool);
+        r3.insert(first, 0, first.length, pages3, 0, pool);
+        assertThat(r3.cancel(AbortReason.REQUEST_CANCELLED, pool)).isEqualTo(2);
+        assertThat(cache.match(first, 0, first.length, match).deviceTokenCount()).isEqualTo(64);
+        cache.tree().checkInvariants();
 
         forward.join(TimeUnit.SECONDS.toMillis(30));
         cache.close();
@@ -122,6 +146,17 @@ class EngineIntegrationExampleTest {
         assertThat(gpu.leakReport().liveStreams()).isZero();
         gpu.close();
         assertThat(committed).allMatch(b -> b.state() == BackupState.COMMITTED);
+    }
+
+    /** The request's page list: the match's device pages (the tree's own), then fresh pages for the rest. */
+    private static int[] pageList(MatchResult match, int pages, DevicePagePool pool) {
+        int[] list = new int[pages];
+        int cached = match.devicePageCount();
+        for (int i = 0; i < cached; i++) {
+            list[i] = match.devicePage(i);
+        }
+        assertThat(pool.allocate(pages - cached, list, cached)).isTrue();
+        return list;
     }
 
     /** The scheduler's duty cycle while the GPU makes progress: poll() commits what the group agreed on. */

@@ -29,7 +29,13 @@ public enum AbortReason {
      * The node's KV was computed in the forward that loaded its prefix from the host tier, and that load failed on
      * some rank: the prefix bytes never arrived, so the backup of what was computed over them is never published.
      */
-    LOAD_FAILED;
+    LOAD_FAILED,
+    /**
+     * The backup of a node above it (reserved while that node's own backup was pending) aborted: host copies of a
+     * prefix are contiguous from the root, so a host copy with none above it is never published either. Counted
+     * for each such backup besides the parent's own reason.
+     */
+    PARENT_ABORTED;
 
     private static final AbortReason[] VALUES = values();
 

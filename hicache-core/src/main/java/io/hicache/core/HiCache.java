@@ -75,10 +75,26 @@ public final class HiCache implements AutoCloseable {
     // ------------------------------------------------------------------ tree
 
     /**
+     * Opens the scope of one request ({@code requestId}: the engine's id, reported back through the
+     * {@link LoadListener}): a {@link CacheRequest} whose matches, loads and inserts count each prompt token once on
+     * the tier it came from, read back as the request's {@code cached_tokens}; which holds the request's device lock;
+     * and which ends it with {@link CacheRequest#finish()} or, cancelled, {@link CacheRequest#cancel}. Allocates one
+     * small object. Scheduler thread.
+     *
+     * @throws IllegalStateException if the cache is closed
+     */
+    public CacheRequest openRequest(long requestId) {
+        checkOpen();
+        return new CacheRequest(this, requestId);
+    }
+
+    /**
      * Matches {@code tokens[from, from + len)} against the cached prefixes (whole pages only): fills {@code out}
      * with the device hit (its pages), the host-only extension beyond it and the last device and host nodes.
      * Touches the access order of the matched nodes and counts the device hit in {@link
-     * io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}; an attached L3 storage tier sees the match (its
+     * io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}, as one request's: an engine that matches a request more
+     * than once (again after {@link #loadBack}, or per chunk of a chunked prefill) matches through its
+     * {@link CacheRequest}, which counts each token once. An attached L3 storage tier sees the match (its
      * {@code write_through_selective} counts hits). Scheduler thread.
      *
      * @return {@code out}
@@ -87,6 +103,17 @@ public final class HiCache implements AutoCloseable {
     public MatchResult match(int[] tokens, int from, int len, MatchResult out) {
         checkOpen();
         return controller.match(tokens, from, len, out);
+    }
+
+    /** {@link #match} without counting the hit ({@link CacheRequest} counts it). */
+    MatchResult matchUncounted(int[] tokens, int from, int len, MatchResult out) {
+        checkOpen();
+        return controller.match(tokens, from, len, out, false);
+    }
+
+    /** Counts device-hit tokens a {@link CacheRequest} had not counted yet. */
+    void countDeviceHit(int tokens) {
+        controller.metrics().add(Metric.DEVICE_HIT_TOKENS, tokens);
     }
 
     /**
@@ -105,12 +132,17 @@ public final class HiCache implements AutoCloseable {
 
     /**
      * Inserts the whole pages of {@code tokens[from, from + len)} with their device pages
-     * {@code devicePages[pagesFrom, pagesFrom + len / pageSize)}. Pages already cached on device stay the tree's:
-     * <b>the caller frees its pages {@code [pagesFrom, pagesFrom + r / pageSize)}, where r is the return value;
-     * every later page now belongs to the cache</b>. {@link #lastInsertNode()} is the node the insert ended on,
-     * the one to pass to {@link #reserveByPolicy}. Inserted pages are matchable at once: until the forward that
-     * computes them has been launched, no other request may use them (its kernels, and any backup of the path,
-     * would read pages not yet written). Scheduler thread.
+     * {@code devicePages[pagesFrom, pagesFrom + len / pageSize)}. Pages already cached on device stay the tree's: for
+     * the prefix the tree held ({@code [pagesFrom, pagesFrom + r / pageSize)}, where r is the return value) the tree
+     * keeps its own pages, so <b>the caller frees those of its pages there that are not the tree's page at that
+     * position</b> (a page list that starts with the match's {@link MatchResult#devicePage(int)} hands the tree its
+     * own pages back: those are not freed; pages allocated afresh for a prefix another request inserted meanwhile
+     * are); <b>every later page now belongs to the cache</b>. {@link CacheRequest#insert} does this bookkeeping.
+     * {@link #lastInsertNode()} is the node the insert ended on, the one to lock while the request runs (a lock on
+     * the match alone leaves the new pages evictable once backed up) and to pass to {@link #reserveByPolicy}.
+     * Inserted pages are matchable at once: until the forward that computes them has been launched, no other
+     * request may use them (its kernels, and any backup of the path, would read pages not yet written); a request
+     * cancelled before that withdraws them ({@link #withdrawUncomputed}). Scheduler thread.
      *
      * @return number of tokens already present on device (a multiple of the page size)
      * @throws IllegalArgumentException on null arrays or ranges outside the arrays
@@ -433,6 +465,20 @@ public final class HiCache implements AutoCloseable {
     }
 
     /**
+     * As {@link #joinLoad(MatchResult)} for request {@code requestId} (the id it gave {@link #loadBack}): the load
+     * its match reaches, its own included (for the consumer token of its own load, after a re-match), counted in
+     * {@link io.hicache.core.metrics.Metric#LOAD_JOINS} only when it is another request's load. Scheduler thread.
+     *
+     * @return the load, or null when the match reaches no loading node
+     * @throws IllegalArgumentException if {@code match} is null
+     * @throws IllegalStateException if the cache is closed or stopped
+     */
+    public LoadHandle joinLoad(MatchResult match, long requestId) {
+        checkOpen();
+        return controller.joinLoad(match, requestId);
+    }
+
+    /**
      * Makes the compute stream wait on the GPU (never the CPU) for target layer {@code layer} of the loads of
      * {@code consumer} (from {@link #startLoading()} or {@link LoadHandle#consumer()}): call it before computing
      * the layer, so the layer's compute starts only once its load has landed while later layers are still being
@@ -452,6 +498,34 @@ public final class HiCache implements AutoCloseable {
     /** As {@link #waitLayer} for draft layer {@code layer}. Forward thread. */
     public void waitDraftLayer(long consumer, int layer) {
         controller.waitDraftLayer(consumer, layer);
+    }
+
+    // ------------------------------------------------------------------ withdrawal
+
+    /**
+     * Withdraws what a cancelled or preempted request inserted but never computed: the cached pages of
+     * {@code tokens[from, from + len)} from page {@code computedTokens / pageSize} on (a page computed only in part
+     * counts as not computed; {@code computedTokens} at or beyond what the request found cached), and everything
+     * cached below them, whose KV would have been computed over them. They leave the tree: no later match returns
+     * them. A node there that holds a committed host copy (it adopted the request's pages over a host-only node)
+     * keeps its host copy and drops only its device pages. Their backups abort with {@code reason}. Their device
+     * pages go to {@code sink}: now, or, where a backup's copies may still read them, once those drained and the
+     * group agreed (a later {@link #poll()}). The pages before {@code computedTokens} stay cached. Call it after
+     * unlocking what the request locked; {@link CacheRequest#cancel} does all of this. In a CP group every rank makes
+     * the same call. Scheduler thread.
+     *
+     * @return device pages taken out of the tree (0 when the path holds no device page from that page on)
+     * @throws IllegalArgumentException on a null argument, a range outside {@code tokens} or a negative
+     *     {@code computedTokens}
+     * @throws IllegalStateException when nothing could be withdrawn because the pages are still in use: locked
+     *     beyond their own backups (another request matched them, a load is anchored there, or the caller still
+     *     holds its lock), protected by a load or storage write, or being loaded (a node may then have been split at
+     *     the page, which changes no match); or if the cache is closed or stopped
+     */
+    public int withdrawUncomputed(int[] tokens, int from, int len, int computedTokens, AbortReason reason,
+                                  DevicePageSink sink) {
+        checkOpen();
+        return controller.withdrawUncomputed(tokens, from, len, computedTokens, reason, sink);
     }
 
     // ------------------------------------------------------------------ device eviction
@@ -669,7 +743,10 @@ public final class HiCache implements AutoCloseable {
         /** Device pages the tree holds. */
         long devicePagesCached();
 
-        /** Device pages {@link HiCache#evictDevice} could free now. */
+        /**
+         * Device pages {@link HiCache#evictDevice} could free now, asked for enough pages (under
+         * {@link WritePolicy#WRITE_BACK}: once the write-backs it starts for pages without a host copy have committed).
+         */
         long devicePagesEvictable();
 
         /** Device pages on locked paths. */
@@ -688,8 +765,9 @@ public final class HiCache implements AutoCloseable {
         EvictionPolicy hostPolicy();
 
         /**
-         * Walks the whole tree and checks its structure, eviction queues and page counters: O(nodes), for tests,
-         * simulators and debugging. Changes nothing.
+         * Walks the whole tree and checks its structure, eviction queues and page counters, that host copies are
+         * contiguous from the root (no host copy under a node without one) and that {@link #devicePagesEvictable()}
+         * is what device eviction can free: O(nodes), for tests, simulators and debugging. Changes nothing.
          *
          * @throws IllegalStateException describing the first violation found, or if the cache is closed
          */
@@ -785,7 +863,9 @@ public final class HiCache implements AutoCloseable {
 
         @Override
         public void checkInvariants() {
-            openTree().checkInvariants();
+            RadixTree t = openTree();
+            t.checkInvariants();
+            t.checkHostContiguity();
         }
 
         @Override

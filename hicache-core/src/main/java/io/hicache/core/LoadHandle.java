@@ -37,7 +37,22 @@ public interface LoadHandle {
     int pageCount();
 
     /**
-     * Device page receiving chain page {@code i} (in sequence order after the device prefix).
+     * Where the load starts in the request's sequence, in pages from the root: {@link #devicePage(int) devicePage(i)}
+     * receives sequence page {@code firstPage() + i}, so the request's page list is the device prefix's pages
+     * {@code [0, firstPage())} (those of the match), then this load's, then the pages it computes. Usually the
+     * match's {@link io.hicache.radix.MatchResult#devicePageCount()}; more when the head of the host-only chain was
+     * already being loaded by another request (the load starts below it).
+     */
+    int firstPage();
+
+    /**
+     * Pages of this load whose host copy a storage prefetch published and no earlier load read: tokens served from
+     * the L3 tier (which counts them), not from host memory. 0 without a storage tier.
+     */
+    int storagePageCount();
+
+    /**
+     * Device page receiving sequence page {@code firstPage() + i}.
      *
      * @throws IndexOutOfBoundsException if {@code i} is outside {@code [0, pageCount())}
      */

@@ -47,10 +47,12 @@ import java.util.function.ToLongFunction;
  *       {@code d2h}, {@code h2d}) — function counters;</li>
  *   <li>{@code hicache.load.started}, {@code hicache.load.completed}, {@code hicache.load.failed},
  *       {@code hicache.load.refused} — function counters;</li>
- *   <li>{@code hicache.tokens.served} (tag {@code tier}: {@code device} for prefix-match device hits counted by
- *       {@link HiCache#match}, {@code host} for tokens loaded back from host memory) — function
- *       counters; an attached L3 storage tier adds {@code tier=storage} and its own meters through
- *       {@link L3TierMetricsBinder};</li>
+ *   <li>{@code hicache.tokens.served} (tag {@code tier}: {@code device} for prompt tokens found on the device,
+ *       {@link io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}, once per request through a
+ *       {@link io.hicache.core.CacheRequest}; {@code host} for tokens a request's load brought back from host memory,
+ *       {@link io.hicache.core.metrics.Metric#HOST_HIT_TOKENS}) — function counters; an attached L3 storage tier adds
+ *       {@code tier=storage} and its own meters through {@link L3TierMetricsBinder}, and a token is counted on one
+ *       tier only (the first load of a prefetched page is the storage tier's);</li>
  *   <li>{@code hicache.backup.commit.latency} (the last layer stored to the commit) and
  *       {@code hicache.load.latency} (a load's issue to its copies' completion) — function timers from the
  *       cache's latency histograms, each with a {@code .max} time gauge and {@code .percentile} time
@@ -179,7 +181,7 @@ public final class HiCacheMetricsBinder implements MeterBinder {
         FunctionCounter.builder("hicache.tokens.served", m, x -> x.get(Metric.DEVICE_HIT_TOKENS))
             .description("Prompt tokens served from a cache tier").tags(tags).tag("tier", "device")
             .register(registry);
-        FunctionCounter.builder("hicache.tokens.served", m, x -> x.get(Metric.LOAD_TOKENS))
+        FunctionCounter.builder("hicache.tokens.served", m, x -> x.get(Metric.HOST_HIT_TOKENS))
             .description("Prompt tokens served from a cache tier").tags(tags).tag("tier", "host")
             .register(registry);
 
@@ -220,7 +222,7 @@ public final class HiCacheMetricsBinder implements MeterBinder {
         FunctionCounter.builder("hicache.cached.tokens", m, x -> x.get(Metric.DEVICE_HIT_TOKENS))
             .description("Prompt tokens served from the cache, by tier (SGLang: cached_tokens_total)")
             .tags(tags).tag("cache_source", "device").register(registry);
-        FunctionCounter.builder("hicache.cached.tokens", m, x -> x.get(Metric.LOAD_TOKENS))
+        FunctionCounter.builder("hicache.cached.tokens", m, x -> x.get(Metric.HOST_HIT_TOKENS))
             .description("Prompt tokens served from the cache, by tier (SGLang: cached_tokens_total)")
             .tags(tags).tag("cache_source", "host").register(registry);
     }

@@ -28,7 +28,8 @@ import java.util.Objects;
  * <p>Meters (function counters unless said otherwise):
  * <ul>
  *   <li>{@code hicache.tokens.served} with {@code tier=storage}: tokens prefetched from storage and published as
- *       host hits (a request that then loads them to the device counts them again under {@code tier=host});</li>
+ *       host hits (the request's load of them to the device is not counted again under {@code tier=host}; a later
+ *       load of the same pages, for another request, is);</li>
  *   <li>prefetch: {@code hicache.storage.prefetch.started}, {@code .requested} and {@code .published} (pages),
  *       {@code .terminated.early}, {@code .cancelled}, {@code .no.room}, {@code .not.contiguous},
  *       {@code .failed} (pages), {@code .refused}; {@code hicache.storage.read} (bytes) and

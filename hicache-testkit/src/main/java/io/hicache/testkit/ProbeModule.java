@@ -90,4 +90,34 @@ public final class ProbeModule {
         String out = err.toString(StandardCharsets.UTF_8);
         return rc == 0 ? "" : out.isEmpty() ? "javac failed" : out;
     }
+
+    /** What a probe's run ended with: its exit status ({@code -1}: killed at the timeout) and its output. */
+    public record Run(int exitStatus, String output) {
+    }
+
+    /**
+     * Runs the probe {@link #compile compiled} under {@code dir} (its body declares {@code public static void
+     * main(String[])}) in a JVM of its own, on the module path only: {@code java <jvmArgs> -p <its classes>:<the
+     * module path> -m probe/probe.Engine}, as an engine's launcher would, with no other flag.
+     *
+     * @return its exit status and output (stdout and stderr together)
+     * @throws IOException when the JVM cannot be started
+     * @throws InterruptedException if interrupted while waiting for it
+     */
+    public Run run(Path dir, long timeoutSeconds, String... jvmArgs) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(List.of(jvmArgs));
+        cmd.add("-p");
+        cmd.add(dir.resolve("out") + File.pathSeparator + modulePath());
+        cmd.add("-m");
+        cmd.add("probe/probe.Engine");
+        Path log = dir.resolve("run.log");
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        if (!p.waitFor(timeoutSeconds, java.util.concurrent.TimeUnit.SECONDS)) {
+            p.destroyForcibly().waitFor();
+            return new Run(-1, Files.readString(log, StandardCharsets.UTF_8));
+        }
+        return new Run(p.exitValue(), Files.readString(log, StandardCharsets.UTF_8));
+    }
 }

@@ -7,7 +7,8 @@ import java.util.ArrayDeque;
 
 /**
  * Load-back transitions of a {@link RadixTree}: attaching and detaching device pages, beginning,
- * finishing and failing a load, and invalidating the subtree a failed load leaves without valid KV.
+ * finishing and failing a load, and invalidating the subtree a failed load leaves without valid KV; a withdrawal
+ * (KV never computed) invalidates a subtree the same way.
  * Static helpers the tree's public methods delegate to; they read and write its package-private state.
  * Single-threaded like the tree.
  */
@@ -72,6 +73,86 @@ final class LoadTransitions {
         t.refresh(node);
         t.refresh(node.parent);
         return freed;
+    }
+
+    static int withdraw(RadixTree t, RadixNode node, DeviceEvictionListener sink) {
+        if (sink == null) {
+            throw new IllegalArgumentException("sink must not be null");
+        }
+        t.checkNode(node, false);
+        if (node.devPages == null || node.loading != null) {
+            throw new IllegalStateException("withdraw of " + node + ": the node must hold device pages of its own"
+                    + " (not host-only, not loading)");
+        }
+        RadixNode parent = node.parent;
+        if (node.hostValue == null) {
+            int freed = removeInvalid(t, node, sink);
+            t.refresh(parent);
+            return freed;
+        }
+        int freed = invalidateBelow(t, node, sink);
+        int[] arr = node.devPages;
+        int off = node.devOff;
+        t.devicePagesUnevictable -= RadixTree.unevictablePages(node);
+        t.devicePagesLocked -= RadixTree.lockedPages(node);
+        if (t.observer != null) {
+            t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, node);
+        }
+        t.dropDevice(node);
+        t.refresh(node);
+        t.refresh(parent);
+        sink.onDeviceEvicted(node, arr, off, node.pageCount);
+        return freed + node.pageCount;
+    }
+
+    static RadixNode nodeStartingAt(RadixTree t, int[] tokens, int from, int len, int page) {
+        RadixTree.checkRange(tokens, "tokens", from, len);
+        if (page < 0) {
+            throw new IllegalArgumentException("page " + page + " must be >= 0");
+        }
+        int pages = len >> t.pageShift;
+        if (page >= pages) {
+            return null;
+        }
+        RadixNode node = t.root;
+        int pos = from;
+        int at = 0;
+        while (true) {
+            RadixNode child = t.findChild(node, tokens, pos);
+            if (child == null) {
+                return null;
+            }
+            int k = t.matchPages(child, tokens, pos, pages - at);
+            if (page < at + k) {
+                // page lies in the matched part of child: the node starting there is child, or the tail of a split
+                if (page > at) {
+                    t.split(child, page - at);
+                }
+                return child;
+            }
+            if (k < child.pageCount) {
+                return null; // the path leaves the tree before page
+            }
+            at += k;
+            pos += k << t.pageShift;
+            node = child;
+        }
+    }
+
+    static void forEachInSubtree(RadixNode top, java.util.function.Consumer<RadixNode> visitor) {
+        ArrayDeque<RadixNode> stack = new ArrayDeque<>();
+        stack.push(top);
+        while (!stack.isEmpty()) {
+            RadixNode n = stack.pop();
+            visitor.accept(n);
+            if (n.childVals != null) {
+                for (RadixNode head : n.childVals) {
+                    for (RadixNode c = head; c != null; c = c.hashNext) {
+                        stack.push(c);
+                    }
+                }
+            }
+        }
     }
 
     static void detachDevice(RadixTree t, RadixNode node) {

@@ -52,7 +52,7 @@ public final class RadixNode {
     HostValue hostValue;
     PendingBackup pending;
     PendingLoad loading;
-    /** Set when a failed load removed this node with its subtree; lock calls on it are then no-ops. */
+    /** Set when a failed load or a withdrawal removed this node with its subtree; lock calls on it are then no-ops. */
     boolean invalidated;
     /** Page hashes of the storage tier: {@link #PAGE_HASH_BYTES} per page from hashOff; shared by split fragments. */
     byte[] hashBytes;
@@ -223,7 +223,7 @@ public final class RadixNode {
         return loading != null;
     }
 
-    /** @return true if a failed load removed this node and its subtree from the tree */
+    /** @return true if a failed load or a withdrawal ({@link RadixTree#withdraw}) removed this node and its subtree */
     public boolean isInvalidated() {
         return invalidated;
     }

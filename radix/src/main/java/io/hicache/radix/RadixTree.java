@@ -282,7 +282,7 @@ public final class RadixTree {
 
     // ------------------------------------------------------------------ match / insert
 
-    private int matchPages(RadixNode node, int[] tokens, int pos, int pages) {
+    int matchPages(RadixNode node, int[] tokens, int pos, int pages) {
         int[] key = node.keyTokens;
         int koff = node.keyOff;
         int n = Math.min(node.keyLen, pages << pageShift);
@@ -294,7 +294,7 @@ public final class RadixTree {
     }
 
     /** Splits {@code n} after {@code k} pages; returns the new prefix node (the parent of {@code n}). */
-    private RadixNode split(RadixNode n, int k) {
+    RadixNode split(RadixNode n, int k) {
         HostValue hostHead = null;
         HostValue hostTail = null;
         if (n.hostValue != null) {
@@ -934,6 +934,50 @@ public final class RadixTree {
         LoadTransitions.detachDevice(this, node);
     }
 
+    /**
+     * Withdraws {@code node} and everything below it from the device tier: for pages a request inserted whose KV
+     * was never computed (it was cancelled or preempted before their forward was launched), so that no match
+     * returns them. Like the invalidation of {@link #failLoad}: a device-only node is removed with its subtree,
+     * its pages going to {@code sink}, its locks and host protection taken off its ancestors, and marked
+     * {@linkplain RadixNode#isInvalidated() invalidated} (a pending backup on it is told first, {@link
+     * PendingBackup#onInvalidated}, and its pages go to {@code sink} while {@link RadixNode#pending()} still names
+     * the backup); a node with a committed host value keeps it and drops only its device pages, and so does each
+     * such node below. The caller checks beforehand that nothing else uses the nodes (locks, loads).
+     *
+     * @return pages handed to {@code sink}
+     * @throws IllegalArgumentException if {@code node} or {@code sink} is null, or {@code node} is the root
+     * @throws IllegalStateException if {@code node} was removed from the tree, holds no device pages, or is loading
+     */
+    public int withdraw(RadixNode node, DeviceEvictionListener sink) {
+        return LoadTransitions.withdraw(this, node, sink);
+    }
+
+    /**
+     * The node of the cached path of {@code tokens[from, from + len)} that starts at page {@code page} of the
+     * sequence, splitting the node that spans that page (as a match ending there would); no access order or hit
+     * count moves. Null when the path holds fewer than {@code page + 1} whole pages of {@code tokens}.
+     *
+     * @throws IllegalArgumentException on a null array, a range outside {@code tokens} or a negative page
+     */
+    public RadixNode nodeStartingAt(int[] tokens, int from, int len, int page) {
+        return LoadTransitions.nodeStartingAt(this, tokens, from, len, page);
+    }
+
+    /**
+     * Calls {@code visitor} for {@code node} and every node below it, parents before children. The visitor must not
+     * change the tree. Allocates (a stack); for cold paths.
+     *
+     * @throws IllegalArgumentException if {@code node} or {@code visitor} is null
+     * @throws IllegalStateException if {@code node} was removed from the tree
+     */
+    public void forEachInSubtree(RadixNode node, java.util.function.Consumer<RadixNode> visitor) {
+        checkNode(node, true);
+        if (visitor == null) {
+            throw new IllegalArgumentException("visitor must not be null");
+        }
+        LoadTransitions.forEachInSubtree(node, visitor);
+    }
+
     void dropDevice(RadixNode n) {
         devicePagesCached -= n.pageCount;
         n.devPages = null;
@@ -1091,5 +1135,17 @@ public final class RadixTree {
      */
     public void checkInvariants() {
         TreeInvariants.check(this);
+    }
+
+    /**
+     * Checks the two properties a cache that keeps host copies contiguous from the root relies on, which the tree
+     * alone does not enforce (the order of commits and aborts is its caller's): every node with a committed host
+     * value has a parent that is the root or holds one too, and {@link #devicePagesEvictable()} equals the pages
+     * that repeated {@link #evictDevice} calls (no listener veto) would free. O(n); for tests and debugging.
+     *
+     * @throws IllegalStateException describing the first violation found
+     */
+    public void checkHostContiguity() {
+        TreeInvariants.checkHostContiguity(this);
     }
 }

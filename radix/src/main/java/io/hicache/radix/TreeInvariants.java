@@ -127,4 +127,58 @@ final class TreeInvariants {
         t.deviceQueue.check(t, t.deviceQueue instanceof LruQueue ? devResident : devEligible);
         t.hostQueue.check(t, t.hostQueue instanceof LruQueue ? hostResident : hostEligible);
     }
+
+    /** See {@link RadixTree#checkHostContiguity()}. */
+    static void checkHostContiguity(RadixTree t) {
+        // children after their parents in the list, so a reverse walk sees every child before its parent
+        java.util.ArrayList<RadixNode> order = new java.util.ArrayList<>();
+        ArrayDeque<RadixNode> stack = new ArrayDeque<>();
+        stack.push(t.root);
+        while (!stack.isEmpty()) {
+            RadixNode n = stack.pop();
+            if (n != t.root) {
+                order.add(n);
+                if (n.hostValue != null && n.parent != t.root && n.parent.hostValue == null) {
+                    throw new IllegalStateException("host copy of " + n + " under " + n.parent + ", which has none:"
+                            + " host copies are not contiguous from the root");
+                }
+            }
+            if (n.childVals != null) {
+                for (RadixNode head : n.childVals) {
+                    for (RadixNode c = head; c != null; c = c.hashNext) {
+                        stack.push(c);
+                    }
+                }
+            }
+        }
+        // the nodes repeated device eviction frees, each mapped to whether that removes it (it has no host copy)
+        java.util.IdentityHashMap<RadixNode, Boolean> removed = new java.util.IdentityHashMap<>();
+        long freeable = 0;
+        for (int i = order.size() - 1; i >= 0; i--) {
+            RadixNode n = order.get(i);
+            if (n.devPages == null || n.lockRef > 0 || n.pending != null || n.loading != null) {
+                continue;
+            }
+            boolean childrenGo = true;
+            boolean childrenRemoved = true;
+            if (n.childVals != null) {
+                for (RadixNode head : n.childVals) {
+                    for (RadixNode c = head; c != null; c = c.hashNext) {
+                        Boolean r = removed.get(c);
+                        childrenGo &= c.devPages == null || r != null;
+                        childrenRemoved &= r != null && r;
+                    }
+                }
+            }
+            if (!childrenGo || n.hostValue == null && (!childrenRemoved || n.hostRef > 0)) {
+                continue;
+            }
+            removed.put(n, n.hostValue == null);
+            freeable += n.pageCount;
+        }
+        if (freeable != t.devicePagesEvictable()) {
+            throw new IllegalStateException("devicePagesEvictable() says " + t.devicePagesEvictable()
+                    + " pages but device eviction could free " + freeable);
+        }
+    }
 }

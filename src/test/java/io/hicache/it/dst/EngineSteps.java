@@ -228,6 +228,11 @@ final class EngineSteps {
                 }
             }
         }
+        // sometimes the request is cancelled before its forward is launched (the lease suite keeps its schedules)
+        if (!leases && rnd.nextInt(12) == 0) {
+            cancelBeforeForward(req, forwardRecs);
+            return;
+        }
         count(forwardRecs.isEmpty() ? "forward.noBackup" : "forward.withBackups");
         ForwardHandle[] h = new ForwardHandle[cp];
         int[] counts = new int[cp];
@@ -264,6 +269,50 @@ final class EngineSteps {
         Forward f = new Forward(h, forwardRecs, req, plan(), nextForwardId++, counts);
         trace("forward " + f.id + " begins with " + forwardRecs.size() + " backups");
         opens.add(f);
+    }
+
+    /**
+     * A request cancelled after its insert and reservations, before its forward was launched: on every rank the engine
+     * aborts the reservations, unlocks the request's node and withdraws what it inserted (never computed), as
+     * {@code CacheRequest.cancel} does. The same pages leave every rank's tree, the prefix the request found stays on
+     * the device, and every withdrawn page comes back to the engine: now, or when the backup still holding it is
+     * released (checked by (l4) and the device page checks meanwhile).
+     */
+    private void cancelBeforeForward(Request req, List<Rec> forwardRecs) {
+        AbortReason reason = rnd.nextBoolean() ? AbortReason.REQUEST_CANCELLED : AbortReason.PREEMPTED;
+        for (Rec rec : forwardRecs) {
+            for (Rank rank : ranks) {
+                rank.ctl.abort(rec.b[rank.r], reason);
+            }
+        }
+        requests.remove(req);
+        int computed = req.firstNewPage * pageSize;
+        int withdrawn = -1;
+        for (Rank rank : ranks) {
+            if (!req.last[rank.r].isRoot()) {
+                rank.tree.unlock(req.last[rank.r]);
+            }
+            int w = rank.ctl.withdrawUncomputed(req.tokens, 0, req.tokens.length, computed, reason, (arr, off, n) -> {
+                for (int i = 0; i < n; i++) {
+                    harness.devices.releaseDevice(rank, arr[off + i]);
+                }
+            });
+            if (withdrawn >= 0 && w != withdrawn) {
+                fail("withdrawUncomputed took " + w + " pages on rank " + rank.r + " but " + withdrawn + " on rank 0");
+            }
+            withdrawn = w;
+            MatchResult m = rank.tree.match(req.tokens, 0, req.tokens.length, new MatchResult());
+            if (m.devicePageCount() != req.firstNewPage) {
+                fail("rank " + rank.r + ": after withdrawing a cancelled request's " + w + " uncomputed pages a match "
+                    + "finds " + m.devicePageCount() + " device pages; the request found " + req.firstNewPage);
+            }
+        }
+        if (withdrawn != req.newPages.length) {
+            fail("withdrawUncomputed took " + withdrawn + " pages of a request that inserted " + req.newPages.length);
+        }
+        trace("request cancelled before its forward (" + reason + "): " + withdrawn + " pages withdrawn, "
+            + forwardRecs.size() + " reservations aborted");
+        count("request.cancelledBeforeForward");
     }
 
     /**
@@ -527,13 +576,37 @@ final class EngineSteps {
         if (live.isEmpty()) {
             return;
         }
-        Rec rec = live.get(rnd.nextInt(live.size()));
+        List<Rec> parents = leases ? List.of() : parentsWithChildrenInFlight(live);
+        boolean parent = !parents.isEmpty() && rnd.nextBoolean();
+        Rec rec = parent ? parents.get(rnd.nextInt(parents.size())) : live.get(rnd.nextInt(live.size()));
         AbortReason reason = ENGINE_REASONS[rnd.nextInt(ENGINE_REASONS.length)];
-        trace("abort seq " + rec.seq + " (" + rec.b[0].state() + ") " + reason);
-        count("abort");
+        trace("abort seq " + rec.seq + " (" + rec.b[0].state() + ") " + reason
+            + (parent ? ", a parent with backups in flight below it" : ""));
+        count(parent ? "abort.parentWithChildrenInFlight" : "abort");
         for (Rank rank : ranks) {
             rank.ctl.abort(rec.b[rank.r], reason);
         }
+    }
+
+    /**
+     * The live backups with another live backup reserved below their node (while they were pending): cancelling one of
+     * them must take those along (h).
+     */
+    private static List<Rec> parentsWithChildrenInFlight(List<Rec> live) {
+        List<Rec> parents = new ArrayList<>();
+        for (Rec child : live) {
+            RadixNode top = child.b[0].fragment(0);
+            for (RadixNode p = top.parent(); p != null && !p.isRoot(); p = p.parent()) {
+                if (p.pending() instanceof Backup b && !b.state().terminal()) {
+                    for (Rec rec : live) {
+                        if (rec.b[0] == b && !parents.contains(rec)) {
+                            parents.add(rec);
+                        }
+                    }
+                }
+            }
+        }
+        return parents;
     }
 
     void engineMatch() {

@@ -22,8 +22,9 @@ import static io.hicache.it.dst.DstHarness.loadClass;
 
 /**
  * The invariant checks of {@link DstHarness}: the backup listener's checks at each commit (a), and the checks after
- * every step: each rank's tree, host pages, lanes and host budget (a, b, d), device page ownership with the loads
- * in flight (l1, l4, l5), agreement across ranks (f, l3) and copies that ran on freed memory. Violations go to the
+ * every step: each rank's tree, host pages, lanes and host budget (a, b, d), host copies contiguous from the root and
+ * the evictable count exact (h, i), device page ownership with the loads in flight and the pages backups hold (l1,
+ * l4, l5), agreement across ranks (f, l3) and copies that ran on freed memory. Violations go to the
  * harness's list, which throws. Owned by the harness; single-threaded.
  */
 final class Invariants {
@@ -231,6 +232,18 @@ final class Invariants {
         }
         BitSet owned = (BitSet) inTree.clone();
         owned.or(inLoads);
+        // pages of removed nodes (a failed load, a withdrawal) that a backup still copying holds until it is released
+        for (Rec rec : recs.values()) {
+            Backup b = rec.b[rank.r];
+            for (int i = 0; i < b.heldDevicePageCount(); i++) {
+                int p = b.heldDevicePage(i);
+                if (owned.get(p)) {
+                    violations.add("rank " + rank.r + " device page " + p + " held by backup seq " + rec.seq
+                        + " is also in the tree, a load or another backup");
+                }
+                owned.set(p);
+            }
+        }
         if (rank.freeModel.intersects(owned)) {
             BitSet both = (BitSet) rank.freeModel.clone();
             both.and(owned);
@@ -259,6 +272,7 @@ final class Invariants {
         } catch (IllegalStateException e) {
             violations.add("rank " + rank.r + " tree: " + e.getMessage());
         }
+        checkHostContiguityAndEvictable(rank);
         BitSet used = new BitSet(hostPages);
         long[] budget = new long[cp]; // every rank's pages, as each rank's budget counts them
         RadixTestAccess.forEachNode(rank.tree, n -> {
@@ -349,6 +363,50 @@ final class Invariants {
                 violations.add("rank " + rank.r + " holds " + alloc.allocatedPages() + " host pages but its share of "
                     + "committed values and backups in flight is " + budget[rank.r]);
             }
+        }
+    }
+
+    /**
+     * (h) host copies of a prefix are contiguous from the root: no node with a committed host value under a node
+     * without one (an aborted backup takes the backups reserved below it along); (i) the evictable count is exact:
+     * {@code devicePagesEvictable()} is what repeated device eviction would free, worked out here from the nodes'
+     * public state (a node is freed when it holds device pages, is unlocked, neither pending nor loading, every
+     * device child is freed, and, without a host copy, every child is removed and nothing protects it).
+     */
+    private void checkHostContiguityAndEvictable(Rank rank) {
+        List<RadixNode> order = new java.util.ArrayList<>();
+        Map<RadixNode, List<RadixNode>> children = new java.util.IdentityHashMap<>();
+        RadixTestAccess.forEachNode(rank.tree, n -> {
+            order.add(n);
+            children.computeIfAbsent(n.parent(), k -> new java.util.ArrayList<>()).add(n);
+            if (n.isHostResident() && !n.parent().isRoot() && !n.parent().isHostResident()) {
+                violations.add("rank " + rank.r + " (h) " + n + " holds a host copy under " + n.parent()
+                    + ", which holds none");
+            }
+        });
+        // parents come before children in the walk: backwards, every child is decided before its parent
+        Map<RadixNode, Boolean> freed = new java.util.IdentityHashMap<>(); // node -> removed by its eviction
+        long freeable = 0;
+        for (int i = order.size() - 1; i >= 0; i--) {
+            RadixNode n = order.get(i);
+            if (!n.hasDeviceValue() || n.lockRef() > 0 || n.pending() != null || n.isLoading()) {
+                continue;
+            }
+            boolean ok = true;
+            for (RadixNode c : children.getOrDefault(n, List.of())) {
+                Boolean removed = freed.get(c);
+                ok &= !c.hasDeviceValue() || removed != null;
+                ok &= n.isHostResident() || removed != null && removed;
+            }
+            ok &= n.isHostResident() || n.hostRef() == 0;
+            if (ok) {
+                freed.put(n, !n.isHostResident());
+                freeable += n.pageCount();
+            }
+        }
+        if (freeable != rank.tree.devicePagesEvictable()) {
+            violations.add("rank " + rank.r + " (i) devicePagesEvictable() is " + rank.tree.devicePagesEvictable()
+                + " but device eviction could free " + freeable + " pages");
         }
     }
 

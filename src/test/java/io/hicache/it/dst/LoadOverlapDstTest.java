@@ -470,6 +470,8 @@ class LoadOverlapDstTest {
         void check() {
             for (Rank rank : ranks) {
                 rank.ctl.tree().checkInvariants();
+                // host copies contiguous from the root, the evictable count exact (what the facade's check adds)
+                rank.ctl.tree().checkHostContiguity();
                 rank.checkOwnership();
             }
             for (LoadOp[] ops : loads) {

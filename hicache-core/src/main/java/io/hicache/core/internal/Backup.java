@@ -57,6 +57,12 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     int[] heldPages;
     int heldCount;
     io.hicache.core.DevicePageSink heldSink;
+    /** Pages held for a second page sink (a failed load and a withdrawal with different sinks), or null. */
+    HeldElsewhere heldElsewhere;
+
+    /** Pages held for another sink than {@link #heldSink}; a list, failure paths only. */
+    record HeldElsewhere(io.hicache.core.DevicePageSink sink, int[] pages, HeldElsewhere next) {
+    }
 
     Backup(Object owner, long seq, RadixNode node, int startPage, int[] devicePages, int[] ownedIndex, int ownedCount,
            int[] hostPages, LaneDescription budgetLane, HostPages hostValue, boolean withDraft,
@@ -96,20 +102,43 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     }
 
     /**
-     * Device pages this backup holds for the engine: those of fragments a failed load removed from the tree while
-     * the backup's copies may still read them; they go to the failed load's page sink when the backup is released.
-     * Scheduler thread.
+     * Device pages this backup holds for the engine: those of fragments a failed load or a withdrawal removed from the
+     * tree while the backup's copies may still read them; they go to that call's page sink when the backup is
+     * released. Scheduler thread.
      */
     public int heldDevicePageCount() {
-        return heldCount;
+        int n = heldCount;
+        for (HeldElsewhere h = heldElsewhere; h != null; h = h.next()) {
+            n += h.pages().length;
+        }
+        return n;
     }
 
     /** Held device page {@code i} ({@code 0 <= i < heldDevicePageCount()}). Scheduler thread. */
     public int heldDevicePage(int i) {
-        if (i < 0 || i >= heldCount) {
-            throw new IndexOutOfBoundsException("held page " + i + " outside [0, " + heldCount + ")");
+        if (i >= 0 && i < heldCount) {
+            return heldPages[i];
         }
-        return heldPages[i];
+        int at = heldCount;
+        for (HeldElsewhere h = heldElsewhere; h != null && i >= at; h = h.next()) {
+            if (i < at + h.pages().length) {
+                return h.pages()[i - at];
+            }
+            at += h.pages().length;
+        }
+        throw new IndexOutOfBoundsException("held page " + i + " outside [0, " + heldDevicePageCount() + ")");
+    }
+
+    /** Hands every held device page to its sink (the backup's copies have drained). Scheduler thread. */
+    void freeHeldPages() {
+        if (heldCount > 0) {
+            heldSink.free(heldPages, 0, heldCount);
+            heldCount = 0;
+        }
+        for (HeldElsewhere h = heldElsewhere; h != null; h = h.next()) {
+            h.sink().free(h.pages(), 0, h.pages().length);
+        }
+        heldElsewhere = null;
     }
 
     /** Sequence number, identical on every rank of the group for the same reservation. */
@@ -136,7 +165,8 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
      */
     void holdDevicePages(io.hicache.core.DevicePageSink sink, int[] pages, int offset, int count) {
         if (heldSink != null && heldSink != sink) {
-            throw new IllegalStateException("backup " + seq + " holds pages for two page sinks");
+            heldElsewhere = new HeldElsewhere(sink, Arrays.copyOfRange(pages, offset, offset + count), heldElsewhere);
+            return;
         }
         heldSink = sink;
         if (heldPages == null) {

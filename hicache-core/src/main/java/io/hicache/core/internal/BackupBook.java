@@ -55,18 +55,24 @@ final class BackupBook {
         @Override
         public void retireComplete(Backup b) {
             if (b.invalidated && !b.state.terminal()) {
-                release(b, AbortReason.LOAD_FAILED); // never reported complete once its load failed; defensive
+                // never reported complete once its nodes were removed (failed load, withdrawal); defensive
+                releaseAndAbortOrphans(b, b.abortReason != null ? b.abortReason : AbortReason.LOAD_FAILED);
             } else if (!b.state.terminal()) {
-                // complete everywhere; an abort asked for after this rank reported it complete lost the race, and
-                // the bytes are whole, so it commits like on every other rank
-                commit(b);
+                if (hostCopiedAbove(b)) {
+                    // complete everywhere; an abort asked for after this rank reported it complete lost the race,
+                    // and the bytes are whole, so it commits like on every other rank
+                    commit(b);
+                } else {
+                    // a node above lost its backup; abortOrphans marked this one at once, so this is defensive
+                    releaseAndAbortOrphans(b, AbortReason.PARENT_ABORTED);
+                }
             }
         }
 
         @Override
         public void retireFailed(Backup b) {
             if (!b.state.terminal()) {
-                release(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
+                releaseAndAbortOrphans(b, b.local == Backup.Local.FAILED && b.abortReason != null ? b.abortReason
                     : AbortReason.RANK_FAILED);
             }
         }
@@ -399,6 +405,43 @@ final class BackupBook {
         owner.tierCommitted(b);
     }
 
+    /**
+     * Releases {@code b} and then aborts, with {@link AbortReason#PARENT_ABORTED}, every backup in flight that was
+     * reserved below a node left without a backup by it: each would otherwise commit a host copy under a node with
+     * none, and host copies of a prefix are contiguous from the root. Those backups were reserved after {@code b}
+     * (a node is reserved only below a backed-up parent), so none has retired yet; every rank releases {@code b} in
+     * the same agreed round and marks the same backups, which then retire, failed, in later rounds.
+     */
+    private void releaseAndAbortOrphans(Backup b, AbortReason reason) {
+        release(b, reason);
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup c = fifo.at(i);
+            if (c.state != BackupState.DRAINING && !c.state.terminal() && !pathBackedUp(c)) {
+                markAborted(c, AbortReason.PARENT_ABORTED);
+            }
+        }
+    }
+
+    /** Whether every node above the backup's top fragment is backed up (committed or pending) or the root. */
+    private static boolean pathBackedUp(Backup c) {
+        for (RadixNode p = c.fragments[0].parent(); p != null && !p.isRoot(); p = p.parent()) {
+            if (!p.isBackedUp()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Whether every node above the backup's top fragment holds a committed host copy (or is the root). */
+    private static boolean hostCopiedAbove(Backup b) {
+        for (RadixNode p = b.fragments[0].parent(); p != null && !p.isRoot(); p = p.parent()) {
+            if (!p.isHostResident()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** Releases an aborted backup whose copies have drained: pending cleared, lock released, pages freed. */
     private void release(Backup b, AbortReason reason) {
         for (int i = 0; i < b.fragmentCount; i++) {
@@ -407,11 +450,6 @@ final class BackupBook {
             }
         }
         tree.unlock(b.node);
-        if (b.heldCount > 0) {
-            // device pages of fragments a failed load removed: their copies have drained, the engine gets them now
-            b.heldSink.free(b.heldPages, 0, b.heldCount);
-            b.heldCount = 0;
-        }
         if (b.ownedCount > 0) {
             room.freeWritten(b.hostPages, 0, b.ownedCount);
         }
@@ -419,6 +457,9 @@ final class BackupBook {
         b.abortReason = reason;
         b.state = BackupState.ABORTED;
         b.local = Backup.Local.FAILED;
+        // device pages of fragments a failed load or a withdrawal removed: their copies have drained, the engine
+        // gets them now, from a backup that is aborted by then
+        b.freeHeldPages();
         metrics.countAbort(reason);
         HiCacheEvents.backupAborted(reason, b.pageCount, rank);
         changes++;

@@ -145,6 +145,7 @@ public final class HiCacheController implements AutoCloseable {
     private final HostRoom room;
     private final BackupBook backups;
     private final HostLeases leases;
+    private final Withdrawal withdrawal;
 
     private HiCacheController(ControllerConfig b) {
         this.runtime = b.runtime();
@@ -192,6 +193,7 @@ public final class HiCacheController implements AutoCloseable {
         this.deviceEviction = new WriteBackEviction(this, writePolicy, tree, draftLayout != null, metrics, slotPool,
             runtime, computeStream, commands, fallbacks);
         this.leases = new HostLeases(this, room, budget, allocator, tree, lanes, cpSize, rank, pageSize, draftPool);
+        this.withdrawal = new Withdrawal(tree, backups, metrics);
         this.loadOverlap = b.loadOverlap();
         if (b.loadOverlap() == io.hicache.core.LoadOverlap.PREVIOUS_BATCH && OVERLAP_REASONS_LOGGED.add(b.loadOverlapReason())) {
             LOG.warn("HiCache loads overlap with the previous batch, not the forward that uses them ({}): a host hit"
@@ -233,9 +235,19 @@ public final class HiCacheController implements AutoCloseable {
      * @return {@code out}, filled with the device hit and the host-only extension
      */
     public MatchResult match(int[] tokens, int from, int len, MatchResult out) {
+        return match(tokens, from, len, out, true);
+    }
+
+    /**
+     * As {@link #match(int[], int, int, MatchResult)}; {@code countHit} false leaves the device hit uncounted (a
+     * request scope counts it once per request). Scheduler thread; allocation-free.
+     */
+    public MatchResult match(int[] tokens, int from, int len, MatchResult out, boolean countHit) {
         checkOwner();
         tree.match(tokens, from, len, out);
-        metrics.add(Metric.DEVICE_HIT_TOKENS, out.deviceTokenCount());
+        if (countHit) {
+            metrics.add(Metric.DEVICE_HIT_TOKENS, out.deviceTokenCount());
+        }
         if (tier != null) {
             tier.onMatch(out);
         }
@@ -638,14 +650,27 @@ public final class HiCacheController implements AutoCloseable {
     /**
      * The load a request that matched {@code match} must wait for to use its device prefix beyond
      * {@link MatchResult#readyPageCount()}: the one filling {@link MatchResult#loadingNode()}; counted in
-     * {@link Metric#LOAD_JOINS}. Null when the match reaches no loading node.
+     * {@link Metric#LOAD_JOINS} (every join: this call cannot tell a request's own load). Null when the match
+     * reaches no loading node.
      */
     public LoadOp joinLoad(MatchResult match) {
         checkUsable();
         if (match == null) {
             throw new IllegalArgumentException("match must not be null");
         }
-        return loader.joinLoad(match);
+        return loader.joinLoad(match, 0, true);
+    }
+
+    /**
+     * As {@link #joinLoad(MatchResult)} for request {@code requestId}: counted in {@link Metric#LOAD_JOINS} only when
+     * the load is another request's (its {@link LoadOp#requestId()} differs).
+     */
+    public LoadOp joinLoad(MatchResult match, long requestId) {
+        checkUsable();
+        if (match == null) {
+            throw new IllegalArgumentException("match must not be null");
+        }
+        return loader.joinLoad(match, requestId, false);
     }
 
     /** When loads may be used: in the forward that needs them, or a batch later. */
@@ -693,6 +718,38 @@ public final class HiCacheController implements AutoCloseable {
             throw new IllegalArgumentException("evictHost(" + pages + "): pages must be >= 0");
         }
         return room.evict(pages);
+    }
+
+    /**
+     * Withdraws KV a request inserted but never computed: the pages of the cached path of {@code tokens[from, from +
+     * len)} from page {@code computedTokens / pageSize} on (a page computed only in part counts as not computed), and
+     * everything cached below them, whose KV was computed over them. A node there holding a committed host copy keeps
+     * it (it adopted the request's pages over a host-only node) and drops only its device pages; every other node is
+     * removed from the tree. Backups of the withdrawn nodes abort with {@code reason}; the device pages go to
+     * {@code sink} now, or, where such a backup's copies may still read them, once they drained and the group agreed
+     * (a later {@link #poll()}). Afterwards no match returns them; the computed pages before them stay cached.
+     *
+     * @return device pages taken out of the tree (0 when the path holds nothing from that page on)
+     * @throws IllegalArgumentException on a null argument, a range outside {@code tokens} or a negative
+     *     {@code computedTokens}
+     * @throws IllegalStateException if the pages there are locked beyond their own backups (another request, or a
+     *     load, uses them; or the caller still holds its own lock), protected, or being loaded: nothing is withdrawn
+     *     then (a node may have been split at the page); or the controller is closed or stopped
+     */
+    public int withdrawUncomputed(int[] tokens, int from, int len, int computedTokens, AbortReason reason,
+                                  DevicePageSink sink) {
+        checkUsable();
+        if (reason == null || sink == null) {
+            throw new IllegalArgumentException("reason and sink must not be null");
+        }
+        if (computedTokens < 0) {
+            throw new IllegalArgumentException("computedTokens " + computedTokens + " must be >= 0");
+        }
+        if (tokens == null || from < 0 || len < 0 || from > tokens.length - len) {
+            throw new IllegalArgumentException("tokens range [" + from + ", " + from + " + " + len + ") outside "
+                + (tokens == null ? "a null array" : "[0, " + tokens.length + ")"));
+        }
+        return withdrawal.withdraw(tokens, from, len, computedTokens, reason, sink);
     }
 
     // ------------------------------------------------------------------ storage tier hooks

@@ -82,7 +82,7 @@ final class HostLeases {
         LaneDescription l = lease.lanes;
         LaneDescription head = pages == l.pageCount() ? l : l.slice(0, pages);
         int owned = l.ownedCountBefore(pages);
-        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, withDraft);
+        HostPages value = new HostPages(java.util.Arrays.copyOf(lease.hostPages, owned), head, withDraft, true);
         int startPage = l.startPage();
         RadixNode node = tree.insertHost(tokens, from, (startPage + pages) * pageSize, startPage, value, hashes,
             hashOff);

@@ -11,13 +11,21 @@ import java.util.Arrays;
  * ascending offset order, and the {@link LaneDescription} they were written with. Data and lane metadata
  * live in one immutable value, so they are published together and cannot drift apart.
  *
- * <p>Immutable; created on the scheduler thread at reservation (so a commit allocates nothing) and by
- * {@link #head}/{@link #tail} when the tree splits a node.
+ * <p>Immutable but for one flag, {@link #prefetched()}; created on the scheduler thread at reservation (so a commit
+ * allocates nothing), by a storage prefetch's publish, and by {@link #head}/{@link #tail} when the tree splits a node.
+ * Scheduler thread only.
  */
 public final class HostPages implements HostValue, HostTierPort.HostCopy {
     private final int[] hostPages;
     private final LaneDescription lanes;
     private final boolean draft;
+    /** Published by a storage prefetch and not loaded to the device since (see {@link #prefetched()}). */
+    private boolean prefetched;
+
+    HostPages(int[] hostPages, LaneDescription lanes, boolean draft, boolean prefetched) {
+        this(hostPages, lanes, draft);
+        this.prefetched = prefetched;
+    }
 
     HostPages(int[] hostPages, LaneDescription lanes, boolean draft) {
         if (hostPages.length != lanes.ownedCount()) {
@@ -38,6 +46,20 @@ public final class HostPages implements HostValue, HostTierPort.HostCopy {
     @Override
     public int pageCount() {
         return lanes.pageCount();
+    }
+
+    /**
+     * True while these pages are a storage prefetch's, published into host memory from the L3 tier (which counts
+     * them as served from storage) and not loaded to the device since: their first load counts as served from
+     * storage, not from host memory ({@link io.hicache.core.metrics.Metric#HOST_HIT_TOKENS}).
+     */
+    boolean prefetched() {
+        return prefetched;
+    }
+
+    /** A load read these pages: later loads count as served from host memory. */
+    void clearPrefetched() {
+        prefetched = false;
     }
 
     /** The lanes these pages were written with. */
@@ -70,7 +92,7 @@ public final class HostPages implements HostValue, HostTierPort.HostCopy {
     public HostValue head(int pages) {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
-        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), lanes.slice(0, pages), draft);
+        return new HostPages(Arrays.copyOfRange(hostPages, 0, owned), lanes.slice(0, pages), draft, prefetched);
     }
 
     @Override
@@ -78,7 +100,7 @@ public final class HostPages implements HostValue, HostTierPort.HostCopy {
         checkCut(pages);
         int owned = lanes.ownedCountBefore(pages);
         return new HostPages(Arrays.copyOfRange(hostPages, owned, hostPages.length),
-            lanes.slice(pages, lanes.pageCount() - pages), draft);
+            lanes.slice(pages, lanes.pageCount() - pages), draft, prefetched);
     }
 
     private void checkCut(int pages) {

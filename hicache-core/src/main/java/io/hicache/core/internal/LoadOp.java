@@ -22,6 +22,10 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
     int[] nodePageStart;
     final int pageCount;
     final int[] devicePages;
+    /** Position of the chain's first page in the sequence, in pages from the root. */
+    final int firstPage;
+    /** Pages whose host copy a storage prefetch published and no load read before this one (served from L3). */
+    final int storagePages;
     State state = State.QUEUED;
     LoadSet set;
     long issuedNs;
@@ -32,8 +36,10 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
     enum Local { UNRESOLVED, OK, FAILED }
 
     LoadOp(long seq, long requestId, RadixNode anchor, RadixNode[] nodes, int[] nodePageStart, int pageCount,
-           int[] devicePages) {
+           int[] devicePages, int firstPage, int storagePages) {
         this.seq = seq;
+        this.firstPage = firstPage;
+        this.storagePages = storagePages;
         this.requestId = requestId;
         this.anchor = anchor;
         this.nodes = nodes;
@@ -79,6 +85,16 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
     @Override
     public int pageCount() {
         return pageCount;
+    }
+
+    @Override
+    public int firstPage() {
+        return firstPage;
+    }
+
+    @Override
+    public int storagePageCount() {
+        return storagePages;
     }
 
     /** Device page receiving chain page {@code i} (in sequence order after the device prefix). */

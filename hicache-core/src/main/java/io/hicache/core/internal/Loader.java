@@ -69,24 +69,8 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     private final PagePairs pairs = new PagePairs(64);
     private final PagePairs drafts = new PagePairs(64);
     private int[] scratchOffsets = new int[64];
-    private final ToSink invalidated = new ToSink();
-
-    /**
-     * Hands the tree pages a failed load invalidated to the engine's allocator; the pages of a node whose backup was
-     * copying them (computed in the forward of the load) stay with that backup until its copies drained.
-     */
-    private static final class ToSink implements io.hicache.radix.spi.DeviceEvictionListener {
-        io.hicache.core.DevicePageSink sink;
-
-        @Override
-        public void onDeviceEvicted(RadixNode node, int[] pages, int offset, int count) {
-            if (node.pending() instanceof Backup b && !b.state().terminal()) {
-                b.holdDevicePages(sink, pages, offset, count);
-            } else {
-                sink.free(pages, offset, count);
-            }
-        }
-    }
+    /** The tree pages a failed load invalidated go to the engine's allocator, or wait for a backup copying them. */
+    private final HeldPagesSink invalidated = new HeldPagesSink();
 
     Loader(CudaRuntime runtime, CudaStream computeStream, RadixTree tree, CopyPlanner targetPlanner,
            CopyPlanner draftPlanner, boolean batched, RankAgreement agreement, int rank, LongSupplier clock,
@@ -219,11 +203,21 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         }
         int[] starts = new int[usable];
         int p = 0;
+        int storagePages = 0;
         for (int k = 0; k < usable; k++) {
             starts[k] = p;
             p += chain[k].pageCount();
+            if (chain[k].hostValue() instanceof HostPages hp && hp.prefetched()) {
+                storagePages += chain[k].pageCount(); // the L3 tier counted these as served when it published them
+                hp.clearPrefetched();
+            }
         }
-        LoadOp op = new LoadOp(nextSeq++, requestId, anchor, chain, starts, pages, devicePages);
+        int firstPage = 0;
+        for (RadixNode a = anchor; a != null && !a.isRoot(); a = a.parent()) {
+            firstPage += a.pageCount();
+        }
+        LoadOp op = new LoadOp(nextSeq++, requestId, anchor, chain, starts, pages, devicePages, firstPage,
+            storagePages);
         op.allocator = allocator;
         for (int k = 0; k < usable; k++) {
             if (sameForward) {
@@ -240,13 +234,18 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         return op;
     }
 
-    /** See {@link HiCacheController#joinLoad}: the load filling the deepest loading node of the match, or null. */
-    LoadOp joinLoad(MatchResult match) {
+    /**
+     * See {@link HiCacheController#joinLoad}: the load filling the deepest loading node of the match, or null; a
+     * join is counted unless the load is request {@code requestId}'s own ({@code countAll}: every join is counted).
+     */
+    LoadOp joinLoad(MatchResult match, long requestId, boolean countAll) {
         RadixNode n = match.loadingNode();
         if (n == null || !(n.pendingLoad() instanceof LoadOp op)) {
             return null;
         }
-        metrics.increment(Metric.LOAD_JOINS);
+        if (countAll || op.requestId != requestId) {
+            metrics.increment(Metric.LOAD_JOINS);
+        }
         return op;
     }
 
@@ -295,6 +294,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
                 }
             }
             metrics.add(Metric.LOAD_TOKENS, (long) op.pageCount * pageSize);
+            metrics.add(Metric.HOST_HIT_TOKENS, (long) (op.pageCount - op.storagePages) * pageSize);
             metrics.increment(Metric.LOADS_STARTED);
         }
         queuedCount = 0;

@@ -45,7 +45,11 @@ public enum Metric {
     H2D_COPIES,
     /** Sum of load durations, issue to agreed completion (scheduler). */
     LOAD_DURATION_NS,
-    /** Tokens a prefix match found on the device, counted by {@code HiCache.match} (scheduler). */
+    /**
+     * Prompt tokens served from the device: counted by a {@code CacheRequest}'s matches once per request (tokens
+     * already on the device when it matched them, loads of other requests included), or by each
+     * {@code HiCache.match} call made outside a request (scheduler).
+     */
     DEVICE_HIT_TOKENS,
     /**
      * Host pages in use by reserved and committed backups (and storage-tier leases) on the CP group's fullest rank: a
@@ -65,7 +69,18 @@ public enum Metric {
      * Device pages of nodes inserted below a load that then failed, dropped with the subtree whose KV depended on
      * the load (scheduler).
      */
-    LOAD_INVALIDATED_PAGES;
+    LOAD_INVALIDATED_PAGES,
+    /**
+     * Prompt tokens served from host memory: tokens a load brought back, counted when it is issued, except the first
+     * load of pages a storage prefetch published into host memory (the L3 tier counts those as served from storage),
+     * so a token is counted on one tier (scheduler). {@link #LOAD_TOKENS} counts every token loaded.
+     */
+    HOST_HIT_TOKENS,
+    /**
+     * Device pages withdrawn from the tree because their KV was never computed (a cancelled or preempted request's,
+     * {@code HiCache.withdrawUncomputed}) (scheduler).
+     */
+    WITHDRAWN_PAGES;
 
     private static final Metric[] VALUES = values();
 

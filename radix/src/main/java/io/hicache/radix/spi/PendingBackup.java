@@ -27,7 +27,8 @@ public interface PendingBackup {
     /**
      * Called when a failed load invalidated {@code node}, a fragment carrying this backup, and removed it
      * from the tree ({@link RadixTree#failLoad}): the node's KV was computed over bytes the load never
-     * delivered, so the backup must never be published. Its pages then go to the failing load's sink
+     * delivered, so the backup must never be published. A withdrawal ({@link RadixTree#withdraw}: KV that was
+     * never computed) calls it the same way. Its pages then go to the failing load's sink
      * while {@link RadixNode#pending()} still names this backup. The tree no longer counts the node
      * pending; later {@link RadixTree#abortPending} or {@link RadixTree#unlock} on it are the caller's to
      * skip ({@link RadixNode#isInvalidated()}). Default: nothing (a backup that never sits below a load).

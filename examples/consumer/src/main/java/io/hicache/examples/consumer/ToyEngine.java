@@ -1,6 +1,7 @@
 package io.hicache.examples.consumer;
 
 import io.hicache.core.BackupHandle;
+import io.hicache.core.CacheRequest;
 import io.hicache.core.DevicePageAllocator;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
@@ -33,8 +34,12 @@ public final class ToyEngine {
     static final int PAGE = 16;
     static final int DEVICE_PAGES = 64;
 
-    /** What a run leaves behind: the backups of request 1, request 2's load, and the Prometheus scrape. */
-    public record Result(List<BackupHandle> backups, LoadHandle load, int deviceHitTokensAfterLoad, String scrape) {
+    /**
+     * What a run leaves behind: the backups of request 1, request 2's load, its cached tokens (what a client would be
+     * told), and the Prometheus scrape.
+     */
+    public record Result(List<BackupHandle> backups, LoadHandle load, int deviceHitTokensAfterLoad,
+                         int cachedTokensOfRequest2, String scrape) {
     }
 
     /** The engine's device page pool (scheduler thread). */
@@ -90,7 +95,8 @@ public final class ToyEngine {
 
         // 1. Build the controller once, on the scheduler thread, and bind its metrics.
         HiCache cache = HiCache.builder().runtime(gpu).targetLayout(lb.packedFrom(kvBase).build())
-            .hostPages(128).writePolicy(WritePolicy.WRITE_THROUGH).threadingMode(ThreadingMode.DEDICATED).build();
+            .hostPages(128).clock(gpu::nowNs).writePolicy(WritePolicy.WRITE_THROUGH)
+            .threadingMode(ThreadingMode.DEDICATED).build();
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         HiCacheMetricsBinder.monitor(registry, cache, "toy-engine");
         BlockingQueue<ForwardJob> toForward = new ArrayBlockingQueue<>(4);
@@ -118,33 +124,37 @@ public final class ToyEngine {
         });
 
         try {
-            // 3. Request 1: nothing cached; allocate pages, insert, reserve backups, run the forward.
+            // 3. Request 1: nothing cached; pages, insert, reserve backups, run the forward (docs/INTEGRATION.md 2).
             int[] first = tokens(0, 96);
             int[] second = tokens(0, 64);
             MatchResult match = new MatchResult();
-            cache.match(first, 0, first.length, match);
+            CacheRequest r1 = cache.openRequest(1);
+            r1.match(first, 0, first.length, match);
             int[] pages = new int[first.length / PAGE];
             if (!pool.allocate(pages.length, pages, 0)) {
                 throw new IllegalStateException("device pool exhausted");
             }
-            cache.insert(first, 0, first.length, pages, 0);
+            r1.insert(first, 0, first.length, pages, 0, pool);
             List<BackupHandle> backups = new ArrayList<>();
-            cache.reserveByPolicy(cache.lastInsertNode(), false, backups);
+            r1.reserveByPolicy(false, backups);
             toForward.put(new ForwardJob(cache.beginForward(backups), -1, false));
+            r1.markComputed(first.length);
             await(forwardDone);
             long deadlineNs = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (!backups.stream().allMatch(b -> b.state().terminal()) && System.nanoTime() < deadlineNs) {
                 cache.poll();
-                gpu.advanceToNextEvent(); // stands in for the GPU running
+                gpu.advanceToNextEvent(); // the simulated device's clock only moves when it is advanced
                 Thread.onSpinWait();
             }
+            r1.finish();
 
             // The device needs room: evict request 1's pages; its host copy remains.
             cache.evictDevice(pages.length, pool);
 
             // 4. Request 2: a host hit; load it back, then run the forward waiting per layer.
-            cache.match(second, 0, second.length, match);
-            LoadHandle load = cache.loadBack(match, 2, 1 << 20, pool);
+            CacheRequest r2 = cache.openRequest(2);
+            r2.match(second, 0, second.length, match);
+            LoadHandle load = r2.loadBack(match, 1 << 20, pool);
             long token = cache.startLoading();
             toForward.put(new ForwardJob(cache.beginForward(List.of()), token, true));
             await(forwardDone);
@@ -155,8 +165,9 @@ public final class ToyEngine {
                 cache.poll();
                 Thread.onSpinWait();
             }
-            int deviceHit = cache.match(second, 0, second.length, match).deviceTokenCount();
-            return new Result(List.copyOf(backups), load, deviceHit, registry.scrape());
+            int deviceHit = r2.match(second, 0, second.length, match).deviceTokenCount();
+            r2.finish();
+            return new Result(List.copyOf(backups), load, deviceHit, r2.cachedTokens(), registry.scrape());
         } finally {
             forward.join(TimeUnit.SECONDS.toMillis(30));
             cache.close();

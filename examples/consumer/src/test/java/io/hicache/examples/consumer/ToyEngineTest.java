@@ -23,7 +23,13 @@ class ToyEngineTest {
         String committed = "hicache_backup_committed_total{cache=\"toy-engine\",rank=\"0\"} " + r.backups().size();
         assertTrue(r.scrape().lines().anyMatch(l -> l.startsWith(committed)), () -> "no '" + committed + "' in\n"
             + r.scrape());
+        assertEquals(64, r.cachedTokensOfRequest2(), "request 2's cached_tokens");
+        // each prompt token counted once, on the tier it came from: request 2's re-match is no device hit
         assertTrue(r.scrape().lines().anyMatch(l -> l.startsWith("hicache_tokens_served_total")
             && l.contains("tier=\"host\"") && l.endsWith(" 64.0")), r.scrape());
+        assertTrue(r.scrape().lines().anyMatch(l -> l.startsWith("hicache_tokens_served_total")
+            && l.contains("tier=\"device\"") && l.endsWith(" 0.0")), r.scrape());
+        assertEquals("io.hicache.examples.consumer", ToyEngine.class.getModule().getName(),
+            "the test runs on the module path");
     }
 }
