@@ -1,6 +1,9 @@
 package io.hicache.micrometer;
 
 import io.hicache.core.BackupHandle;
+import io.hicache.core.CacheRequest;
+import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.LoadHandle;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
@@ -133,6 +136,68 @@ class L3TierMetricsBinderTest {
             }
         }
     }
+
+    /**
+     * A token the L3 tier served is counted once: under {@code tier=storage} when a prefetch publishes it, and not again
+     * under {@code tier=host} when its request loads it to the device; the request reads it as a storage token. A later
+     * load of the same pages (for another request, from host memory now) counts under {@code tier=host}.
+     */
+    @Test
+    void aTokenAPrefetchServedIsNotCountedAgainWhenItsRequestLoadsIt() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        StorageTierConfig config = StorageTierConfig.DEFAULT.withPrefetchThresholdTokens(PAGE);
+        int[] t = tokens(700, 4 * PAGE);
+        try (PageStore store = PageStores.open("file:" + dir, StoreConfig.defaults())) {
+            HiCache a = cache();
+            L3Tier writer = L3Tier.attach(a, store, namespace(a), config);
+            prefill(a, t);
+            settle(() -> writer.inFlight() == 0, a);
+
+            HiCache b = HiCacheMetricsBinder.monitor(registry, cache(), "fresh", "model", "toy");
+            L3Tier reader = L3TierMetricsBinder.monitor(registry, b, L3Tier.attach(b, store, namespace(b), config),
+                    "fresh", "model", "toy");
+            CacheRequest req = b.openRequest(7);
+            MatchResult m = req.match(t, 0, t.length, new MatchResult());
+            L3Prefetch p = reader.prefetch(t, 0, t.length, m, 7);
+            assertThat(p).isNotNull();
+            settle(p::isDone, b);
+            req.match(t, 0, t.length, m);
+            assertThat(m.hostTokenCount()).isEqualTo(t.length);
+            LoadHandle load = req.loadBack(m, 1 << 20, pool(b));
+            p.consume();
+            assertThat(load.storagePageCount()).isEqualTo(4);
+            b.startLoading();
+            settle(() -> load.state() == LoadHandle.State.LOADED, b);
+            req.finish();
+            assertThat(req.storageTokens()).isEqualTo(t.length);
+            assertThat(req.hostTokens()).isZero();
+            assertThat(req.cachedTokens()).isEqualTo(t.length);
+            Map<String, Double> scrape = parse(registry.scrape());
+            assertThat(scrape).containsEntry(key("hicache_tokens_served_total", "fresh", "tier=\"storage\""), 64.0)
+                    .containsEntry(key("hicache_tokens_served_total", "fresh", "tier=\"host\""), 0.0)
+                    .containsEntry(key("hicache_tokens_served_total", "fresh", "tier=\"device\""), 0.0);
+
+            // the pages leave the device; another request loads them from host memory
+            assertThat(b.evictDevice(4, pool(b))).isEqualTo(4);
+            CacheRequest again = b.openRequest(8);
+            LoadHandle second = again.loadBack(again.match(t, 0, t.length, new MatchResult()), 1 << 20, pool(b));
+            assertThat(second.storagePageCount()).isZero();
+            b.startLoading();
+            settle(() -> second.state() == LoadHandle.State.LOADED, b);
+            again.finish();
+            assertThat(again.hostTokens()).isEqualTo(t.length);
+            assertThat(parse(registry.scrape()))
+                    .containsEntry(key("hicache_tokens_served_total", "fresh", "tier=\"host\""), 64.0)
+                    .containsEntry(key("hicache_tokens_served_total", "fresh", "tier=\"storage\""), 64.0);
+        }
+    }
+
+    /** One device page pool per cache, for its loads. */
+    private DevicePageAllocator pool(HiCache c) {
+        return pools.computeIfAbsent(c, x -> new io.hicache.testkit.DevicePagePool(HiCacheMetricsBinderTest.DEVICE_PAGES));
+    }
+
+    private final Map<HiCache, DevicePageAllocator> pools = new java.util.IdentityHashMap<>();
 
     /** The Micrometer name the binder gives {@code metric}'s meter, spelled out here so that a rename is noticed. */
     private static String meterName(StorageMetric metric) {

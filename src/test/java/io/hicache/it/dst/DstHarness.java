@@ -526,9 +526,9 @@ final class DstHarness implements AutoCloseable {
                     + ranks[0].committedSeqs);
             }
         }
-        // evict every device page (write-back copies first) and every host value: all pages come back. A host
-        // value may sit below a node whose own backup was aborted, which keeps that node on device until the
-        // host value goes, so device and host eviction alternate.
+        // evict every device page (write-back copies first) and every host value: all pages come back. Host copies
+        // are contiguous from the root (h), so no node without one waits on device for a host copy below it; the
+        // rounds repeat while write-backs started by an eviction commit.
         manualHostEviction = true;
         for (int round = 0; round < 64 && ranks[0].tree.nodeCount() > 0; round++) {
             engine.engineEvict(Integer.MAX_VALUE);

@@ -24,7 +24,8 @@ class LoadBackDstTest {
             // the schedules reach every path the suite is meant to cover
             assertThat(totals.counts()).containsKeys("load.loaded", "load.failed", "load.forward",
                 "load.ringReuseRefused", "load.allocationRefusedOnce", "load.faultInjected", "load.duplicatePageFreed",
-                "load.hostEvictionWhileLoading", "committed");
+                "load.hostEvictionWhileLoading", "committed", "abort.parentWithChildrenInFlight",
+                "aborted.PARENT_ABORTED", "request.cancelledBeforeForward");
         }
     }
 }
