@@ -11,6 +11,8 @@ import io.hicache.core.ThreadingMode;
 import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.metrics.Metric;
+import io.hicache.cuda.CopyKind;
+import io.hicache.cuda.CudaError;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
 import org.junit.jupiter.api.AfterEach;
@@ -142,6 +144,36 @@ class EngineContractsTest {
         assertThat(cache.metric(Metric.LOAD_JOINS)).isEqualTo(1);
         cache.startLoading();
         runUntil(() -> load.state() == LoadHandle.State.LOADED);
+    }
+
+    @Test
+    void aFailedLoadNoLongerCountsInTheRequestsCachedTokens() {
+        int[] prompt = tokens(0, 4 * PAGE);
+        CacheRequest a = cache.openRequest(1);
+        runChunk(a, prompt, prompt.length);
+        a.finish();
+        runUntil(() -> cache.backupsInFlight() == 0);
+        cache.evictDevice(DEVICE_PAGES, pool);
+
+        CacheRequest b = cache.openRequest(2);
+        MatchResult m = b.match(prompt, 0, prompt.length, new MatchResult());
+        LoadHandle load = b.loadBack(m, 1 << 20, pool);
+        assertThat(b.hostTokens()).isEqualTo(4 * PAGE);
+        gpu.failCopiesMatching((dst, src, bytes, kind) -> kind == CopyKind.HOST_TO_DEVICE,
+            CudaError.LAUNCH_OUT_OF_RESOURCES);
+        cache.startLoading();
+        runUntil(() -> load.state() == LoadHandle.State.FAILED);
+        gpu.failCopiesMatching(null, null);
+        assertThat(b.hostTokens()).as("the engine recomputes them").isZero();
+        assertThat(b.cachedTokens()).isZero();
+        // the request recomputes the prefix: its pages are its own now, and a later match counts nothing
+        MatchResult again = b.match(prompt, 0, prompt.length, new MatchResult());
+        assertThat(again.hostTokenCount()).isEqualTo(4 * PAGE);
+        b.insert(prompt, 0, prompt.length, pageList(again, 4), 0, pool);
+        b.markComputed(prompt.length);
+        b.finish();
+        assertThat(b.cachedTokens()).isZero();
+        assertThat(pool.freePages()).isEqualTo(DEVICE_PAGES - 4);
     }
 
     // ------------------------------------------------------------------ 3: a cancelled parent

@@ -4,11 +4,15 @@
  *
  * <ul>
  *   <li>{@link io.hicache.core.HiCache} — the cache of one rank: match/insert, lock/unlock of prefixes,
- *       reserve, beginForward, poll, abort, load-back, device eviction, metrics, read-only views
+ *       reserve, beginForward, poll, abort, load-back, withdrawal of uncomputed pages, device eviction, metrics,
+ *       read-only views
  *       ({@link io.hicache.core.HiCache.TreeView}, {@link io.hicache.core.HiCache.HostPoolView}) and close;
  *       configured through {@link io.hicache.core.HiCache.Builder}. For observing it (profilers, the simulator):
  *       live counters ({@code metric}), the backup and load streams, the tree's invariant check and the names of
  *       its Flight Recorder events.</li>
+ *   <li>{@link io.hicache.core.CacheRequest} — one request's use of the cache ({@code HiCache.openRequest}): its
+ *       matches, loads, inserts and backups, its served tokens by tier (counted once per request), its device lock,
+ *       and its end ({@code finish}, or {@code cancel}, which withdraws what it never computed).</li>
  *   <li>Handles: {@link io.hicache.core.BackupHandle} (one node's backup), {@link io.hicache.core.ForwardHooks}
  *       (the per-layer hooks of one forward), {@link io.hicache.core.LoadHandle} (one request's load-back).</li>
  *   <li>Values: {@link io.hicache.core.BackupState}, {@link io.hicache.core.AbortReason},
