@@ -18,7 +18,7 @@ import io.hicache.cuda.CudaError;
 import io.hicache.cuda.simulated.SimulatedCudaConfig;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.RadixNode;
-import io.hicache.testkit.DevicePagePool;
+import io.hicache.core.DevicePagePool;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

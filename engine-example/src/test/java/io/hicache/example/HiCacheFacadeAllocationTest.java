@@ -2,6 +2,7 @@ package io.hicache.example;
 
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupState;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;

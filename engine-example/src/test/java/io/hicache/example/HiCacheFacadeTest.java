@@ -4,6 +4,7 @@ import io.hicache.core.AbortReason;
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupListener;
 import io.hicache.core.BackupState;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;

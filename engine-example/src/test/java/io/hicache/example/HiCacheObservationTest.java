@@ -1,6 +1,7 @@
 package io.hicache.example;
 
 import io.hicache.core.BackupHandle;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;

@@ -19,8 +19,8 @@
  *       {@link io.hicache.core.BackupMode}, {@link io.hicache.core.WritePolicy},
  *       {@link io.hicache.core.ThreadingMode}.</li>
  *   <li>What the engine implements: {@link io.hicache.core.DevicePageAllocator} (its device page pool) and
- *       {@link io.hicache.core.DevicePageSink}; optionally {@link io.hicache.core.BackupListener} and
- *       {@link io.hicache.core.LoadListener}.</li>
+ *       {@link io.hicache.core.DevicePageSink} ({@link io.hicache.core.DevicePagePool} is one, ready to use);
+ *       optionally {@link io.hicache.core.BackupListener} and {@link io.hicache.core.LoadListener}.</li>
  *   <li>{@link io.hicache.core.memory}: the device KV layout ({@link io.hicache.core.memory.DeviceKvLayout},
  *       {@link io.hicache.core.memory.AttentionKind}, {@link io.hicache.core.memory.KvPageShape}) and host
  *       pool settings ({@link io.hicache.core.memory.HostLayout}, {@link io.hicache.core.memory.HostMemoryKind},

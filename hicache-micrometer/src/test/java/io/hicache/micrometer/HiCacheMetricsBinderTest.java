@@ -13,7 +13,7 @@ import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.metrics.Metric;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
-import io.hicache.testkit.DevicePagePool;
+import io.hicache.core.DevicePagePool;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;

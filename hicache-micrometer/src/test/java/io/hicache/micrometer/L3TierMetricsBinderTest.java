@@ -194,7 +194,7 @@ class L3TierMetricsBinderTest {
 
     /** One device page pool per cache, for its loads. */
     private DevicePageAllocator pool(HiCache c) {
-        return pools.computeIfAbsent(c, x -> new io.hicache.testkit.DevicePagePool(HiCacheMetricsBinderTest.DEVICE_PAGES));
+        return pools.computeIfAbsent(c, x -> new io.hicache.core.DevicePagePool(HiCacheMetricsBinderTest.DEVICE_PAGES));
     }
 
     private final Map<HiCache, DevicePageAllocator> pools = new java.util.IdentityHashMap<>();

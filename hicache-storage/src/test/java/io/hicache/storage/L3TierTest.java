@@ -13,7 +13,7 @@ import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
-import io.hicache.testkit.DevicePagePool;
+import io.hicache.core.DevicePagePool;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

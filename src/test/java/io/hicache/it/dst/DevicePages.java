@@ -1,7 +1,7 @@
 package io.hicache.it.dst;
 
 import io.hicache.core.internal.Backup;
-import io.hicache.testkit.DevicePagePool;
+import io.hicache.core.DevicePagePool;
 
 import java.util.List;
 import java.util.Map;

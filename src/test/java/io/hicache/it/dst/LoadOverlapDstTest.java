@@ -23,7 +23,7 @@ import io.hicache.cuda.simulated.SimulatedCudaRuntime;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTestAccess;
-import io.hicache.testkit.DevicePagePool;
+import io.hicache.core.DevicePagePool;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;

@@ -24,7 +24,7 @@ import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTestAccess;
 import io.hicache.radix.RadixTree;
-import io.hicache.testkit.DevicePagePool;
+import io.hicache.core.DevicePagePool;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.junit.jupiter.api.Timeout;

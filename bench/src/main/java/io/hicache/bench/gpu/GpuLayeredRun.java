@@ -3,7 +3,7 @@ package io.hicache.bench.gpu;
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
-import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.LoadHandle;
@@ -107,7 +107,8 @@ public final class GpuLayeredRun {
             for (int i = 0; i < forwardPages; i++) {
                 pages[i] = i; // forwards write the first half of the pool, loads land in the second
             }
-            HalfPool loadPages = new HalfPool(forwardPages, forwardPages);
+            DevicePagePool loadPages = new DevicePagePool(2 * forwardPages);
+            loadPages.take(forwardPages); // the forwards' half: loads get the second half, in order
             MatchResult match = new MatchResult();
             for (int f = 0; f < forwards; f++) {
                 int[] tokens = new int[forwardPages * PAGE_TOKENS];
@@ -159,35 +160,6 @@ public final class GpuLayeredRun {
         m.put("wall_ms", GpuBandwidth.round((System.nanoTime() - wallStart) / 1e6));
         m.put("bytes_verified", verified);
         return m;
-    }
-
-    /** Device pages {@code [first, first + count)} handed out in order, for loads. Scheduler thread. */
-    static final class HalfPool implements DevicePageAllocator {
-        private final java.util.ArrayDeque<Integer> free = new java.util.ArrayDeque<>();
-
-        HalfPool(int first, int count) {
-            for (int p = first; p < first + count; p++) {
-                free.add(p);
-            }
-        }
-
-        @Override
-        public boolean allocate(int count, int[] out, int offset) {
-            if (free.size() < count) {
-                return false;
-            }
-            for (int i = 0; i < count; i++) {
-                out[offset + i] = free.poll();
-            }
-            return true;
-        }
-
-        @Override
-        public void free(int[] pages, int offset, int count) {
-            for (int i = 0; i < count; i++) {
-                free.add(pages[offset + i]);
-            }
-        }
     }
 
     private static void waitCommitted(CudaRuntime cuda, HiCache cache, List<BackupHandle> backups) {

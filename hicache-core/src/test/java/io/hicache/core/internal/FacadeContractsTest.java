@@ -40,7 +40,7 @@ class FacadeContractsTest {
             HiCache.Builder builder = rig.builder();
             try (HiCache first = builder.build(); HiCache second = builder.build()) {
                 for (HiCache cache : List.of(first, second)) {
-                    FacadeRig.Pages pool = new FacadeRig.Pages();
+                    io.hicache.core.DevicePagePool pool = FacadeRig.pages();
                     BackupHandle b = reserve(cache, insert(cache, pool, 100, 2), false);
                     rig.forward(cache, List.of(b));
                     assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> b.state().terminal(), 1_000)).isTrue();
@@ -59,7 +59,7 @@ class FacadeContractsTest {
     @EnumSource(value = CudaError.class, names = {"INVALID_VALUE", "UNKNOWN"})
     void aFailedEndOfForwardAbortsThatForwardAtOnceAndLaterOnesCommit(CudaError error) {
         try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().leaseNs(0).build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             BackupHandle failing = reserve(cache, insert(cache, pool, 100, 2), false);
             BackupHandle later = reserve(cache, insert(cache, pool, 200, 2), false);
             ForwardHooks hooks = cache.beginForward(List.of(failing));
@@ -85,7 +85,7 @@ class FacadeContractsTest {
     @Test
     void anUnexpectedThrowableFromTheEndRecordAbortsThatForwardToo() {
         try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().leaseNs(0).build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             BackupHandle failing = reserve(cache, insert(cache, pool, 100, 2), false);
             BackupHandle later = reserve(cache, insert(cache, pool, 200, 2), false);
             ForwardHooks hooks = cache.beginForward(List.of(failing));
@@ -112,7 +112,7 @@ class FacadeContractsTest {
     @EnumSource(ThreadingMode.class)
     void anErrorInTheCompletionAgentIsCountedAndTheAgentGoesOnInBothModes(ThreadingMode mode) {
         try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().threadingMode(mode).build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             rig.fault.failWith("queryEventStatus", 1, () -> new AssertionError("injected"));
             BackupHandle first = reserve(cache, insert(cache, pool, 100, 2), false);
             rig.forward(cache, List.of(first));
@@ -132,7 +132,7 @@ class FacadeContractsTest {
     @EnumSource(ThreadingMode.class)
     void anErrorInTheSubmitterIsCountedAndTheAgentGoesOnInBothModes(ThreadingMode mode) {
         try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().threadingMode(mode).build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             rig.fault.failWith("streamWaitEvent", 1, () -> new AssertionError("injected"));
             BackupHandle first = reserve(cache, insert(cache, pool, 100, 2), false);
             rig.forward(cache, List.of(first));
@@ -156,7 +156,7 @@ class FacadeContractsTest {
     void afterCloseEveryCallThatActsThrowsNamingClosed(ThreadingMode mode) {
         try (FacadeRig rig = new FacadeRig()) {
             HiCache cache = rig.builder().draftLayout(rig.draft).threadingMode(mode).build();
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             RadixNode node = insert(cache, pool, 100, 3);
             BackupHandle backup = reserve(cache, node, false);
             int[] tokens = FacadeRig.tokens(100, 3);
@@ -216,7 +216,7 @@ class FacadeContractsTest {
     void loadBatchesInFlightIsABuilderSetting() {
         int batches = 4;
         try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().loadBatchesInFlight(batches).build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             for (int i = 0; i <= batches; i++) {
                 BackupHandle b = reserve(cache, insert(cache, pool, 1_000 * (i + 1), 3), false);
                 rig.forward(cache, List.of(b));
@@ -260,7 +260,7 @@ class FacadeContractsTest {
     void aStickyErrorWhenPollIssuesAWriteBackStopsTheCacheInsteadOfThrowing() {
         try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().writePolicy(WritePolicy.WRITE_BACK)
             .maxForwardsInFlight(1).build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             RadixNode evicted = insert(cache, pool, 100, 2);
             BackupHandle running = cache.reserve(insert(cache, pool, 200, 2), false);
             ForwardHooks hooks = cache.beginForward(List.of(running)); // takes the only forward slot
@@ -291,7 +291,7 @@ class FacadeContractsTest {
     @Test
     void aStickyErrorWhenEvictDeviceIssuesAWriteBackStopsTheCacheInsteadOfThrowing() {
         try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().writePolicy(WritePolicy.WRITE_BACK).build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             insert(cache, pool, 100, 2);
             rig.gpu.injectStickyError(CudaError.ILLEGAL_ADDRESS);
             assertThat(cache.evictDevice(2, pool)).isZero();
@@ -305,7 +305,7 @@ class FacadeContractsTest {
     @Test
     void aStickyErrorMetByALoadStopsTheCache() {
         try (FacadeRig rig = new FacadeRig(); HiCache cache = rig.builder().build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             BackupHandle b = reserve(cache, insert(cache, pool, 100, 3), false);
             rig.forward(cache, List.of(b));
             assertThat(rig.pollUntil(cache, ThreadingMode.INVOKER, () -> b.state().terminal(), 1_000)).isTrue();
@@ -338,7 +338,7 @@ class FacadeContractsTest {
         java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong(1);
         try (FacadeRig rig = new FacadeRig(layers); HiCache cache = rig.builder().clock(clock::get).leaseNs(1_000)
             .maxForwardsInFlight(stalledPerTry + 1).hostPages(64).build()) {
-            FacadeRig.Pages pool = new FacadeRig.Pages();
+            io.hicache.core.DevicePagePool pool = FacadeRig.pages();
             int failed = 0;
             for (int t = 0; t < tries; t++) {
                 int base = 1_000_000 * (t + 1);

@@ -1,7 +1,7 @@
 package io.hicache.core.internal;
 
 import io.hicache.core.BackupHandle;
-import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
@@ -62,7 +62,7 @@ final class FacadeRig implements AutoCloseable {
     }
 
     /** Inserts {@code pages} whole pages of tokens starting at {@code base}; returns the node the insert ended on. */
-    static RadixNode insert(HiCache cache, Pages pool, int base, int pages) {
+    static RadixNode insert(HiCache cache, DevicePagePool pool, int base, int pages) {
         int[] tokens = tokens(base, pages);
         int[] dev = new int[pages];
         assertThat(pool.allocate(pages, dev, 0)).isTrue();
@@ -118,7 +118,7 @@ final class FacadeRig implements AutoCloseable {
     }
 
     /** A host hit after the device copy is evicted: the tokens of {@code pages} pages from {@code base}. */
-    static int hostHitTokens(HiCache cache, Pages pool, int base, int pages) {
+    static int hostHitTokens(HiCache cache, DevicePagePool pool, int base, int pages) {
         cache.evictDevice(pages, pool);
         int[] tokens = tokens(base, pages);
         return cache.match(tokens, 0, tokens.length, new MatchResult()).hostTokenCount();
@@ -133,36 +133,8 @@ final class FacadeRig implements AutoCloseable {
         gpu.close();
     }
 
-    /** The engine's device page pool (a free list). Scheduler thread. */
-    static final class Pages implements DevicePageAllocator {
-        private final java.util.ArrayDeque<Integer> free = new java.util.ArrayDeque<>();
-
-        Pages() {
-            for (int i = 0; i < DEVICE_PAGES; i++) {
-                free.add(i);
-            }
-        }
-
-        @Override
-        public boolean allocate(int count, int[] out, int offset) {
-            if (free.size() < count) {
-                return false;
-            }
-            for (int i = 0; i < count; i++) {
-                out[offset + i] = free.poll();
-            }
-            return true;
-        }
-
-        @Override
-        public void free(int[] pages, int offset, int count) {
-            for (int i = 0; i < count; i++) {
-                free.add(pages[offset + i]);
-            }
-        }
-
-        int freePages() {
-            return free.size();
-        }
+    /** The engine's device page pool: the library's free list of {@link #DEVICE_PAGES} pages. Scheduler thread. */
+    static DevicePagePool pages() {
+        return new DevicePagePool(DEVICE_PAGES);
     }
 }

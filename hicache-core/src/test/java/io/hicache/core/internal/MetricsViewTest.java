@@ -39,7 +39,7 @@ class MetricsViewTest {
     /** 0.25 GB/s device to host, 2 GB/s host to device, no launch latency: copy time is bytes over bandwidth. */
     final SimulatedCudaRuntime gpu = new SimulatedCudaRuntime(SimulatedCudaConfig.builder().copyLaunchLatencyNs(0)
         .deviceToHostBytesPerSecond(250_000_000L).hostToDeviceBytesPerSecond(2_000_000_000L).build());
-    final FacadeRig.Pages pool = new FacadeRig.Pages();
+    final io.hicache.core.DevicePagePool pool = FacadeRig.pages();
     long base;
     HiCache cache;
 

@@ -33,7 +33,7 @@ final class SimRig implements AutoCloseable {
     final HiCacheController[] ctl;
     final long[] targetBase;
     final long[] draftBase;
-    private final java.util.ArrayDeque<Integer> freeDevicePages = new java.util.ArrayDeque<>();
+    private final io.hicache.core.DevicePagePool freeDevicePages;
 
     static Builder builder() {
         return new Builder();
@@ -143,31 +143,23 @@ final class SimRig implements AutoCloseable {
             b.controller.accept(hb);
             ctl[r] = hb.build();
         }
-        for (int p = 0; p < devicePages; p++) {
-            freeDevicePages.add(p);
-        }
+        freeDevicePages = new io.hicache.core.DevicePagePool(devicePages);
     }
 
     /** Takes n free device pages (same ids on every rank: identical scheduling). */
     int[] takeDevicePages(int n) {
-        if (freeDevicePages.size() < n) {
+        if (freeDevicePages.freePages() < n) {
             throw new IllegalStateException("rig out of device pages");
         }
-        int[] out = new int[n];
-        for (int i = 0; i < n; i++) {
-            out[i] = freeDevicePages.poll();
-        }
-        return out;
+        return freeDevicePages.take(n);
     }
 
     void freeDevicePages(int[] pages, int off, int count) {
-        for (int i = 0; i < count; i++) {
-            freeDevicePages.add(pages[off + i]);
-        }
+        freeDevicePages.free(pages, off, count);
     }
 
     int freeDevicePageCount() {
-        return freeDevicePages.size();
+        return freeDevicePages.freePages();
     }
 
     /** Inserts tokens on every rank; returns the last node per rank; frees duplicate pages. */

@@ -1,6 +1,7 @@
 package io.hicache.sim.engine;
 
 import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.DevicePageSink;
 import io.hicache.core.HiCache;
 import io.hicache.radix.MatchResult;
@@ -13,7 +14,7 @@ import java.util.List;
  * request ({@code pages[ownedFrom, pageCount)} of a {@link ServedRequest}), or cached in the trees of the CP ranks'
  * caches. One pool serves every rank (identical scheduling gives every rank the same page ids): rank 0's evictions and
  * load-backs take pages from it and give them back, the other ranks replay rank 0's answers ({@link
- * DevicePagePool.Mirror}) and free nothing. The ownership checks prove that no page is held twice and none leaks.
+ * RankMirroring.Mirror}) and free nothing. The ownership checks prove that no page is held twice and none leaks.
  * Owned by the instance's scheduler thread; not thread-safe.
  */
 final class PageLedger {
@@ -22,18 +23,18 @@ final class PageLedger {
     private final int instance;
     private final HiCache[] caches;
     private final DevicePagePool pool;
-    private final DevicePagePool.Recorder recorder;
-    private final DevicePagePool.Mirror[] mirrors;
+    private final RankMirroring.Recorder recorder;
+    private final RankMirroring.Mirror[] mirrors;
     private final RadixNode[] anchors;
 
     PageLedger(int instance, HiCache[] caches, int devicePages) {
         this.instance = instance;
         this.caches = caches;
-        this.pool = new DevicePagePool(devicePages);
-        this.recorder = new DevicePagePool.Recorder(pool);
-        this.mirrors = new DevicePagePool.Mirror[caches.length];
+        this.pool = DevicePagePool.nextFit(devicePages);
+        this.recorder = new RankMirroring.Recorder(pool);
+        this.mirrors = new RankMirroring.Mirror[caches.length];
         for (int r = 1; r < caches.length; r++) {
-            mirrors[r] = new DevicePagePool.Mirror(recorder);
+            mirrors[r] = new RankMirroring.Mirror(recorder);
         }
         this.anchors = new RadixNode[caches.length];
     }
@@ -45,7 +46,7 @@ final class PageLedger {
 
     /** The device pages of the instance. */
     int capacityPages() {
-        return pool.capacityPages();
+        return pool.capacity();
     }
 
     /** The allocator rank {@code r} hands to one {@link HiCache#loadBack}, ready for it (rank 0 first). */
@@ -131,7 +132,7 @@ final class PageLedger {
      * pool itself refuses a page freed twice) and, with rank 0's cached pages, account for the whole pool.
      */
     void checkOwnership(List<ServedRequest> running) {
-        boolean[] seen = new boolean[pool.capacityPages()];
+        boolean[] seen = new boolean[pool.capacity()];
         long owned = 0;
         for (int p : pool.freeList()) {
             mark(seen, p, "the free list");
@@ -143,9 +144,9 @@ final class PageLedger {
             }
         }
         long tree = caches[0].tree().devicePagesCached();
-        if (tree + pool.freePages() + owned != pool.capacityPages()) {
+        if (tree + pool.freePages() + owned != pool.capacity()) {
             throw new IllegalStateException("instance " + instance + ": device pages do not add up: tree " + tree
-                    + " + free " + pool.freePages() + " + requests " + owned + " != " + pool.capacityPages());
+                    + " + free " + pool.freePages() + " + requests " + owned + " != " + pool.capacity());
         }
     }
 
@@ -157,10 +158,10 @@ final class PageLedger {
                 throw new IllegalStateException("instance " + instance + " rank " + r + ": " + tree.devicePagesLocked()
                         + " device pages still locked after every request finished");
             }
-            if (tree.devicePagesCached() + pool.freePages() != pool.capacityPages()) {
+            if (tree.devicePagesCached() + pool.freePages() != pool.capacity()) {
                 throw new IllegalStateException("instance " + instance + " rank " + r + ": device pages leaked: tree "
                         + "holds " + tree.devicePagesCached() + ", pool has " + pool.freePages() + " free of "
-                        + pool.capacityPages());
+                        + pool.capacity());
             }
         }
     }

@@ -19,7 +19,7 @@ import io.hicache.radix.RadixNode;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.PageStore;
 import io.hicache.storage.StorageTierConfig;
-import io.hicache.testkit.DevicePagePool;
+import io.hicache.core.DevicePagePool;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

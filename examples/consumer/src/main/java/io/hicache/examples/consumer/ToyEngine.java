@@ -2,7 +2,7 @@ package io.hicache.examples.consumer;
 
 import io.hicache.core.BackupHandle;
 import io.hicache.core.CacheRequest;
-import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.LoadHandle;
@@ -16,7 +16,6 @@ import io.hicache.radix.MatchResult;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -42,35 +41,6 @@ public final class ToyEngine {
                          int cachedTokensOfRequest2, String scrape) {
     }
 
-    /** The engine's device page pool (scheduler thread). */
-    static final class DevicePool implements DevicePageAllocator {
-        final ArrayDeque<Integer> free = new ArrayDeque<>();
-
-        DevicePool() {
-            for (int p = 0; p < DEVICE_PAGES; p++) {
-                free.add(p);
-            }
-        }
-
-        @Override
-        public boolean allocate(int count, int[] out, int offset) {
-            if (free.size() < count) {
-                return false;
-            }
-            for (int i = 0; i < count; i++) {
-                out[offset + i] = free.poll();
-            }
-            return true;
-        }
-
-        @Override
-        public void free(int[] pages, int offset, int count) {
-            for (int i = 0; i < count; i++) {
-                free.add(pages[offset + i]);
-            }
-        }
-    }
-
     /** What the scheduler hands the forward thread: the hooks and the load consumer token. */
     record ForwardJob(ForwardHooks hooks, long loadToken, boolean last) {
     }
@@ -91,7 +61,7 @@ public final class ToyEngine {
         DeviceKvLayout.Builder lb = DeviceKvLayout.builder(AttentionKind.MHA).layerCount(LAYERS).pageSizeTokens(PAGE)
             .bytesPerTokenPerBuffer(256).pageCount(DEVICE_PAGES);
         long kvBase = gpu.deviceMalloc(lb.packedBytes());
-        DevicePool pool = new DevicePool();
+        DevicePagePool pool = new DevicePagePool(DEVICE_PAGES); // the engine's device pages (scheduler thread)
 
         // 1. Build the controller once, on the scheduler thread, and bind its metrics.
         HiCache cache = HiCache.builder().runtime(gpu).targetLayout(lb.packedFrom(kvBase).build())

@@ -3,7 +3,7 @@ package io.hicache.examples.jlama;
 import com.github.tjake.jlama.tensor.AbstractTensor;
 import com.github.tjake.jlama.tensor.KvBufferCache;
 import io.hicache.core.BackupHandle;
-import io.hicache.core.DevicePageAllocator;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
 import io.hicache.core.LoadHandle;
@@ -60,7 +60,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
     private final long kvBase;
     private final MemorySegment deviceKv;
     private final DeviceKvLayout layout;
-    private final Pool pool;
+    private final DevicePagePool pool;
     private final HiCache cache;
     private final long tokenBytes;
     private final MatchResult match = new MatchResult();
@@ -92,7 +92,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
         this.kvBase = gpu.deviceMalloc(lb.packedBytes());
         this.deviceKv = gpu.deviceMemory(kvBase, lb.packedBytes());
         this.layout = lb.packedFrom(kvBase).build();
-        this.pool = new Pool(devicePages);
+        this.pool = new DevicePagePool(devicePages);
         this.cache = HiCache.builder().runtime(gpu).targetLayout(layout).hostPages(hostPages)
             .writePolicy(WritePolicy.WRITE_THROUGH).threadingMode(ThreadingMode.DEDICATED)
             .maxForwardsInFlight(maxForwardsInFlight).build();
@@ -236,7 +236,7 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
 
     /** Free pages in the device pool. */
     public int freeDevicePages() {
-        return pool.top;
+        return pool.freePages();
     }
 
     private void allocate(int[] pages, int from) {
@@ -346,38 +346,6 @@ public final class JlamaHiCacheEngine implements AutoCloseable {
                     MemorySegment.copy(deviceKv, k, key, 0, tokenBytes);
                     MemorySegment.copy(deviceKv, v, val, 0, tokenBytes);
                 }
-            }
-        }
-    }
-
-    /** The device page pool: a stack of free page ids ({@code free[0 .. top)}). Scheduler thread. */
-    private static final class Pool implements DevicePageAllocator {
-        final int[] free;
-        int top;
-
-        Pool(int pages) {
-            free = new int[pages];
-            for (int i = 0; i < pages; i++) {
-                free[i] = pages - 1 - i;
-            }
-            top = pages;
-        }
-
-        @Override
-        public boolean allocate(int count, int[] out, int offset) {
-            if (top < count) {
-                return false;
-            }
-            for (int i = 0; i < count; i++) {
-                out[offset + i] = free[--top];
-            }
-            return true;
-        }
-
-        @Override
-        public void free(int[] pages, int offset, int count) {
-            for (int i = 0; i < count; i++) {
-                free[top++] = pages[offset + i];
             }
         }
     }
