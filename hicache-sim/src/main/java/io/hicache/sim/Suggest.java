@@ -9,7 +9,7 @@ import java.util.Locale;
  * "Did you mean" for mistyped option names and values: the candidates within a small edit distance of what was
  * typed (case, {@code -} versus {@code _} and leading dashes ignored; transposed letters count one edit), or that
  * it is a prefix of. Used for every unknown option (from the command's own option list, so an option added later
- * is covered without more code) and by every name lookup ({@link CliNamed#byName}, {@link CoreNames}, the
+ * is covered without more code) and by every name lookup ({@link CliNamed#byName}, {@link OptionSpellings}, the
  * presets). Stateless.
  */
 public final class Suggest {

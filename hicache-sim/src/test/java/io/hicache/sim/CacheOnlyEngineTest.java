@@ -83,9 +83,9 @@ class CacheOnlyEngineTest {
         for (WritePolicy policy : new WritePolicy[] {WritePolicy.WRITE_THROUGH, WritePolicy.WRITE_BACK}) {
             SimResult r = new CacheOnlyEngine().run(tinyConfig(2, 4, policy, BackupMode.LAYERED), tiny(REPEATS),
                     ProgressListener.NONE);
-            assertThat(r.deviceHitTokens()).as(CoreNames.of(policy)).isZero();
-            assertThat(r.hostHitTokens()).as(CoreNames.of(policy)).isEqualTo(2);
-            assertThat(r.blockHitRatio()).as(CoreNames.of(policy)).isEqualTo(2.0 / 6);
+            assertThat(r.deviceHitTokens()).as(OptionSpellings.of(policy)).isZero();
+            assertThat(r.hostHitTokens()).as(OptionSpellings.of(policy)).isEqualTo(2);
+            assertThat(r.blockHitRatio()).as(OptionSpellings.of(policy)).isEqualTo(2.0 / 6);
         }
     }
 

@@ -26,7 +26,7 @@ class SuggestTest {
         assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> Router.byName("least-loadd")))
                 .hasMessage("unknown router 'least-loadd' (did you mean 'least-loaded'?); valid values: round-robin, "
                         + "least-loaded, cache-aware, kv-events");
-        assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> CoreNames.writePolicy("write-thru")))
+        assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> OptionSpellings.writePolicy("write-thru")))
                 .hasMessageContaining("(did you mean 'write_through'?)");
         assertThat(org.assertj.core.api.Assertions.catchThrowable(
                 () -> io.hicache.sim.model.ModelPreset.byName("llama3-7b")))

@@ -7,7 +7,7 @@ import io.hicache.radix.EvictionPolicy;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.sim.ProgressListener;
 import io.hicache.core.WritePolicy;
-import io.hicache.sim.CoreNames;
+import io.hicache.sim.OptionSpellings;
 import io.hicache.sim.Router;
 import io.hicache.sim.model.GpuPreset;
 import io.hicache.sim.model.ModelPreset;
@@ -165,11 +165,11 @@ public final class Main implements Callable<Integer> {
             }
             return GpuPreset.byName(name);
         });
-        register(cl, WritePolicy.class, CoreNames::writePolicy);
-        register(cl, io.hicache.core.LoadOverlap.class, CoreNames::loadOverlap);
+        register(cl, WritePolicy.class, OptionSpellings::writePolicy);
+        register(cl, io.hicache.core.LoadOverlap.class, OptionSpellings::loadOverlap);
         register(cl, BackupMode.class, BackupMode::byName);
-        register(cl, EvictionPolicy.class, CoreNames::eviction);
-        register(cl, OwnerLanes.class, CoreNames::lanes);
+        register(cl, EvictionPolicy.class, OptionSpellings::eviction);
+        register(cl, OwnerLanes.class, OptionSpellings::lanes);
         register(cl, Router.class, Router::byName);
         cl.setOut(new PrintWriter(env.out(), true, StandardCharsets.UTF_8));
         cl.setErr(new PrintWriter(env.err(), true, StandardCharsets.UTF_8));

@@ -1,7 +1,7 @@
 package io.hicache.sim.cli;
 
 import io.hicache.core.HiCache;
-import io.hicache.sim.CoreNames;
+import io.hicache.sim.OptionSpellings;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.WritePolicy;
 import io.hicache.sim.BackupMode;
@@ -220,14 +220,14 @@ final class RunPlan {
         }
         boolean noHost = kind != Main.Kind.SWEEP && hosts.getFirst() == SimConfig.HOST_NONE;
         if (o.writePolicy != null && noHost) {
-            throw usage(cl, "--write-policy " + CoreNames.of(o.writePolicy)
+            throw usage(cl, "--write-policy " + OptionSpellings.of(o.writePolicy)
                     + " needs a host tier, but --host-capacity-tokens is 0 (no host tier)");
         }
         if (o.writePolicy != null && o.backupMode == BackupMode.NONE) {
-            throw usage(cl, "--write-policy " + CoreNames.of(o.writePolicy) + " has no effect with --backup-mode none");
+            throw usage(cl, "--write-policy " + OptionSpellings.of(o.writePolicy) + " has no effect with --backup-mode none");
         }
         if (o.lanes != null && cp == 1) {
-            throw usage(cl, "--lanes " + CoreNames.of(o.lanes) + " needs a CP group (--cp > 1), but --cp is 1");
+            throw usage(cl, "--lanes " + OptionSpellings.of(o.lanes) + " needs a CP group (--cp > 1), but --cp is 1");
         }
         if (o.cacheOnly && o.timeScale != null) {
             throw usage(cl, "--time-scale has no effect with --cache-only (cache-only ignores timing)");

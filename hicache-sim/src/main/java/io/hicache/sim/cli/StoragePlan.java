@@ -1,7 +1,7 @@
 package io.hicache.sim.cli;
 
 import io.hicache.sim.BackupMode;
-import io.hicache.sim.CoreNames;
+import io.hicache.sim.OptionSpellings;
 import io.hicache.sim.StorageOptions;
 import io.hicache.sim.SimConfig;
 import io.hicache.storage.PrefetchPolicy;
@@ -74,13 +74,13 @@ final class StoragePlan {
         PrefetchPolicy prefetch;
         try {
             write = o.storageWritePolicy == null ? StorageWritePolicy.WRITE_THROUGH
-                    : CoreNames.storageWritePolicy(o.storageWritePolicy);
+                    : OptionSpellings.storageWritePolicy(o.storageWritePolicy);
         } catch (IllegalArgumentException e) {
             throw RunPlan.usage(cl, "--storage-write-policy: " + e.getMessage());
         }
         try {
             prefetch = o.prefetchPolicy == null ? PrefetchPolicy.TIMEOUT
-                    : CoreNames.prefetchPolicy(o.prefetchPolicy);
+                    : OptionSpellings.prefetchPolicy(o.prefetchPolicy);
         } catch (IllegalArgumentException e) {
             throw RunPlan.usage(cl, "--prefetch-policy: " + e.getMessage());
         }

@@ -505,7 +505,7 @@ final class Replay {
                 simulatedNs == 0 ? 0 : (double) busy / ((double) simulatedNs * instances.length),
                 preemptions, admissionPageWaits, serving.closedLoop(),
                 followUps == null ? 0 : followUps.heldTotal(), steps, forwards, copyNs, hidden,
-                io.hicache.sim.CoreNames.of(config.loadOverlap()),
+                io.hicache.sim.OptionSpellings.of(config.loadOverlap()),
                 hostHits, ServingStats.Latency.ofNs(hostHitPrefillNs, hostHits, false),
                 ServingStats.cdf(ttftSorted, finished), overload);
         long devicePeakPages = 0;

@@ -1,6 +1,6 @@
 package io.hicache.sim.report;
 
-import io.hicache.sim.CoreNames;
+import io.hicache.sim.OptionSpellings;
 
 import java.util.List;
 import java.util.Locale;
@@ -40,8 +40,8 @@ final class HtmlTables {
             h.append(row.baseline() ? "<tr class=\"baseline\">" : "<tr>")
                     .append("<td class=\"label\">").append(esc(row.label())).append("</td>")
                     .append("<td>").append(bound ? "" : esc(c.backupMode().cliName())).append("</td>")
-                    .append("<td>").append(writes ? esc(CoreNames.of(c.writePolicy())) : "").append("</td>")
-                    .append("<td>").append(bound ? "" : esc(CoreNames.of(c.eviction()))).append("</td>")
+                    .append("<td>").append(writes ? esc(OptionSpellings.of(c.writePolicy())) : "").append("</td>")
+                    .append("<td>").append(bound ? "" : esc(OptionSpellings.of(c.eviction()))).append("</td>")
                     .append("<td class=\"n\">").append(bound ? "unlimited"
                             : capacity(c.deviceCapacityTokens(), false, kv)).append("</td>")
                     .append("<td class=\"n\">").append(writes || (!bound && !c.hasHostTier())

@@ -1,6 +1,6 @@
 package io.hicache.sim.report;
 
-import io.hicache.sim.CoreNames;
+import io.hicache.sim.OptionSpellings;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
@@ -276,12 +276,12 @@ public record SimResult(
 
     @JsonProperty("write_policy")
     String writePolicyName() {
-        return CoreNames.of(config.writePolicy());
+        return OptionSpellings.of(config.writePolicy());
     }
 
     @JsonProperty("eviction")
     String evictionName() {
-        return io.hicache.sim.CoreNames.of(config.eviction());
+        return io.hicache.sim.OptionSpellings.of(config.eviction());
     }
 
     @JsonProperty("page_size")
@@ -311,7 +311,7 @@ public record SimResult(
 
     @JsonProperty("lanes")
     String lanesName() {
-        return CoreNames.of(config.lanes());
+        return OptionSpellings.of(config.lanes());
     }
 
     @JsonProperty("draft_layers")

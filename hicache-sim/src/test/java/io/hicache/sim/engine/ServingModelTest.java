@@ -222,12 +222,12 @@ class ServingModelTest {
             if (p == EvictionPolicy.PRIORITY) {
                 assertThatThrownBy(() -> config(p)).isInstanceOf(IllegalArgumentException.class)
                         .hasMessageContaining("PRIORITY needs request priorities");
-                assertThatThrownBy(() -> io.hicache.sim.CoreNames.eviction("priority"))
+                assertThatThrownBy(() -> io.hicache.sim.OptionSpellings.eviction("priority"))
                         .hasMessageContaining("valid values: lru, lfu, fifo, mru, filo, slru");
                 continue;
             }
-            String name = io.hicache.sim.CoreNames.of(p);
-            assertThat(io.hicache.sim.CoreNames.eviction(name.toUpperCase(java.util.Locale.ROOT))).isSameAs(p);
+            String name = io.hicache.sim.OptionSpellings.of(p);
+            assertThat(io.hicache.sim.OptionSpellings.eviction(name.toUpperCase(java.util.Locale.ROOT))).isSameAs(p);
             assertThat(config(p).eviction()).isSameAs(p);
         }
     }

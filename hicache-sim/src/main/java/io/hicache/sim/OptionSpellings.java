@@ -19,8 +19,8 @@ import java.util.function.Function;
  * ignores case and takes {@code -} and {@code _} alike ({@code write-back}, {@code previous_batch}), since the other
  * options of the command line are spelled with hyphens. Stateless; thread-safe.
  */
-public final class CoreNames {
-    private CoreNames() {
+public final class OptionSpellings {
+    private OptionSpellings() {
     }
 
     /** The spelling of {@code policy}, e.g. {@code write_through}. */
@@ -49,7 +49,7 @@ public final class CoreNames {
      * @throws IllegalArgumentException unknown name; the message lists the valid spellings
      */
     public static LoadOverlap loadOverlap(String name) {
-        return byName(LoadOverlap.values(), CoreNames::of, "load-overlap", name);
+        return byName(LoadOverlap.values(), OptionSpellings::of, "load-overlap", name);
     }
 
     /**
@@ -58,7 +58,7 @@ public final class CoreNames {
      * @throws IllegalArgumentException unknown name; the message lists the valid spellings
      */
     public static WritePolicy writePolicy(String name) {
-        return byName(WritePolicy.values(), CoreNames::of, "write-policy", name);
+        return byName(WritePolicy.values(), OptionSpellings::of, "write-policy", name);
     }
 
     /**
@@ -67,7 +67,7 @@ public final class CoreNames {
      * @throws IllegalArgumentException unknown name; the message lists the valid spellings
      */
     public static OwnerLanes lanes(String name) {
-        return byName(OwnerLanes.values(), CoreNames::of, "lanes", name);
+        return byName(OwnerLanes.values(), OptionSpellings::of, "lanes", name);
     }
 
     /**
@@ -77,7 +77,7 @@ public final class CoreNames {
      * @throws IllegalArgumentException unknown name; the message lists the valid spellings
      */
     public static EvictionPolicy eviction(String name) {
-        return byName(EVICTIONS, CoreNames::of, "eviction", name);
+        return byName(EVICTIONS, OptionSpellings::of, "eviction", name);
     }
 
     private static final EvictionPolicy[] EVICTIONS = java.util.Arrays.stream(EvictionPolicy.values())
