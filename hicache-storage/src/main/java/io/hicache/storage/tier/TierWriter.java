@@ -63,7 +63,7 @@ final class TierWriter {
     private final ArrayList<Write> writes = new ArrayList<>();
     private final ArrayList<RadixNode> committed = new ArrayList<>();
     /** Node writes and write-backs in the order they started, until the group agrees every rank finished them. */
-    private final ArrayDeque<Tracked> tracked = new ArrayDeque<>();
+    private final ArrayDeque<NodeWrite> tracked = new ArrayDeque<>();
     /** In a CP group: L3 commits are announced when the group agreed on them, not as this rank's store answers. */
     private final boolean group;
     private long releasedWrites;
@@ -92,7 +92,7 @@ final class TierWriter {
      * here, and in a group the group agrees it failed); a node write on a rank alone leaves it out of its runs.
      */
     private void onGone(PageKey key) {
-        for (Tracked t : tracked) {
+        for (NodeWrite t : tracked) {
             if (t.keys.contains(key)) {
                 t.failed = true;
                 if (t.goneKeys == null) {
@@ -122,7 +122,7 @@ final class TierWriter {
      */
     long agreementValue() {
         long index = releasedWrites;
-        for (Tracked t : tracked) {
+        for (NodeWrite t : tracked) {
             if (t.batches > 0) {
                 break;
             }
@@ -147,7 +147,7 @@ final class TierWriter {
         long end = ok + (value & 1);
         int work = 0;
         while (releasedWrites < end && !tracked.isEmpty()) {
-            Tracked t = tracked.pollFirst();
+            NodeWrite t = tracked.pollFirst();
             if (t.node != null) {
                 tree.releaseHost(t.node);
             }
@@ -165,10 +165,10 @@ final class TierWriter {
     }
 
     /** Announces {@code t}, then the stored write-backs of its child nodes that waited for it. */
-    private void announceWithDependents(Tracked t) {
+    private void announceWithDependents(NodeWrite t) {
         announce(t);
         if (t.dependents != null) {
-            for (Tracked d : t.dependents) {
+            for (NodeWrite d : t.dependents) {
                 if (d.storedByAll) {
                     announceWithDependents(d);
                 }
@@ -179,7 +179,7 @@ final class TierWriter {
 
     /** Shutdown, after {@link #drain} found every write done: drops every protection. */
     void close(boolean live) {
-        for (Tracked t : tracked) {
+        for (NodeWrite t : tracked) {
             if (live && t.node != null) {
                 tree.releaseHost(t.node);
             }
@@ -189,7 +189,7 @@ final class TierWriter {
     }
 
     /** Tells the observer of {@code t}'s whole page range (a group write every rank committed). */
-    private void announce(Tracked t) {
+    private void announce(NodeWrite t) {
         io.hicache.radix.spi.TierObserver o = observer();
         if (o == null || t.pages == 0) {
             return;
@@ -219,12 +219,12 @@ final class TierWriter {
         }
         hasher.ensureHashes(node);
         int startPage = startPage(node);
-        Tracked t = new Tracked(null, startPage, pages.pageCount());
+        NodeWrite t = new NodeWrite(null, startPage, pages.pageCount());
         t.parent = node.parent();
         // the node is gone when the write commits: its KV events name the pages by their sequence
         t.sequence = observer() == null ? null : sequenceTokens(node, startPage, tree.pageSize());
         // write-backs of this node's children not announced yet wait for this one's: see the class comment
-        for (Tracked c : tracked) {
+        for (NodeWrite c : tracked) {
             if (c.node == null && c.parent == node) {
                 c.waitsForParent = true;
                 if (t.dependents == null) {
@@ -345,7 +345,7 @@ final class TierWriter {
         List<PageKey> all = new ArrayList<>(hp.pageCount());
         List<PageKey> keys = ownedKeys(n, hp, pages, draftPages, offsets, all);
         // protected on every rank, even with nothing to put here: see the class comment
-        Tracked t = new Tracked(n, startPage(n), hp.pageCount());
+        NodeWrite t = new NodeWrite(n, startPage(n), hp.pageCount());
         t.keys = all;
         tree.protectHost(n);
         tracked.add(t);
@@ -621,7 +621,7 @@ final class TierWriter {
      */
     private static final class Write {
         /** The node write or write-back this batch belongs to. */
-        final Tracked tracked;
+        final NodeWrite tracked;
         /** The node written ({@code tracked}'s), or null for write-back (staged copies). */
         final RadixNode node;
         final List<PageKey> keys;
@@ -646,7 +646,7 @@ final class TierWriter {
         boolean released;
 
         /** @param draftKeys the draft keys aligned with {@code keys}, or null to write the target KV only */
-        Write(Tracked tracked, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
+        Write(NodeWrite tracked, List<PageKey> keys, List<HostPage> pages, List<PageKey> draftKeys,
               List<HostPage> draftPages, Arena staging, int[] offsets) {
             this.tracked = tracked;
             this.node = tracked.node;
@@ -663,7 +663,7 @@ final class TierWriter {
      * One node's write (its protection) or write-back: its page range, the batches of it still running on this rank
      * and whether one of them left a page unstored. Scheduler thread.
      */
-    private static final class Tracked {
+    private static final class NodeWrite {
         /** The protected node, or null for a write-back. */
         final RadixNode node;
         /** The sequence position of the node's first page and its page count when the write started. */
@@ -678,7 +678,7 @@ final class TierWriter {
         /** Write-back, waiting for its parent: every rank stored it. */
         boolean storedByAll;
         /** Write-backs of child nodes waiting for this one's announcement, or null. */
-        List<Tracked> dependents;
+        List<NodeWrite> dependents;
         /** Every key this rank owns in the write (known ones too). */
         List<PageKey> keys = List.of();
         /** Keys of {@link #keys} a read found gone while this write was tracked, or null. */
@@ -686,7 +686,7 @@ final class TierWriter {
         int batches;
         boolean failed;
 
-        Tracked(RadixNode node, int startPage, int pages) {
+        NodeWrite(RadixNode node, int startPage, int pages) {
             this.node = node;
             this.startPage = startPage;
             this.pages = pages;
