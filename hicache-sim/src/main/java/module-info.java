@@ -1,6 +1,15 @@
 /**
  * The HiCache simulator: replays request traces through the real controller on the simulated device and
  * reports hit rates, overlap and timelines. Its command line is {@code io.hicache.sim.cli.Main}.
+ *
+ * <p>Exported: what a program that runs simulations from Java needs, and nothing else:
+ * {@code io.hicache.sim} (the configuration {@code SimConfig}, {@code ServingConfig} and {@code StorageOptions}, the
+ * {@code SimulationEngine} interface, its factories and the cache-only engine), {@code io.hicache.sim.engine} (the
+ * timed {@code ServingEngine} and {@code SimKvEvents}, which attaches a KV-event publisher), {@code io.hicache.sim.model}
+ * (model and GPU presets), {@code io.hicache.sim.trace} (trace sources and readers) and {@code io.hicache.sim.report}
+ * (the results and their JSON and HTML reports). Not exported: {@code io.hicache.sim.cli} (the command line, opened
+ * to picocli only; launched, never linked) and {@code io.hicache.sim.convert} (the {@code convert} command's log
+ * converters and tokenizers).
  */
 @SuppressWarnings("requires-automatic")
 module io.hicache.sim {
@@ -20,8 +29,6 @@ module io.hicache.sim {
     exports io.hicache.sim.model;
     exports io.hicache.sim.report;
     exports io.hicache.sim.trace;
-    exports io.hicache.sim.cli;
-    exports io.hicache.sim.convert;
 
     opens io.hicache.sim.cli to info.picocli;
     opens io.hicache.sim.report to com.fasterxml.jackson.databind;
