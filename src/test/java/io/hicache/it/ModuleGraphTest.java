@@ -69,6 +69,8 @@ class ModuleGraphTest {
         new Door("hicache-storage", "io.hicache.core.internal",
             "EXCEPTION until issue 48 part B: the storage tier attaches through HostTierPort (core.internal.tier) and "
                 + "logs through core.internal.log; part B replaces both with one documented storage SPI package"),
+        new Door("hicache-events", "io.hicache.radix.spi",
+            "KeyTokensReader: the publisher's thread reads a node's tokens where the node keeps them"),
         new Door("hicache-sim", "io.hicache.radix.spi", "the cache-only engine's host and device values"),
         new Door("hicache-sim", "io.hicache.storage.tier", "the timed L3 tier the simulator steps (a qualified export)"),
         new Door("bench", "io.hicache.core.internal",

@@ -2,9 +2,8 @@ package io.hicache.events;
 
 import io.hicache.core.HiCache;
 import io.hicache.radix.RadixNode;
+import io.hicache.radix.spi.KeyTokensReader;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 
 /**
  * One cache's side of the publisher: turns the cache's tier transitions into page and run records in its
@@ -23,7 +22,7 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Into a ring, a store (after the insert's) or removal of two or more of a node's pages is one run record: the
  * hash before its first page and where its tokens are in the node's own token array, which is never written again
- * (the radix module opens that field to this one); the publisher's thread hashes and copies the pages. An insert's
+ * (handed out by {@link RadixNode#readKeyTokens}); the publisher's thread hashes and copies the pages. An insert's
  * pages are hashed here anyway (the next insert chains from them), so they go into the ring one page at a time
  * with their hashes.
  */
@@ -39,29 +38,14 @@ final class TierEventCollector implements HiCache.TierListener {
      * usually cached, so its own record costs the scheduler no more and spares the publisher hashing it again.
      */
     static final int MIN_RUN_PAGES = 2;
-    /** A node's token array and its key's offset in it (fields the radix module opens to this one), or null. */
-    private static final VarHandle KEY_TOKENS;
-    private static final VarHandle KEY_OFF;
-    /** Why they could not be had (null when they could). */
-    private static final String NO_ACCESS;
-
-    static {
-        VarHandle tokens = null;
-        VarHandle off = null;
-        String why = null;
-        try {
-            MethodHandles.Lookup node = MethodHandles.privateLookupIn(RadixNode.class, MethodHandles.lookup());
-            tokens = node.findVarHandle(RadixNode.class, "keyTokens", int[].class);
-            off = node.findVarHandle(RadixNode.class, "keyOff", int.class);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            why = e.toString();
-        }
-        KEY_TOKENS = tokens;
-        KEY_OFF = off;
-        NO_ACCESS = why;
-    }
+    /** Why this module cannot read a node's tokens (null when it can). */
+    private static final String NO_ACCESS = RadixNode.class.getModule().isExported("io.hicache.radix.spi",
+            TierEventCollector.class.getModule()) ? null : "io.hicache.radix.spi is not exported to "
+            + TierEventCollector.class.getModule();
 
     final EventRing ring;
+    /** Puts run records into the ring. */
+    private final RunRecord run = new RunRecord();
     /** Where blocks go instead of the ring (an in-process consumer), or null. */
     private final BlockEventSink sink;
     final int dataParallelRank;
@@ -82,12 +66,13 @@ final class TierEventCollector implements HiCache.TierListener {
 
     /**
      * @throws IllegalStateException if this module cannot read a node's tokens (io.hicache.events on the class
-     *                               path while io.hicache.radix is a named module that does not open to it)
+     *                               path while io.hicache.radix is a named module that exports its SPI only to
+     *                               named modules)
      */
     TierEventCollector(EventRing ring, int dataParallelRank, long extraKey) {
         if (NO_ACCESS != null) {
             throw new IllegalStateException("KV events need to read radix nodes' tokens: put io.hicache.events and "
-                    + "io.hicache.radix both on the module path (io.hicache.radix opens its package to "
+                    + "io.hicache.radix both on the module path (io.hicache.radix exports its SPI to "
                     + "io.hicache.events) or both on the class path (" + NO_ACCESS + ")");
         }
         this.ring = ring;
@@ -257,11 +242,8 @@ final class TierEventCollector implements HiCache.TierListener {
      */
     private void emitNode(byte kind, int tier, RadixNode node, int first, int end) {
         if (sink == null && end - first >= MIN_RUN_PAGES) { // one record; the publisher hashes and copies the pages
-            long before = hashBefore(node, first);
-            int i = ring.claim();
-            ring.setRun(i, kind == EventRing.STORED ? EventRing.STORED_RUN : EventRing.REMOVED_RUN, tier, before,
-                    (int[]) KEY_TOKENS.get(node), (int) KEY_OFF.get(node) + first * pageSize, end - first);
-            ring.publish(i);
+            run.put(node, kind == EventRing.STORED ? EventRing.STORED_RUN : EventRing.REMOVED_RUN, tier,
+                    hashBefore(node, first), first, end - first);
             ring.flush();
             return;
         }
@@ -428,5 +410,33 @@ final class TierEventCollector implements HiCache.TierListener {
     /** The seed: a record whose parent equals it has no parent block (it is a first page). */
     long seed() {
         return seed;
+    }
+
+    /**
+     * Puts one run record into the ring: where the node's tokens are, as {@link RadixNode#readKeyTokens} hands it out,
+     * for the publisher's thread to copy and hash. Scheduler thread; allocation-free.
+     */
+    private final class RunRecord implements KeyTokensReader {
+        private byte kind;
+        private int tier;
+        private long before;
+        private int first;
+        private int pages;
+
+        void put(RadixNode node, byte kind, int tier, long before, int first, int pages) {
+            this.kind = kind;
+            this.tier = tier;
+            this.before = before;
+            this.first = first;
+            this.pages = pages;
+            node.readKeyTokens(this);
+        }
+
+        @Override
+        public void read(int[] tokens, int offset, int count) {
+            int i = ring.claim();
+            ring.setRun(i, kind, tier, before, tokens, offset + first * pageSize, pages);
+            ring.publish(i);
+        }
     }
 }

@@ -1,6 +1,7 @@
 package io.hicache.radix;
 
 import io.hicache.radix.spi.HostValue;
+import io.hicache.radix.spi.KeyTokensReader;
 import io.hicache.radix.spi.PendingBackup;
 import io.hicache.radix.spi.PendingLoad;
 
@@ -28,7 +29,7 @@ public final class RadixNode {
     boolean attached;
     /**
      * Token storage shared between split fragments; key is keyTokens[keyOff, keyOff + keyLen). Its token range is
-     * written once, when the array is made, and never again: io.hicache.events reads it from another thread.
+     * written once, when the array is made, and never again: a {@link KeyTokensReader} may read it from another thread.
      */
     int[] keyTokens;
     int keyOff;
@@ -168,6 +169,17 @@ public final class RadixNode {
     public void copyTokens(int from, int count, int[] dst, int dstOff) {
         java.util.Objects.checkFromIndexSize(from, count, keyLen);
         System.arraycopy(keyTokens, keyOff + from, dst, dstOff, count);
+    }
+
+    /**
+     * Hands {@code reader} where this node's key tokens are kept: the token array (shared with split fragments), the
+     * offset of this node's first token in it and its token count, for a reader that reads them later on another
+     * thread without copying them now (see {@link KeyTokensReader} for why that is safe, and that the array is
+     * read-only to it). Only the modules the tree's SPI is exported to can name a reader. Calls {@code reader} once,
+     * on the calling (scheduler) thread; allocation-free.
+     */
+    public void readKeyTokens(KeyTokensReader reader) {
+        reader.read(keyTokens, keyOff, keyLen);
     }
 
     /** @return true if the node holds device pages */
