@@ -6,8 +6,11 @@ import java.util.TreeMap;
 
 /**
  * Counts a stream's events and checks its block chains: {@code stored} and {@code removed} blocks per medium,
- * events per kind, and whether every stored block's parent was held (stored on some medium and not since
- * removed from all) by the same data-parallel rank when the block was stored. Not thread-safe.
+ * events per kind, whether every stored block's parent was held (stored on some medium and not since removed from
+ * all) by the same data-parallel rank when the block was stored, and, stricter, whether it was held <em>on the
+ * medium the block was stored on</em>: llm-d's indexer drops a block whose parent is not indexed on that medium and
+ * rank, and everything stored below it, so a stream that passes {@link #parentsOkPerMedium()} loses nothing to such
+ * an indexer. Not thread-safe.
  */
 public final class KvEventTally {
     private final TreeMap<String, Long> stored = new TreeMap<>();
@@ -18,6 +21,8 @@ public final class KvEventTally {
     private long events;
     private long cleared;
     private long orphans;
+    /** Per medium: stored events whose parent was not held on that medium by the same rank. */
+    private final TreeMap<String, Long> mediumOrphans = new TreeMap<>();
     private long removedUnknown;
 
     /** An empty tally. */
@@ -36,9 +41,12 @@ public final class KvEventTally {
                     String m = String.valueOf(s.medium());
                     int bit = bit(m);
                     stored.merge(m, (long) s.blockHashes().length, Long::sum);
-                    if (s.parentBlockHash() != null && h.getOrDefault(s.parentBlockHash(), 0) == 0) {
+                    int parentMedia = s.parentBlockHash() == null ? -1 : h.getOrDefault(s.parentBlockHash(), 0);
+                    if (parentMedia == 0) {
                         orphans++;
                     }
+                    // the chain's later blocks have the block before them as parent, stored by this very event
+                    mediumOrphans.merge(m, parentMedia != -1 && (parentMedia & bit) == 0 ? 1L : 0L, Long::sum);
                     for (long b : s.blockHashes()) {
                         h.merge(b, bit, (a, c) -> a | c);
                     }
@@ -95,6 +103,21 @@ public final class KvEventTally {
     /** Stored events whose parent block was not held when they arrived. */
     public long orphans() {
         return orphans;
+    }
+
+    /**
+     * Per medium that had a stored event: true when every block stored on it had its parent held on that same medium
+     * (by the same rank) at the time, as llm-d's indexer requires.
+     */
+    public Map<String, Boolean> parentsOkPerMedium() {
+        Map<String, Boolean> out = new TreeMap<>();
+        mediumOrphans.forEach((m, n) -> out.put(m, n == 0));
+        return out;
+    }
+
+    /** Per medium that had a stored event: stored events whose parent was not held on that medium. */
+    public Map<String, Long> orphansPerMedium() {
+        return new TreeMap<>(mediumOrphans);
     }
 
     /** Removed blocks that were not held on that medium. */

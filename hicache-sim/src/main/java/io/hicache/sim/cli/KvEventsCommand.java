@@ -20,8 +20,8 @@ import java.util.concurrent.Callable;
 /**
  * {@code hicache-sim kv-events}: a KV-event subscriber (vLLM's wire format, from this simulator, a JVM engine or
  * vLLM itself) that repairs gaps through the replay endpoint and reports what the stream said: blocks stored and
- * removed per medium, batches, the last sequence, whether the sequences were contiguous after replay and whether
- * every parent block was held when its child was stored.
+ * removed per medium, batches, the last sequence, whether the sequences were contiguous after replay, whether
+ * every parent block was held when its child was stored, and whether it was held on the child's own medium.
  */
 @Command(name = "kv-events", mixinStandardHelpOptions = true,
         description = {"Subscribe to a KV-event stream, repair gaps through replay, and report it.",
@@ -81,6 +81,8 @@ final class KvEventsCommand implements Callable<Integer> {
         out.put("contiguous", r.contiguous());
         out.put("parents_ok", tally.parentsOk());
         out.put("orphans", tally.orphans());
+        out.put("parents_ok_per_medium", tally.parentsOkPerMedium());
+        out.put("orphans_per_medium", tally.orphansPerMedium());
         out.put("removed_unknown", tally.removedUnknown());
         out.put("cleared", tally.cleared());
         out.put("blocks_held", tally.blocksHeld());
@@ -92,8 +94,9 @@ final class KvEventsCommand implements Callable<Integer> {
                     .writeValue(env.workDir().resolve(json).toFile(), out);
         }
         env.out().println(String.format(Locale.ROOT,
-                "kv-events: %d batches, last sequence %d, contiguous %s, parents ok %s, stored %s, removed %s",
-                r.batches(), r.lastSequence(), r.contiguous(), tally.parentsOk(), tally.stored(), tally.removed()));
+                "kv-events: %d batches, last sequence %d, contiguous %s, parents ok %s (per medium %s), stored %s, "
+                        + "removed %s", r.batches(), r.lastSequence(), r.contiguous(), tally.parentsOk(),
+                tally.parentsOkPerMedium(), tally.stored(), tally.removed()));
         if (replay != null && !r.replayAnswered()) {
             env.err().println("hicache-sim: error: the replay endpoint " + replay + " did not answer");
             return 1;
