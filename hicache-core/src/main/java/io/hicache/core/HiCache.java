@@ -208,7 +208,9 @@ public final class HiCache implements AutoCloseable {
      * thread; an L3 tier reports from its {@code poll}), in the order they happen: pages that became matchable on the
      * device, host values committed (in a CP group only after the group agreed) or published from L3, pages written
      * to or found gone from L3, pages about to leave a tier. A host value is never reported while its backup is
-     * pending. A page is one radix page ({@link TreeView#pageSize()} tokens).
+     * pending, and no page before the page it extends on the same tier: pages a request inserts over a prefix still
+     * loading back are reported when the load finishes, right after the loaded nodes ({@link #onStored} with
+     * {@link #DEVICE}, parents first). A page is one radix page ({@link TreeView#pageSize()} tokens).
      *
      * <p>Implementations must not call back into the cache, must not block and should not allocate: they run on the
      * scheduler's hot path. They must not throw either: an exception propagates out of the cache call that made the
@@ -234,8 +236,9 @@ public final class HiCache implements AutoCloseable {
 
         /**
          * Every page of {@code node} is now on {@code tier}: a load finished or device pages were attached
-         * ({@link #DEVICE}), a host value committed or published ({@link #HOST}), every page written to L3 in one
-         * write ({@link #STORAGE}; see also {@link #onPagesStored}).
+         * ({@link #DEVICE}; also each node inserted below a load while it ran, when the load finishes), a host value
+         * committed or published ({@link #HOST}), every page written to L3 in one write ({@link #STORAGE}; see also
+         * {@link #onPagesStored}).
          */
         void onStored(int tier, RadixNode node);
 

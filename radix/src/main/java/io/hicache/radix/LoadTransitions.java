@@ -11,6 +11,13 @@ import java.util.ArrayDeque;
  * (KV never computed) invalidates a subtree the same way.
  * Static helpers the tree's public methods delegate to; they read and write its package-private state.
  * Single-threaded like the tree.
+ *
+ * <p><b>What the observer hears of the device tier.</b> A node on the device is reported to the tree's
+ * {@link io.hicache.radix.spi.TierObserver} only once no node on its path is loading ({@link #deviceReported}):
+ * pages inserted (or attached) below a node still loading, whose KV the forward computes over the load, are
+ * reported when the last load above them finishes, right after the loaded node, top-down; while unreported they
+ * leave the device (eviction, the invalidation of a failed load) unreported too. So the observer is never told of a
+ * page before the page it extends, and never of a page a failed load leaves without valid KV.
  */
 final class LoadTransitions {
 
@@ -27,7 +34,7 @@ final class LoadTransitions {
             throw new IllegalStateException("attachDevice on " + node + ": parent is device evicted; load a path top-down");
         }
         t.adopt(node, pages, from);
-        if (t.observer != null) {
+        if (t.observer != null && deviceReported(t, node)) {
             t.observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
         }
     }
@@ -45,6 +52,7 @@ final class LoadTransitions {
             throw new IllegalStateException("beginLoad on " + node + ": parent is device evicted; load a path top-down");
         }
         node.loading = handle;
+        t.loadingNodes++;
         t.adopt(node, pages, from);
     }
 
@@ -52,11 +60,44 @@ final class LoadTransitions {
         checkLoading(t, node, handle, "finishLoad");
         t.devicePagesUnevictable -= RadixTree.unevictablePages(node);
         node.loading = null;
+        t.loadingNodes--;
         t.devicePagesUnevictable += RadixTree.unevictablePages(node);
         t.refresh(node);
         t.refresh(node.parent);
-        if (t.observer != null) {
+        if (t.observer != null && deviceReported(t, node)) {
             t.observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
+            reportBelow(t, node); // what was computed over the load while it ran, parents first
+        }
+    }
+
+    /**
+     * Whether the observer is told of {@code node}'s device pages: no node on its path is loading (see the class
+     * comment). Allocation-free; walks the path only while a load runs.
+     */
+    static boolean deviceReported(RadixTree t, RadixNode node) {
+        if (t.loadingNodes == 0) {
+            return true;
+        }
+        for (RadixNode x = node; x != t.root; x = x.parent) {
+            if (x.loading != null) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Reports every device node below {@code n} that no load holds back, each before its children. */
+    private static void reportBelow(RadixTree t, RadixNode n) {
+        if (n.deviceChildCount == 0) {
+            return;
+        }
+        for (int s = 0; s < n.childVals.length; s++) {
+            for (RadixNode c = n.childVals[s]; c != null; c = c.hashNext) {
+                if (c.devPages != null && c.loading == null) { // a loading child reports its own subtree
+                    t.observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, c);
+                    reportBelow(t, c);
+                }
+            }
         }
     }
 
@@ -69,6 +110,7 @@ final class LoadTransitions {
         t.devicePagesUnevictable -= RadixTree.unevictablePages(node);
         t.devicePagesLocked -= RadixTree.lockedPages(node);
         node.loading = null;
+        t.loadingNodes--;
         t.dropDevice(node);
         t.refresh(node);
         t.refresh(node.parent);
@@ -162,7 +204,7 @@ final class LoadTransitions {
             throw new IllegalStateException("detachDevice on " + node + ": node must hold device pages and a"
                     + " committed host value, be unlocked, not pending, and have no device-resident child");
         }
-        if (t.observer != null) {
+        if (t.observer != null && deviceReported(t, node)) {
             t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, node);
         }
         t.dropDevice(node);
@@ -208,8 +250,11 @@ final class LoadTransitions {
             t.devicePagesUnevictable -= RadixTree.unevictablePages(c);
             t.devicePagesLocked -= RadixTree.lockedPages(c);
             boolean ownPages = c.loading == null;
-            if (ownPages && t.observer != null) {
+            if (ownPages && t.observer != null && deviceReported(t, c)) { // never, below a failing load
                 t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, c);
+            }
+            if (!ownPages) {
+                t.loadingNodes--;
             }
             c.loading = null;
             t.dropDevice(c);
@@ -261,8 +306,11 @@ final class LoadTransitions {
             int off = x.devOff;
             t.devicePagesLocked -= RadixTree.lockedPages(x);
             t.devicePagesUnevictable -= RadixTree.unevictablePages(x);
-            if (t.observer != null) {
+            if (t.observer != null && deviceReported(t, x)) { // never, below a failing load
                 t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, x);
+            }
+            if (x.loading != null) {
+                t.loadingNodes--; // leaves the tree: no longer a load that holds reports back
             }
             t.dropDevice(x);
             t.removeNode(x);

@@ -102,6 +102,8 @@ public final class RadixTree {
     long hostPagesCommitted;
     long hostPagesPending;
     int nodeCount;
+    /** Nodes loading now ({@link RadixNode#isLoading()}): while 0, every device node is reported to the observer. */
+    int loadingNodes;
     private RadixNode lastInsertNode;
     private int lastInsertAdoptedPages;
     /** Told of tier transitions (KV events), or null. */
@@ -340,6 +342,9 @@ public final class RadixTree {
         }
         p.pending = n.pending;
         p.loading = n.loading;
+        if (p.loading != null) {
+            loadingNodes++;
+        }
         p.lockRef = n.lockRef;
         p.hostRef = n.hostRef;
         p.hitCount = n.hitCount;
@@ -497,7 +502,8 @@ public final class RadixTree {
         if (node != root) {
             touch(node, nextTick());
         }
-        if (observer != null && presentPages < pages) {
+        // pages inserted over a prefix still loading are reported when the load finishes, after the prefix
+        if (observer != null && presentPages < pages && LoadTransitions.deviceReported(this, node)) {
             observer.onDeviceInserted(tokens, from, pages << pageShift, presentPages << pageShift, node);
         }
         return presentPages << pageShift;
@@ -1031,7 +1037,7 @@ public final class RadixTree {
                 int off = n.devOff;
                 int count = n.pageCount;
                 RadixNode parent = n.parent;
-                if (observer != null) {
+                if (observer != null && LoadTransitions.deviceReported(this, n)) {
                     observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, n);
                 }
                 dropDevice(n);

@@ -18,6 +18,7 @@ final class TreeInvariants {
         long committed = 0;
         long pendingPages = 0;
         int nodes = 0;
+        int loading = 0;
         int devResident = 0;
         int hostResident = 0;
         int devEligible = 0;
@@ -109,12 +110,19 @@ final class TreeInvariants {
             if (n.pending != null) {
                 pendingPages += n.pageCount;
             }
+            if (n.loading != null) {
+                loading++;
+            }
             if (t.eligible(n, true)) {
                 devEligible++;
             }
             if (t.eligible(n, false)) {
                 hostEligible++;
             }
+        }
+        if (loading != t.loadingNodes) {
+            throw new IllegalStateException("loading nodes drifted: " + t.loadingNodes + " recorded, " + loading
+                    + " actual");
         }
         if (cached != t.devicePagesCached || locked != t.devicePagesLocked || unevictable != t.devicePagesUnevictable
                 || committed != t.hostPagesCommitted || pendingPages != t.hostPagesPending || nodes != t.nodeCount) {

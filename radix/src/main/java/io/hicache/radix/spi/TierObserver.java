@@ -9,7 +9,10 @@ import io.hicache.radix.RadixNode;
  *
  * <p>Called on the thread that changes the tree (the scheduler thread), synchronously, in the order the
  * transitions happen. A host value is reported only when it becomes visible to host matching (after the commit,
- * which in a CP group follows the group's agreement), never while pending. Implementations must not mutate the
+ * which in a CP group follows the group's agreement), never while pending. A page is never reported on a tier
+ * before the page it extends: device pages inserted or attached below a node still loading are reported when the
+ * last load above them finishes, right after the loaded node and each node before its children (while unreported,
+ * their leaving the device is not reported either). Implementations must not mutate the
  * tree, must not block and should not allocate: they run on the scheduler's hot path.
  */
 public interface TierObserver {
@@ -35,8 +38,8 @@ public interface TierObserver {
 
     /**
      * Every page of {@code node} is now on {@code tier}: a load finished or a device page set was attached
-     * ({@link #DEVICE}), a host value committed or published ({@link #HOST}), an L3 commit marker written
-     * ({@link #STORAGE}). The node is attached.
+     * ({@link #DEVICE}; also each device node inserted below a load while it ran, when it finishes), a host value
+     * committed or published ({@link #HOST}), an L3 commit marker written ({@link #STORAGE}). The node is attached.
      */
     void onStored(int tier, RadixNode node);
 
