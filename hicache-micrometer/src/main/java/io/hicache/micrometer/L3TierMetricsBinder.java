@@ -156,6 +156,8 @@ public final class L3TierMetricsBinder implements MeterBinder {
                     "Prefetch pages whose read failed or was rejected", "pages");
             case PREFETCH_PUBLISH_REFUSED -> new Meter("hicache.storage.prefetch.refused",
                     "Prefetches the tree no longer accepted when they were published", null);
+            case PREFETCH_PAGES_GONE -> new Meter("hicache.storage.prefetch.gone",
+                    "Pages a prefetch's read found gone though the existence check had found them", "pages");
             case WRITE_PAGES_SUBMITTED -> new Meter("hicache.storage.write.submitted",
                     "Pages submitted for writing", "pages");
             case WRITE_PAGES_STORED -> new Meter("hicache.storage.write.stored",

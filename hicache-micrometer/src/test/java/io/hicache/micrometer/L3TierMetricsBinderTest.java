@@ -213,6 +213,7 @@ class L3TierMetricsBinderTest {
             case PREFETCH_NOT_CONTIGUOUS -> "hicache.storage.prefetch.not.contiguous";
             case PREFETCH_FAILED_PAGES -> "hicache.storage.prefetch.failed";
             case PREFETCH_PUBLISH_REFUSED -> "hicache.storage.prefetch.refused";
+            case PREFETCH_PAGES_GONE -> "hicache.storage.prefetch.gone";
             case WRITE_PAGES_SUBMITTED -> "hicache.storage.write.submitted";
             case WRITE_PAGES_STORED -> "hicache.storage.write.stored";
             case WRITE_PAGES_PRESENT -> "hicache.storage.write.present";

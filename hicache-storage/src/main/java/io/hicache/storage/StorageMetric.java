@@ -24,6 +24,11 @@ public enum StorageMetric {
     PREFETCH_FAILED_PAGES,
     /** Published prefetches the tree no longer accepted (path changed meanwhile). */
     PREFETCH_PUBLISH_REFUSED,
+    /**
+     * Pages a prefetch's read found gone (missing or damaged, either part) though the existence check had found them:
+     * deleted, expired or damaged in the store (this rank's lanes). Each is announced removed from L3 in KV events.
+     */
+    PREFETCH_PAGES_GONE,
     /** Pages submitted for writing (after dropping those known to be stored). */
     WRITE_PAGES_SUBMITTED,
     /** Pages the store committed. */

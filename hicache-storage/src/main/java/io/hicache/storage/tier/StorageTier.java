@@ -104,9 +104,11 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         PageHasher hasher = new PageHasher(controller.tree(), namespace);
         HostViews views = new HostViews(controller);
         KnownKeys known = new KnownKeys();
-        this.writer = new TierWriter(controller, store, config, metrics, hasher, views, known, cpSize > 1);
-        this.prefetcher = new TierPrefetcher(controller, store, config, metrics, hasher, views, known, cpSize,
-                clockNs);
+        L3Announcer announcer = new L3Announcer(controller, hasher);
+        this.writer = new TierWriter(controller, store, config, metrics, hasher, views, known, announcer,
+                cpSize > 1);
+        this.prefetcher = new TierPrefetcher(controller, store, config, metrics, hasher, views, known, announcer,
+                cpSize, clockNs);
         this.agreement = new PrefetchAgreement(agreement, controller.rank());
         store.registerHostMemory(controller.hostMemory(false));
         if (controller.hasDraftPool()) {
@@ -207,10 +209,9 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         int work = writer.poll() + prefetcher.poll();
         // rounds while anything awaits the group and the last one moved something: what is pending and what a
         // result moves are agreed state, so every rank opens the same rounds
-        while ((prefetcher.size() > 0 || writer.trackedCount() > 0)
-                && agreement.poll(prefetcher.headPositions(), prefetcher.headStopsAtGone(),
-                        writer.agreementValue())) {
-            int moved = prefetcher.agreed(agreement.positions(), agreement.goneAt())
+        while ((prefetcher.awaitsGroup() || writer.trackedCount() > 0)
+                && agreement.poll(prefetcher.headValue(), writer.agreementValue())) {
+            int moved = prefetcher.agreed(agreement.head(), agreement.decided())
                     + writer.agreed(agreement.writes(), agreement.decided());
             if (moved == 0) {
                 break;
@@ -331,10 +332,13 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         long ioStartNs;
         int present;
         int localPositions;
-        /** True when {@link #localPositions} stops at an owned page the read found gone (MISS or CORRUPT). */
-        boolean stopsAtGone;
-        /** The owned index of the page that stops {@link #localPositions} when {@link #stopsAtGone}. */
-        int stopIndex;
+        /** Owned indices (ascending) of the pages this rank's read found gone, the first {@link #goneCount}. */
+        int[] goneIndex;
+        int goneCount;
+        /** The L3 fingerprint of the page before {@link #startPage} ({@link L3Announcer#NONE} at the start). */
+        long parentFp;
+        /** The first position another prefetch's read found gone after this one read it (no L3 announcement past). */
+        int goneAfterRead = Integer.MAX_VALUE;
         int published;
         RadixNode node;
         boolean cancelled;

@@ -28,6 +28,11 @@ import java.util.function.LongSupplier;
  * published node is held against host eviction until its request consumes it. A lease always ends: published,
  * released on failure or cancellation, or released by {@link #close}.
  *
+ * <p><b>KV events.</b> Published pages are announced stored in L3 too (through the {@link L3Announcer}, which leaves
+ * out those announced already), since this cache may not have written them. A page a read finds gone is announced
+ * removed: on a rank alone at once, in a CP group once the group agreed on it (the head prefetch's gone-pages rounds,
+ * see {@link PrefetchAgreement}), whichever rank's lane holds it.
+ *
  * <p><b>Draft KV.</b> In a cache with draft/MTP layers every prefetched page must bring its draft part too (its draft
  * key, {@link PageHasher#draftKey}, read into the draft host pool's page of the same id): a page lands whole only
  * when both parts exist and read back whole, and is published as carrying draft KV, so its load-back restores both.
@@ -49,6 +54,7 @@ final class TierPrefetcher {
     private final PageHasher hasher;
     private final HostViews views;
     private final KnownKeys known;
+    private final L3Announcer announcer;
     private final int cpSize;
     private final int pageSize;
     private final LongSupplier clockNs;
@@ -57,9 +63,14 @@ final class TierPrefetcher {
     private final ArrayDeque<Prefetch> prefetches = new ArrayDeque<>();
     private final LinkedHashSet<Prefetch> protectedPrefetches = new LinkedHashSet<>();
     private long prefetchUnitsHeld;
+    /** In a CP group: the ended prefetch whose gone pages the group is agreeing on, one per round, or null. */
+    private Prefetch goneHead;
+    /** The last gone position of {@link #goneHead} agreed (-1 before the first). */
+    private long goneCursor;
 
     TierPrefetcher(HostTierPort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
-                   PageHasher hasher, HostViews views, KnownKeys known, int cpSize, LongSupplier clockNs) {
+                   PageHasher hasher, HostViews views, KnownKeys known, L3Announcer announcer, int cpSize,
+                   LongSupplier clockNs) {
         this.ctl = ctl;
         this.tree = ctl.tree();
         this.store = store;
@@ -68,6 +79,7 @@ final class TierPrefetcher {
         this.hasher = hasher;
         this.views = views;
         this.known = known;
+        this.announcer = announcer;
         this.cpSize = cpSize;
         this.pageSize = tree.pageSize();
         this.clockNs = clockNs;
@@ -79,6 +91,11 @@ final class TierPrefetcher {
     /** Prefetches not yet ended. */
     int size() {
         return prefetches.size();
+    }
+
+    /** True while a prefetch awaits the group: not yet ended, or its gone pages not yet agreed. */
+    boolean awaitsGroup() {
+        return !prefetches.isEmpty() || goneHead != null;
     }
 
     /** See {@link StorageTier#prefetch}. */
@@ -114,6 +131,8 @@ final class TierPrefetcher {
         byte[] hashes = hasher.chainAfter(last, own, matched, pages);
         Prefetch p = new Prefetch(requestId, own, matched, pages, lease, hashes, units,
                 clockNs.getAsLong() + cfg.timeoutNs((long) pages * pageSize));
+        // the page before the first (chainAfter gave the match's last node its hashes)
+        p.parentFp = last.isRoot() ? L3Announcer.NONE : lastPageFp(last);
         int[] offsets = new int[lease.pageCount()];
         int owned = lease.ownedOffsets(offsets);
         p.ownedOffsets = Arrays.copyOf(offsets, owned);
@@ -180,53 +199,74 @@ final class TierPrefetcher {
         return work;
     }
 
-    /** This rank's value for the head prefetch: its landed positions, or {@link PrefetchAgreement#NOT_LANDED}. */
-    long headPositions() {
+    /**
+     * This rank's contribution for the head prefetch (see {@link PrefetchAgreement}): while a prefetch's gone pages
+     * are being agreed, the smallest position past the last agreed one of a page this rank's reads found gone and no
+     * write or check here has found stored since (or {@link PrefetchAgreement#NO_MORE_GONE}); else the head
+     * prefetch's landed positions, or {@link PrefetchAgreement#NOT_LANDED}.
+     */
+    long headValue() {
+        if (goneHead != null) {
+            return nextGone(goneHead, goneCursor);
+        }
         Prefetch head = prefetches.peekFirst();
         return head == null || head.state != Prefetch.State.LANDED ? PrefetchAgreement.NOT_LANDED
                 : head.localPositions;
     }
 
     /**
-     * True when the head prefetch landed here with its prefix stopped by a page found gone, and no write or check on
-     * this rank has found that page in the store since. A write of it (another request computed it) may have been
-     * agreed and announced stored before the group agrees on this prefetch; announcing the page removed after that
-     * would drop a stored page from every router's index.
+     * The first gone position of {@code p} past {@code after} that this rank still takes for gone: a write of it
+     * (another request computed it) may have been agreed and announced stored since; announcing the page removed
+     * after that would drop a stored page from every router's index.
      */
-    boolean headStopsAtGone() {
-        Prefetch head = prefetches.peekFirst();
-        if (head == null || head.state != Prefetch.State.LANDED || !head.stopsAtGone) {
-            return false;
+    private long nextGone(Prefetch p, long after) {
+        for (int i = 0; i < p.goneCount; i++) {
+            int k = p.goneIndex[i];
+            if (p.ownedOffsets[k] > after && (!known.contains(p.keys.get(k))
+                    || (p.draftKeys != null && !known.contains(p.draftKeys.get(k))))) {
+                return p.ownedOffsets[k];
+            }
         }
-        return !known.contains(head.keys.get(head.stopIndex))
-                || (head.draftKeys != null && !known.contains(head.draftKeys.get(head.stopIndex)));
+        return PrefetchAgreement.NO_MORE_GONE;
     }
 
     /**
-     * The group agreed that the head prefetch landed on every rank with {@code positions} leading positions whole
-     * ({@link PrefetchAgreement#NOT_LANDED}: not yet): ends it, publishing them. When the page after them was found
-     * gone on the rank owning it ({@code goneAt}, else -1) and that is not this rank (which announced it when its read
-     * found it), the cache's observer is told: the group cannot read it whole any more.
+     * A round's result for the head prefetch ({@code value}, the group minimum of {@link #headValue()}; with
+     * {@code decided} false, this rank's own value of a degraded round, which agrees on nothing). While landing: ends
+     * it once it landed everywhere ({@code value} >= 0), publishing {@code value} leading positions (none when not
+     * decided); in a group whose prefix stopped short, its gone pages follow, one per round. While its gone pages are
+     * agreed: the speaker announces the page at {@code value} removed; {@link PrefetchAgreement#NO_MORE_GONE} (or an
+     * undecided round) ends them.
      *
      * @return work done
      */
-    int agreed(long positions, long goneAt) {
+    int agreed(long value, boolean decided) {
+        if (goneHead != null) {
+            if (!decided || value == PrefetchAgreement.NO_MORE_GONE || value < 0 || value >= goneHead.pages) {
+                goneHead = null;
+            } else {
+                Prefetch p = goneHead;
+                io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
+                if (o != null) {
+                    o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0,
+                            p.startPage + (int) value, 1);
+                }
+                announcer.pageGone(L3Announcer.fp(p.hashes, (int) value * PageHasher.HASH));
+                goneCursor = value;
+            }
+            return 1;
+        }
         Prefetch head = prefetches.peekFirst();
-        if (positions < 0 || head == null || head.state != Prefetch.State.LANDED) {
+        if (value < 0 || head == null || head.state != Prefetch.State.LANDED) {
             return 0;
         }
         prefetches.pollFirst();
-        // lanes are disjoint, so only the owner can stop the prefix at goneAt: this rank's own stop there was
-        // announced by pagesGone when its read found it
-        boolean ownStop = head.stopsAtGone && head.localPositions == goneAt;
-        if (goneAt >= 0 && goneAt < head.pages && !head.cancelled && !ownStop) {
-            io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
-            if (o != null) {
-                o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, head.tokens, 0,
-                        head.startPage + (int) goneAt, 1);
-            }
+        int positions = decided ? (int) Math.min(value, head.pages) : 0;
+        end(head, positions);
+        if (cpSize > 1 && decided && positions < head.pages) { // some rank stopped early: maybe at a gone page
+            goneHead = head;
+            goneCursor = -1;
         }
-        end(head, (int) Math.min(positions, head.pages));
         return 1;
     }
 
@@ -260,6 +300,7 @@ final class TierPrefetcher {
             p.state = Prefetch.State.ENDED;
         }
         prefetches.clear();
+        goneHead = null;
         prefetchUnitsHeld = 0;
         for (Prefetch p : protectedPrefetches) {
             if (live) {
@@ -344,8 +385,6 @@ final class TierPrefetcher {
                     }
                 }
                 pagesGone(p);
-                p.stopsAtGone = !p.cancelled && stopsAtGone(p, good);
-                p.stopIndex = good;
                 metrics.recordRead(good * (views.pageBytes() + views.draftPageBytes()), System.nanoTime() - p.ioStartNs);
                 metrics.add(StorageMetric.PREFETCH_FAILED_PAGES, failed);
                 land(p, good);
@@ -360,11 +399,13 @@ final class TierPrefetcher {
     /**
      * Pages the existence check found in the store but the read found missing or corrupt (either part) are gone from
      * it (deleted, expired, damaged): their keys are forgotten, so that a later write of their node puts them again,
-     * and the cache's observer (its KV events) is told, one call per run of consecutive positions. A check that merely
-     * stops early is not taken as proof (a store backing off answers 0).
+     * and counted. On a rank alone the cache's observer (its KV events) is told at once, one call per run of
+     * consecutive positions; in a CP group they are kept for the group's gone-pages rounds
+     * ({@link PrefetchAgreement}), which announce every rank's. A check that merely stops early is not taken as proof
+     * (a store backing off answers 0).
      */
     private void pagesGone(Prefetch p) {
-        io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
+        io.hicache.radix.spi.TierObserver o = ctl.isClosed() || cpSize > 1 ? null : ctl.tierObserver();
         int runFirst = -1;
         int runEnd = -1;
         for (int c = 0; c < p.gets.size(); c++) {
@@ -378,6 +419,17 @@ final class TierPrefetcher {
                 known.forget(p.keys.get(k));
                 if (p.draftKeys != null) {
                     known.forget(p.draftKeys.get(k));
+                }
+                metrics.increment(StorageMetric.PREFETCH_PAGES_GONE);
+                if (p.goneIndex == null) {
+                    p.goneIndex = new int[Math.min(p.present, maxBatch)];
+                } else if (p.goneCount == p.goneIndex.length) {
+                    p.goneIndex = Arrays.copyOf(p.goneIndex, p.goneCount * 2);
+                }
+                p.goneIndex[p.goneCount++] = k;
+                goneForOthers(p, p.keys.get(k));
+                if (o != null) {
+                    announcer.pageGone(L3Announcer.fp(p.hashes, p.ownedOffsets[k] * PageHasher.HASH));
                 }
                 int position = p.startPage + p.ownedOffsets[k];
                 if (position != runEnd) {
@@ -396,15 +448,19 @@ final class TierPrefetcher {
         }
     }
 
-    /** True when owned page {@code k} was read (the existence check found it) and either part of it is gone. */
-    private boolean stopsAtGone(Prefetch p, int k) {
-        if (k >= p.present) {
-            return false;
+    /**
+     * Another prefetch not ended yet that read the page of {@code key} before it went may still publish it: it then
+     * announces on L3 only the pages before it (that page's removal is out, or comes when the group agrees on it).
+     */
+    private void goneForOthers(Prefetch p, io.hicache.storage.PageKey key) {
+        for (Prefetch q : prefetches) {
+            if (q != p) {
+                int i = q.keys.indexOf(key);
+                if (i >= 0) {
+                    q.goneAfterRead = Math.min(q.goneAfterRead, q.ownedOffsets[i]);
+                }
+            }
         }
-        int c = k / maxBatch;
-        int i = k % maxBatch;
-        return gone(p.gets.get(c).result().status(i))
-                || (p.draftGets != null && gone(p.draftGets.get(c).result().status(i)));
     }
 
     private static boolean gone(StoreStatus s) {
@@ -455,16 +511,34 @@ final class TierPrefetcher {
             return;
         }
         p.published = positions;
+        int inL3 = Math.min(positions, p.goneAfterRead);
+        if (inL3 > 0 && !ctl.isClosed() && ctl.tierObserver() != null) {
+            // in L3 on every lane (each rank read its part): announced there too, if this cache never did
+            long[] fps = new long[inL3 + 1];
+            fps[0] = p.parentFp;
+            for (int i = 0; i < inL3; i++) {
+                fps[i + 1] = L3Announcer.fp(p.hashes, i * PageHasher.HASH);
+            }
+            announcer.sequencePagesStored(p.tokens, p.startPage, inL3, fps);
+        }
         // held for its request: not host-evicted before the request has loaded it (see consume)
         tree.protectHost(node);
         p.node = node;
         protectedPrefetches.add(p);
         metrics.add(StorageMetric.PREFETCH_PAGES_PUBLISHED, positions);
-        for (int i = 0; i < p.keys.size() && p.ownedOffsets[i] < positions; i++) {
+        // not a page another read found gone since this one read it: it is not in the store any more
+        for (int i = 0; i < p.keys.size() && p.ownedOffsets[i] < Math.min(positions, p.goneAfterRead); i++) {
             known.add(p.keys.get(i));
             if (p.draftKeys != null) {
                 known.add(p.draftKeys.get(i));
             }
         }
+    }
+
+    /** The fingerprint of the last page of {@code node}, which has its hashes. */
+    private static long lastPageFp(RadixNode node) {
+        byte[] h = new byte[PageHasher.HASH];
+        node.copyPageHash(node.pageCount() - 1, h, 0);
+        return L3Announcer.fp(h, 0);
     }
 }

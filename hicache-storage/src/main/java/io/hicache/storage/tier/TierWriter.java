@@ -37,10 +37,10 @@ import java.util.List;
  * store batch committed them. In a CP group each rank writes only its own lanes, so no rank's store answers name a
  * whole page run: the observer (the speaker rank's) is told of a write's whole page range once the group agreed that
  * every rank finished it with every page stored or found; a write that failed anywhere is not announced. A
- * write-back is announced that way on a rank alone too, and never before its parent node's: host eviction takes a
- * leaf before its parent, so when the parent is evicted while its child's write-back is still unannounced, the
- * child waits for the parent's announcement (and is dropped if the parent's write fails), or a subscriber would get
- * a block whose parent no tier holds.
+ * write-back is announced that way on a rank alone too. Every announcement goes through the {@link L3Announcer},
+ * which keeps prefix order: a run whose parent page is not announced yet waits for it (a child node's write or a
+ * later batch of the same node finishing first; host eviction takes a leaf before its parent, so a child's
+ * write-back may finish before its parent's), and is never announced when the parent never is (its write failed).
  *
  * <p><b>Draft KV.</b> In a cache with draft/MTP layers a page whose host copy carries its draft KV is written as two
  * objects: its draft part under its draft key ({@link PageHasher#draftKey}), then its target part under its key, and
@@ -59,6 +59,8 @@ final class TierWriter {
     private final PageHasher hasher;
     private final HostViews views;
     private final KnownKeys known;
+    /** What the observer is told of L3 commits, in prefix order. */
+    private final L3Announcer announcer;
     private final int maxBatch;
     private final ArrayList<Write> writes = new ArrayList<>();
     private final ArrayList<RadixNode> committed = new ArrayList<>();
@@ -71,7 +73,7 @@ final class TierWriter {
     private boolean closing;
 
     TierWriter(HostTierPort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
-               PageHasher hasher, HostViews views, KnownKeys known, boolean group) {
+               PageHasher hasher, HostViews views, KnownKeys known, L3Announcer announcer, boolean group) {
         this.ctl = ctl;
         this.tree = ctl.tree();
         this.store = store;
@@ -80,6 +82,7 @@ final class TierWriter {
         this.hasher = hasher;
         this.views = views;
         this.known = known;
+        this.announcer = announcer;
         this.maxBatch = Math.max(1, store.maxBatchPages());
         this.group = group;
         known.whenForgotten(this::onGone);
@@ -138,7 +141,7 @@ final class TierWriter {
      * The group (or a rank alone) agreed on {@code value} (the minimum of {@link #agreementValue()}): drops the
      * protection of the writes it releases and, when {@code decided} (not a degraded round's local values), tells the
      * cache's observer of the whole page range of each write-back, and in a group of each node write, that every
-     * rank stored (a write-back waiting for its parent's after that).
+     * rank stored (through the announcer, which keeps a run whose parent is not announced yet waiting for it).
      *
      * @return work done
      */
@@ -151,30 +154,13 @@ final class TierWriter {
             if (t.node != null) {
                 tree.releaseHost(t.node);
             }
-            if (!decided || releasedWrites >= ok) {
-                t.dependents = null; // failed (or nothing agreed): a child waiting for it would be an orphan
-            } else if (t.waitsForParent) {
-                t.storedByAll = true; // announced with its parent's
-            } else if (t.node == null || group) {
-                announceWithDependents(t);
+            if (decided && releasedWrites < ok && (t.node == null || group)) {
+                announce(t); // stored by every rank (failed, or nothing agreed: not announced)
             }
             releasedWrites++;
             work++;
         }
         return work;
-    }
-
-    /** Announces {@code t}, then the stored write-backs of its child nodes that waited for it. */
-    private void announceWithDependents(NodeWrite t) {
-        announce(t);
-        if (t.dependents != null) {
-            for (NodeWrite d : t.dependents) {
-                if (d.storedByAll) {
-                    announceWithDependents(d);
-                }
-            }
-            t.dependents = null;
-        }
     }
 
     /** Shutdown, after {@link #drain} found every write done: drops every protection. */
@@ -196,11 +182,10 @@ final class TierWriter {
         }
         if (t.node == null) {
             if (t.sequence != null) {
-                o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, true, t.sequence, 0, t.startPage,
-                        t.pages);
+                announcer.sequencePagesStored(t.sequence, t.startPage, t.pages, t.sequenceFps);
             }
         } else if (t.node.isAttached()) {
-            storedRun(o, t.node, startPage(t.node), t.startPage, t.startPage + t.pages);
+            storedRun(t.node, startPage(t.node), t.startPage, t.startPage + t.pages);
         }
     }
 
@@ -220,19 +205,9 @@ final class TierWriter {
         hasher.ensureHashes(node);
         int startPage = startPage(node);
         NodeWrite t = new NodeWrite(null, startPage, pages.pageCount());
-        t.parent = node.parent();
         // the node is gone when the write commits: its KV events name the pages by their sequence
         t.sequence = observer() == null ? null : sequenceTokens(node, startPage, tree.pageSize());
-        // write-backs of this node's children not announced yet wait for this one's: see the class comment
-        for (NodeWrite c : tracked) {
-            if (c.node == null && c.parent == node) {
-                c.waitsForParent = true;
-                if (t.dependents == null) {
-                    t.dependents = new ArrayList<>(2);
-                }
-                t.dependents.add(c);
-            }
-        }
+        t.sequenceFps = t.sequence == null ? null : announcer.nodeFps(node, 0, node.pageCount());
         tracked.add(t);
         int[] offsets = new int[pages.pageCount()];
         List<PageKey> keys = ownedKeys(node, pages, null, null, offsets, null);
@@ -276,15 +251,25 @@ final class TierWriter {
         }
     }
 
-    /** Write-through-selective: writes the nodes of {@code match}'s path whose hit count reached the threshold. */
+    /**
+     * Write-through-selective: writes the nodes of {@code match}'s path whose hit count reached the threshold, from
+     * the top (a parent's write starts, and is announced, before its child's).
+     */
     void onMatch(MatchResult match) {
         if (cfg.writePolicy() != StorageWritePolicy.WRITE_THROUGH_SELECTIVE) {
             return;
         }
+        List<RadixNode> path = null;
         for (RadixNode n = match.lastHostNode(); n != null && !n.isRoot(); n = n.parent()) {
             if (n.hostValue() != null && n.hitCount() >= cfg.hitThreshold() && n.hostRef() == 0) {
-                writeNode(n);
+                if (path == null) {
+                    path = new ArrayList<>();
+                }
+                path.add(n);
             }
+        }
+        for (int i = path == null ? -1 : path.size() - 1; i >= 0; i--) {
+            writeNode(path.get(i));
         }
     }
 
@@ -474,7 +459,7 @@ final class TierWriter {
                 end++;
                 j++;
             }
-            storedRun(o, w.node, startPage(w.node), first, end);
+            storedRun(w.node, startPage(w.node), first, end);
         }
     }
 
@@ -486,21 +471,21 @@ final class TierWriter {
 
     /**
      * Reports pages {@code [first, end)} of the sequence, which end in {@code node} (its first page at {@code start})
-     * or in its ancestors (a split since the write started moved the node's leading pages into a new parent).
+     * or in its ancestors (a split since the write started moved the node's leading pages into a new parent),
+     * through the announcer (prefix order), parents' parts first.
      */
-    private static void storedRun(io.hicache.radix.spi.TierObserver o, RadixNode node, int start, int first,
-                                  int end) {
+    private void storedRun(RadixNode node, int start, int first, int end) {
         if (node.isRoot()) {
             return;
         }
         if (first < start) {
             RadixNode parent = node.parent();
-            storedRun(o, parent, parent.isRoot() ? 0 : start - parent.pageCount(), first, Math.min(end, start));
+            storedRun(parent, parent.isRoot() ? 0 : start - parent.pageCount(), first, Math.min(end, start));
         }
         int lo = Math.max(first, start);
         int hi = Math.min(end, start + node.pageCount());
         if (lo < hi) {
-            o.onPagesStored(io.hicache.radix.spi.TierObserver.STORAGE, node, lo - start, hi - lo);
+            announcer.nodePagesStored(node, lo - start, hi - lo);
         }
     }
 
@@ -671,14 +656,8 @@ final class TierWriter {
         final int pages;
         /** Write-back with an observer: the tokens from the root to the node's end, for its KV events. */
         int[] sequence;
-        /** Write-back: the evicted node's parent (the root for a first node). */
-        RadixNode parent;
-        /** Write-back: its parent node was evicted while this was unannounced; announced after the parent's. */
-        boolean waitsForParent;
-        /** Write-back, waiting for its parent: every rank stored it. */
-        boolean storedByAll;
-        /** Write-backs of child nodes waiting for this one's announcement, or null. */
-        List<NodeWrite> dependents;
+        /** With {@link #sequence}: the fingerprints of the page before the node and of its pages (L3Announcer). */
+        long[] sequenceFps;
         /** Every key this rank owns in the write (known ones too). */
         List<PageKey> keys = List.of();
         /** Keys of {@link #keys} a read found gone while this write was tracked, or null. */

@@ -22,7 +22,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * cancellations, consumptions and store ticks. Invariants after every step: every host page a prefetch published
  * holds exactly the bytes that were backed up for its key, draft KV included; no lease or host protection outlives its prefetch; the
  * trees pass their invariant check; the ranks of a group start the same prefetches and their trees and host budgets
- * agree (node count, device pages, budget used); at the end every host page is accounted for. Replay one seed with
+ * agree (node count, device pages, budget used); at the end every host page is accounted for. The speaker's KV-event
+ * port keeps the published L3 index (pages announced stored, less those announced removed): no page is announced
+ * before its parent is in it, and after every step (every agreed read) every page in it is readable in the store, but
+ * for pages of a read not yet agreed. Replay one seed with
  * {@code -Dhicache.dst.storageFirstSeed=S -Dhicache.dst.storageSeeds=1}.
  */
 class StorageTierDstTest {
@@ -89,7 +92,8 @@ class StorageTierDstTest {
         for (int life = 0; life < 2; life++) {
             try (TierRig rig = new TierRig(cp, pageSize, 128, 24 + rnd.nextInt(40), store, cfg, "",
                     draftLayers)) {
-                rig.ctl[0].tierObserver(new L3Announcements(rig, store));
+                L3Announcements announced = new L3Announcements(rig, store, draftLayers > 0);
+                rig.ctl[0].tierObserver(announced);
                 started.clear();
                 for (int step = 0; step < 40; step++) {
                     int op = rnd.nextInt(10);
@@ -131,6 +135,7 @@ class StorageTierDstTest {
                     }
                     rig.drain();
                     check(rig, started);
+                    announced.checkIndex(started, family);
                 }
                 store.unavailable = false;
                 store.releaseAll();
@@ -142,6 +147,7 @@ class StorageTierDstTest {
                     }
                 }
                 check(rig, started);
+                announced.checkIndex(started, family);
                 for (Started s : started) {
                     for (int r = 0; r < cp; r++) {
                         rig.tier[r].consume(s.perRank()[r]);
@@ -155,16 +161,49 @@ class StorageTierDstTest {
 
     /**
      * The speaker's KV-event port, checking each L3 transition it is told of: every announced page is stored (its put
-     * answered OK, or it is readable) under the key of the rank whose lane owns it, and every announced removal is of
-     * a page a read found expired on its owner's lane, in a group as on a rank alone.
+     * answered OK, or it is readable) under the key of the rank whose lane owns it, its parent page is in the
+     * published index already (llm-d's rule), and every announced removal is of a page a read found expired on its
+     * owner's lane, in a group as on a rank alone. It keeps the published index: the owner keys of the pages
+     * announced stored and not removed since, each with its draft key.
      */
     private static final class L3Announcements implements TierObserver {
         private final TierRig rig;
         private final FaultyPageStore store;
+        private final boolean draft;
+        private final java.util.Map<io.hicache.storage.PageKey, io.hicache.storage.PageKey> index =
+                new java.util.HashMap<>();
+        /** Each indexed page as "page P of the sequence starting with token T", for messages. */
+        private final java.util.Map<io.hicache.storage.PageKey, String> names = new java.util.HashMap<>();
+        /** The L3 events so far, for messages. */
+        final List<String> trace = new ArrayList<>();
 
-        L3Announcements(TierRig rig, FaultyPageStore store) {
+        L3Announcements(TierRig rig, FaultyPageStore store, boolean draft) {
             this.rig = rig;
             this.store = store;
+            this.draft = draft;
+        }
+
+        /**
+         * After a step: every page in the published index is readable in the store (both parts), unless a read of
+         * it is not agreed yet (its prefetch has not ended on the speaker): the store loses a page only when a read
+         * meets it, and the group agrees on that read before the step ends.
+         */
+        void checkIndex(List<Started> started, int[][] family) {
+            java.util.Set<io.hicache.storage.PageKey> reading = new java.util.HashSet<>();
+            for (Started s : started) {
+                StorageTier.Prefetch p = s.perRank()[0];
+                if (p.state() != StorageTier.Prefetch.State.ENDED) {
+                    for (int q = p.startPage(); q < p.startPage() + p.pageCount(); q++) {
+                        reading.add(rig.ownerKey(family[s.family()], 0, q));
+                    }
+                }
+            }
+            index.forEach((k, d) -> assertThat(reading.contains(k) || store.answeredStored(k)
+                    && (d == null || store.answeredStored(d)))
+                    .as("%s in the published L3 index is readable in the store (%s, draft %s), or a read of it is "
+                            + "pending; L3 events: %s", names.get(k), store.answeredStored(k),
+                            d == null ? "-" : store.answeredStored(d), trace)
+                    .isTrue());
         }
 
         @Override
@@ -185,29 +224,43 @@ class StorageTierDstTest {
                 return;
             }
             int start = TierWriter.startPage(node);
-            check(TierWriter.sequenceTokens(node, start, rig.pageSize), 0, start + firstPage, pages);
+            int[] seq = TierWriter.sequenceTokens(node, start, rig.pageSize);
+            trace.add("+" + seq[0] + ":" + (start + firstPage) + "+" + pages + " (node)");
+            check(seq, 0, start + firstPage, pages);
         }
 
         @Override
         public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
+            if (tier == STORAGE) {
+                trace.add((stored ? "+" : "-") + tokens[from] + ":" + firstPage + "+" + pages);
+            }
             if (tier == STORAGE && stored) {
                 check(tokens, from, firstPage, pages);
             } else if (tier == STORAGE) {
                 for (int p = firstPage; p < firstPage + pages; p++) {
-                    assertThat(store.expiredKeys.contains(rig.ownerKey(tokens, from, p))
+                    io.hicache.storage.PageKey k = rig.ownerKey(tokens, from, p);
+                    assertThat(store.expiredKeys.contains(k)
                             || store.expiredKeys.contains(rig.ownerDraftKey(tokens, from, p)))
                             .as("announced L3 removal of page %d: a read found it (or its draft part) expired", p)
                             .isTrue();
+                    index.remove(k);
                 }
             }
         }
 
         private void check(int[] tokens, int from, int first, int pages) {
+            if (first > 0) {
+                assertThat(index).as("the parent of announced L3 page %d is in the published index", first)
+                        .containsKey(rig.ownerKey(tokens, from, first - 1));
+            }
             for (int p = first; p < first + pages; p++) {
                 io.hicache.storage.PageKey k = rig.ownerKey(tokens, from, p);
                 // or expired since the write's existence check or put found it (the store's TTL, not the tier)
                 assertThat(store.answeredStored(k) || store.expiredKeys.contains(k))
                         .as("announced L3 page %d (of %d+%d) is stored by its owner", p, first, pages).isTrue();
+                assertThat(index).as("L3 page %d announced once", p).doesNotContainKey(k);
+                index.put(k, draft ? rig.ownerDraftKey(tokens, from, p) : null);
+                names.put(k, "page " + p + " of " + tokens[from]);
             }
         }
     }

@@ -71,6 +71,8 @@ class StorageTierEventsTest {
     private static final class ExpiringStore extends ForwardingPageStore<MemoryPageStore> {
         int expireOnNextGet = -1;
         io.hicache.storage.PageKey expireKey;
+        /** Keys a read finds deleted (each found by the first read of it after the existence check saw it). */
+        final java.util.Set<io.hicache.storage.PageKey> expireKeys = new java.util.HashSet<>();
         io.hicache.storage.PageKey failKey;
         /** A read of this key answers only when {@link #release} is called (a slow read on one rank). */
         io.hicache.storage.PageKey holdKey;
@@ -89,6 +91,11 @@ class StorageTierEventsTest {
             }
             if (expireKey != null && keys.contains(expireKey)) {
                 inner.remove(List.of(expireKey));
+            }
+            for (io.hicache.storage.PageKey k : keys) {
+                if (expireKeys.contains(k)) {
+                    inner.remove(List.of(k));
+                }
             }
             int failing = failKey == null ? -1 : keys.indexOf(failKey);
             if (failing >= 0) {
@@ -154,15 +161,20 @@ class StorageTierEventsTest {
         }
     }
 
+    /**
+     * A node written in several store batches is announced batch by batch, in prefix order whatever order the batches
+     * finish in (here the last first): before, the batches of pages 6..8 and 3..6 were announced before the one of
+     * 0..3, their blocks' parents not yet on L3.
+     */
     @Test
-    void aNodeWrittenInSeveralStoreBatchesIsAnnouncedBatchByBatch() {
+    void aNodeWrittenInSeveralStoreBatchesIsAnnouncedBatchByBatchParentsFirst() {
         MemoryPageStore store = new MemoryPageStore(0, 3); // 8 pages: batches of 3, 3 and 2
         try (TierRig a = new TierRig(1, PAGE, 64, 64, store, CFG, "")) {
             Recorder r = new Recorder();
             a.ctl[0].tierObserver(r);
             a.compute(TierRig.tokens(40, 8 * PAGE), 5);
             assertThat(r.seen).startsWith("inserted 8", "stored " + TierObserver.HOST + " 8");
-            assertThat(r.seen.subList(2, r.seen.size())).containsExactlyInAnyOrder("l3 0+3", "l3 3+3", "l3 6+2");
+            assertThat(r.seen.subList(2, r.seen.size())).containsExactly("l3 0+3", "l3 3+3", "l3 6+2");
         }
     }
 
@@ -315,17 +327,30 @@ class StorageTierEventsTest {
             store.releaseExists();
             b.drain();
             assertThat(r.seen.subList(r.seen.indexOf("l3 sequence gone 5+1"), r.seen.size()))
-                    .noneMatch(e -> e.startsWith("l3 sequence stored"));
+                    .noneMatch(e -> storedRunCovers(e, 5));
             assertThat(store.inner.pageCount()).as("page 5 stays gone").isEqualTo(7);
         }
     }
 
+    /** Whether {@code event} announces a run of L3 pages stored that covers position {@code page}. */
+    private static boolean storedRunCovers(String event, int page) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("l3 (?:sequence stored )?(\\d+)\\+(\\d+)")
+                .matcher(event);
+        return m.matches() && Integer.parseInt(m.group(1)) <= page
+                && page < Integer.parseInt(m.group(1)) + Integer.parseInt(m.group(2));
+    }
+
+    /**
+     * A page a read finds gone is announced removed; the pages published are announced stored on L3 too, since this
+     * cache (a fresh one) never wrote them: a page it writes below them later has its parent on L3.
+     */
     @Test
     void aPageAReadFindsGoneIsAnnouncedRemoved() {
         // the existence check sees all 8 pages, the read misses page 5
         Prefetched c = prefetchWith(1, (store, g, t) -> store.expireOnNextGet = 5);
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
-        assertThat(c.seen()).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
+        assertThat(c.seen()).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5",
+                "l3 sequence stored 0+5");
     }
 
     /**
@@ -388,15 +413,64 @@ class StorageTierEventsTest {
         Prefetched c = prefetchWith(2, (store, g, t) -> store.expireKey = g.ownerKey(t, 0, 5)); // rank 1's lane
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
         assertThat(c.perRank()[1].publishedPages()).isEqualTo(5);
-        assertThat(c.seen()).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5");
+        assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 5", "l3 sequence stored 0+5",
+                "l3 sequence gone 5+1");
     }
 
-    /** The speaker's own gone page is announced once, when its read finds it, not again when the group agrees. */
+    /**
+     * The speaker's own gone page is announced once, when the group agreed on it like any other rank's (before, at
+     * once when its own read found it: a removal one rank alone believed).
+     */
     @Test
     void aCpSpeakersOwnGonePageIsAnnouncedOnce() {
         Prefetched c = prefetchWith(2, (store, g, t) -> store.expireKey = g.ownerKey(t, 0, 4)); // rank 0's lane
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(4);
-        assertThat(c.seen()).containsExactly("l3 sequence gone 4+1", "stored " + TierObserver.HOST + " 4");
+        assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 4", "l3 sequence stored 0+4",
+                "l3 sequence gone 4+1");
+    }
+
+    /**
+     * In a CP group of 2 or 4 whose reads find two pages gone on every lane, each of them is announced removed, once,
+     * in order, after the group agreed on it, and nothing else is: the removals equal the pages the reads found gone
+     * (the tier's count of them). Before, only the page that stopped the agreed prefix (and the speaker's own) were:
+     * the others stayed stored in every router's index.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "cp {0}")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {2, 4})
+    void aCpGroupAnnouncesEveryPageAnyLanesReadsFindGone(int cp) {
+        int pages = 6 * cp;
+        ExpiringStore store = new ExpiringStore();
+        int[] t = TierRig.tokens(40, pages * PAGE);
+        try (TierRig a = new TierRig(cp, PAGE, 64, 64, store, CFG, "")) {
+            a.compute(t, 5);
+            assertThat(store.inner.pageCount()).isEqualTo(pages);
+        }
+        try (TierRig b = new TierRig(cp, PAGE, 64, 64, store, CFG, "")) {
+            Recorder r = new Recorder();
+            b.ctl[0].tierObserver(r);
+            // round-robin lanes: positions cp + x and 3 cp + x are rank x's (x = 0 .. cp - 1): two per lane
+            List<Integer> gone = new ArrayList<>();
+            for (int x = 0; x < cp; x++) {
+                gone.add(cp + x);
+                gone.add(3 * cp + x);
+            }
+            for (int g : gone) {
+                store.expireKeys.add(b.ownerKey(t, 0, g));
+            }
+            StorageTier.Prefetch[] p = b.prefetch(t, 1);
+            b.drain();
+            for (int x = 0; x < cp; x++) {
+                assertThat(p[x].publishedPages()).as("rank %d publishes up to the first gone page", x).isEqualTo(cp);
+            }
+            long found = 0;
+            for (int x = 0; x < cp; x++) {
+                found += b.tier[x].metrics().get(io.hicache.storage.StorageMetric.PREFETCH_PAGES_GONE);
+            }
+            assertThat(found).as("pages the reads found gone").isEqualTo(gone.size());
+            List<String> removals = r.seen.stream().filter(e -> e.startsWith("l3 sequence gone")).toList();
+            assertThat(removals).containsExactlyElementsOf(
+                    gone.stream().sorted().map(g -> "l3 sequence gone " + g + "+1").toList());
+        }
     }
 
     /**
@@ -407,7 +481,7 @@ class StorageTierEventsTest {
     void aCpReadThatFailedOnAnotherRankAnnouncesNoRemoval() {
         Prefetched c = prefetchWith(2, (store, g, t) -> store.failKey = g.ownerKey(t, 0, 5));
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
-        assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 5");
+        assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 5", "l3 sequence stored 0+5");
     }
 
     /**
