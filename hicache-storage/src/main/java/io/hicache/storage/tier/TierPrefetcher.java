@@ -203,15 +203,20 @@ final class TierPrefetcher {
      * This rank's contribution for the head prefetch (see {@link PrefetchAgreement}): while a prefetch's gone pages
      * are being agreed, the smallest position past the last agreed one of a page this rank's reads found gone and no
      * write or check here has found stored since (or {@link PrefetchAgreement#NO_MORE_GONE}); else the head
-     * prefetch's landed positions, or {@link PrefetchAgreement#NOT_LANDED}.
+     * prefetch's landed positions, or {@link PrefetchAgreement#NOT_LANDED}. In a group the landed positions stop at
+     * a page an earlier prefetch's read found gone after this one read it: the earlier one's removal of it is
+     * announced first (prefetches end in order), so publishing it here would announce it stored in L3 again while
+     * the store lacks it (and the rank that found it is the only one that knows).
      */
     long headValue() {
         if (goneHead != null) {
             return nextGone(goneHead, goneCursor);
         }
         Prefetch head = prefetches.peekFirst();
-        return head == null || head.state != Prefetch.State.LANDED ? PrefetchAgreement.NOT_LANDED
-                : head.localPositions;
+        if (head == null || head.state != Prefetch.State.LANDED) {
+            return PrefetchAgreement.NOT_LANDED;
+        }
+        return cpSize > 1 ? Math.min(head.localPositions, head.goneAfterRead) : head.localPositions;
     }
 
     /**
@@ -511,7 +516,9 @@ final class TierPrefetcher {
             return;
         }
         p.published = positions;
-        int inL3 = Math.min(positions, p.goneAfterRead);
+        // a rank alone announced the removal of a page another read found gone since this one read it; in a group
+        // every rank stopped its contribution there, or the finder ends later and its removal follows this
+        int inL3 = cpSize > 1 ? positions : Math.min(positions, p.goneAfterRead);
         if (inL3 > 0 && !ctl.isClosed() && ctl.tierObserver() != null) {
             // in L3 on every lane (each rank read its part): announced there too, if this cache never did
             long[] fps = new long[inL3 + 1];

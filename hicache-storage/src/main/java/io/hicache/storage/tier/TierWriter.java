@@ -418,7 +418,9 @@ final class TierWriter {
         for (int i = 0; i < r.size(); i++) {
             if (r.ok(i)) {
                 stored[ok++] = w.putIndex[i];
-                known.add(w.putKeys.get(i));
+                if (!foundGone(w, w.putIndex[i])) { // else the read that found it gone may have come after
+                    known.add(w.putKeys.get(i));
+                }
             }
         }
         l3Stored(w, stored, ok);
@@ -523,6 +525,9 @@ final class TierWriter {
         }
         metrics.add(StorageMetric.WRITE_PAGES_PRESENT, present);
         for (int i = 0; i < present; i++) {
+            if (foundGone(w, i)) {
+                continue; // a check answered before a read found it gone: not in the store any more
+            }
             known.add(w.keys.get(i));
             if (w.draftKeys != null) {
                 known.add(w.draftKeys.get(i));

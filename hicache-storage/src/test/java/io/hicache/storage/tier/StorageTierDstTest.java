@@ -36,7 +36,7 @@ class StorageTierDstTest {
      * one rank's host eviction skipped a node the other evicted (a prefetch then started on one rank only, or a
      * backup waited for a round the other rank never joined).
      */
-    private static final long[] REGRESSION_SEEDS = {9_000_197, 11_003_491};
+    private static final long[] REGRESSION_SEEDS = {9_000_197, 11_003_491, 5_272, 18_291};
 
     @Test
     void aStorageHitReturnsExactlyTheBytesThatWereBackedUp() {
@@ -200,8 +200,8 @@ class StorageTierDstTest {
             }
             index.forEach((k, d) -> assertThat(reading.contains(k) || store.answeredStored(k)
                     && (d == null || store.answeredStored(d)))
-                    .as("%s in the published L3 index is readable in the store (%s, draft %s), or a read of it is "
-                            + "pending; L3 events: %s", names.get(k), store.answeredStored(k),
+                    .as("%s in the published L3 index is readable in the store (%s, draft %s, expired %s), or a read of it is "
+                            + "pending; L3 events: %s", names.get(k), store.answeredStored(k), store.expiredKeys.contains(k),
                             d == null ? "-" : store.answeredStored(d), trace)
                     .isTrue());
         }
