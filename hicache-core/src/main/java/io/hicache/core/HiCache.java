@@ -131,6 +131,18 @@ public final class HiCache implements AutoCloseable {
     }
 
     /**
+     * Pages of the longest prefix of {@code tokens[from, from + len)} on the device (loading included): the device
+     * part of {@link #cachedPrefixPages}, counted the same way, without changing the cache. For a router that weighs
+     * a device hit above a host hit. Scheduler thread; allocation-free.
+     *
+     * @throws IllegalArgumentException on a null array or a range outside {@code tokens}
+     * @throws IllegalStateException if the cache is closed
+     */
+    public int devicePrefixPages(int[] tokens, int from, int len) {
+        return openTree().devicePrefixPages(tokens, from, len);
+    }
+
+    /**
      * Inserts the whole pages of {@code tokens[from, from + len)} with their device pages
      * {@code devicePages[pagesFrom, pagesFrom + len / pageSize)}. Pages already cached on device stay the tree's: for
      * the prefix the tree held ({@code [pagesFrom, pagesFrom + r / pageSize)}, where r is the return value) the tree

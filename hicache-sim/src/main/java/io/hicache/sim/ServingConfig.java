@@ -26,10 +26,19 @@ import io.hicache.sim.model.ModelPreset;
  * @param closedLoop     a request whose trace names the request it follows ({@code Request.parentId}) arrives no
  *                       earlier than that one finished, as a chat client sends its next turn after reading the
  *                       answer; false: every request arrives at its trace time
+ * @param tierWeights    how much a cached page counts in the {@code cache-aware} and {@code kv-events} routers'
+ *                       overlap, by the tier holding it ({@code --tier-weights}; {@link TierWeights#UNIT}: 1 each)
  */
 public record ServingConfig(int instances, Router router, int tp, int maxBatchTokens, int chunkTokens,
                             double sloTtftMs, double sloTpotMs, double hostBandwidthGbps, boolean sharedCopyEngine,
-                            boolean closedLoop) {
+                            boolean closedLoop, TierWeights tierWeights) {
+
+    /** A deployment whose routers count every tier as 1. */
+    public ServingConfig(int instances, Router router, int tp, int maxBatchTokens, int chunkTokens, double sloTtftMs,
+                         double sloTpotMs, double hostBandwidthGbps, boolean sharedCopyEngine, boolean closedLoop) {
+        this(instances, router, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs, hostBandwidthGbps,
+                sharedCopyEngine, closedLoop, TierWeights.UNIT);
+    }
 
     /** A deployment that replays follow-up turns closed loop. */
     public ServingConfig(int instances, Router router, int tp, int maxBatchTokens, int chunkTokens, double sloTtftMs,
@@ -58,6 +67,9 @@ public record ServingConfig(int instances, Router router, int tp, int maxBatchTo
         }
         if (router == null) {
             throw new IllegalArgumentException("router must not be null");
+        }
+        if (tierWeights == null) {
+            throw new IllegalArgumentException("tierWeights must not be null");
         }
         if (tp < 1) {
             throw new IllegalArgumentException("--tp must be >= 1 GPU, got " + tp);
@@ -152,6 +164,12 @@ public record ServingConfig(int instances, Router router, int tp, int maxBatchTo
     /** This configuration with another fleet. */
     public ServingConfig withFleet(int n, Router r) {
         return new ServingConfig(n, r, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs, hostBandwidthGbps,
-                sharedCopyEngine, closedLoop);
+                sharedCopyEngine, closedLoop, tierWeights);
+    }
+
+    /** This configuration with other router tier weights. */
+    public ServingConfig withTierWeights(TierWeights w) {
+        return new ServingConfig(instances, router, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs,
+                hostBandwidthGbps, sharedCopyEngine, closedLoop, w);
     }
 }

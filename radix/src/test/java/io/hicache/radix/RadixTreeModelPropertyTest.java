@@ -253,6 +253,8 @@ class RadixTreeModelPropertyTest {
             int nodes = tree.nodeCount();
             assertThat(tree.cachedPrefixPages(k, 0, k.length)).as("cached prefix pages")
                     .isEqualTo(expectedDev.size() + expectedHost);
+            assertThat(tree.devicePrefixPages(k, 0, k.length)).as("device prefix pages")
+                    .isEqualTo(expectedDev.size());
             assertThat(tree.nodeCount()).as("a look splits nothing").isEqualTo(nodes);
             tree.match(k, 0, k.length, match);
             List<Integer> got = new ArrayList<>();

@@ -385,7 +385,9 @@ final class RunPlan {
                     chunk, so.sloTtftMs == null ? d.sloTtftMs() : so.sloTtftMs,
                     so.sloTpotMs == null ? d.sloTpotMs() : so.sloTpotMs,
                     so.hostBandwidthGbps == null ? 0 : so.hostBandwidthGbps, sharedEngine,
-                    so.closedLoop == null || so.closedLoop);
+                    so.closedLoop == null || so.closedLoop,
+                    so.tierWeights == null ? io.hicache.sim.TierWeights.UNIT
+                            : io.hicache.sim.TierWeights.parse(so.tierWeights));
             s.checkModel(model);
             return s;
         } catch (IllegalArgumentException e) {

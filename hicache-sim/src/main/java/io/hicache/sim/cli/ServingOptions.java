@@ -54,10 +54,16 @@ final class ServingOptions {
                     + "answer (default); --no-closed-loop replays the trace's times as they are.")
     Boolean closedLoop;
 
+    @Option(names = "--tier-weights", paramLabel = "TIER=W,...",
+            description = "cache-aware and kv-events routers: how much a cached page counts by the tier holding it, "
+                    + "each in [0, 1], e.g. device=1,host=0.75,l3=0.25 (Dynamo's weights; a host hit still costs a "
+                    + "load, an L3 hit a read). Tiers: device, host, l3; one not named counts 1. Default: 1 each.")
+    String tierWeights;
+
     /** Whether any serving option was given (they mean nothing with --cache-only). */
     boolean any() {
         return instances != null || routers != null || tp != null || maxBatchTokens != null || chunkTokens != null
                 || sloTtftMs != null || sloTpotMs != null || hostBandwidthGbps != null || copyEngines != null
-                || closedLoop != null;
+                || closedLoop != null || tierWeights != null;
     }
 }

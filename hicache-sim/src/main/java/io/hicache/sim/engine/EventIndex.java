@@ -87,4 +87,22 @@ final class EventIndex implements BlockEventSink {
         }
         return keys.length;
     }
+
+    /**
+     * The leading blocks of {@code keys} the index holds on any tier (as {@link #overlapPages}), each counted at the
+     * best weight of the tiers it is held on.
+     */
+    double weightedOverlapPages(int[] keys, io.hicache.sim.TierWeights weights) {
+        long h = BlockHasher.root(0);
+        double sum = 0;
+        for (int i = 0; i < keys.length; i++) {
+            h = BlockHasher.page(h, keys, i, 1);
+            Integer tiers = held.get(h);
+            if (tiers == null) {
+                break;
+            }
+            sum += weights.ofMask(tiers);
+        }
+        return sum;
+    }
 }

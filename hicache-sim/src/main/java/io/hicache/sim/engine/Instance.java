@@ -192,6 +192,11 @@ final class Instance {
         return caches[0].cachedPrefixPages(keys, 0, keys.length);
     }
 
+    /** Leading pages of {@code keys} on the device here: the device part of {@link #cachedPages}. */
+    int devicePages(int[] keys) {
+        return caches[0].devicePrefixPages(keys, 0, keys.length);
+    }
+
     /** Queues an arrived request (the instance's clock is at its arrival). */
     void enqueue(ServedRequest q) {
         q.instance = index;

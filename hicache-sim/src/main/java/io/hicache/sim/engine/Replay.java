@@ -294,17 +294,17 @@ final class Replay {
                 return best;
             }
             case KV_EVENTS -> {
+                io.hicache.sim.TierWeights w = serving.tierWeights();
                 int best = 0;
-                long bestCost = Long.MAX_VALUE;
+                double bestCost = Double.MAX_VALUE;
                 for (int i = 0; i < n; i++) {
                     EventIndex index = eventIndexes[i];
-                    int overlap = 0;
+                    double overlap = 0;
                     if (index != null) { // null until the instance first ran: it has published nothing
                         index.deliverUntil(q.arrivalNs);
-                        overlap = index.overlapPages(q.keys);
+                        overlap = w.isUnit() ? index.overlapPages(q.keys) : index.weightedOverlapPages(q.keys, w);
                     }
-                    long cached = Math.min((long) overlap * pageSize, q.simTokens);
-                    long cost = (q.simTokens - cached) + instances[i].pendingPrefillSim();
+                    double cost = cost(q, overlap, instances[i]);
                     if (cost < bestCost) {
                         best = i;
                         bestCost = cost;
@@ -313,11 +313,17 @@ final class Replay {
                 return best;
             }
             case CACHE_AWARE -> {
+                io.hicache.sim.TierWeights w = serving.tierWeights();
                 int best = 0;
-                long bestCost = Long.MAX_VALUE;
+                double bestCost = Double.MAX_VALUE;
                 for (int i = 0; i < n; i++) {
-                    long cached = Math.min((long) instances[i].cachedPages(q.keys) * pageSize, q.simTokens);
-                    long cost = (q.simTokens - cached) + instances[i].pendingPrefillSim();
+                    int cached = instances[i].cachedPages(q.keys);
+                    double overlap = cached;
+                    if (!w.isUnit()) { // device pages lead: the rest of the cached prefix is on the host only
+                        int device = Math.min(cached, instances[i].devicePages(q.keys));
+                        overlap = device * w.device() + (cached - device) * w.host();
+                    }
+                    double cost = cost(q, overlap, instances[i]);
                     if (cost < bestCost) {
                         best = i;
                         bestCost = cost;
@@ -327,6 +333,16 @@ final class Replay {
             }
             default -> throw new IllegalStateException("unknown router " + serving.router());
         }
+    }
+
+    /**
+     * The routers' cost of sending {@code q} to {@code in} (Dynamo's KV router): prompt tokens not cached there, the
+     * cached ones counted at their tier weight ({@code overlapPages} weighted pages), plus the prompt tokens the
+     * instance still has to prefill.
+     */
+    private double cost(ServedRequest q, double overlapPages, Instance in) {
+        double cached = Math.min(overlapPages * pageSize, (double) q.simTokens);
+        return (q.simTokens - cached) + in.pendingPrefillSim();
     }
 
     private void reportProgress() {
@@ -507,7 +523,7 @@ final class Replay {
                 followUps == null ? 0 : followUps.heldTotal(), steps, forwards, copyNs, hidden,
                 io.hicache.sim.OptionSpellings.of(config.loadOverlap()),
                 hostHits, ServingStats.Latency.ofNs(hostHitPrefillNs, hostHits, false),
-                ServingStats.cdf(ttftSorted, finished), overload);
+                ServingStats.cdf(ttftSorted, finished), overload, serving.tierWeights().asMap());
         long devicePeakPages = 0;
         long hostPeakPages = 0;
         for (Instance in : instances) {

@@ -44,13 +44,15 @@ import java.util.Arrays;
  * @param hostHitPrefillMs           from the step that issued their load to the end of their prefill
  * @param ttftCdfMs                  TTFT at the percentiles 0, 1, ..., 100 (HTML only)
  * @param overload                   whether the instances kept up with the arrivals (see {@link Overload})
+ * @param tierWeights                the routers' weight of a cached page by tier ({@code --tier-weights}:
+ *                                   {@code device}, {@code host}, {@code l3}; 1 each by default)
  */
 @JsonPropertyOrder({"instances", "router", "tp", "max_batch_tokens", "chunk_tokens", "slo_ttft_ms", "slo_tpot_ms",
         "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms", "throughput_input_tokens_per_s", "throughput_output_tokens_per_s",
         "throughput_requests_per_s", "goodput", "goodput_requests_per_s", "gpu_busy_fraction", "preemptions",
         "admission_page_waits", "closed_loop", "follow_ups_waited", "steps",
         "device_forwards", "backup_copy_ns", "backup_hidden_fraction", "load_overlap", "host_hit_requests",
-        "host_hit_prefill_ms", "overload"})
+        "host_hit_prefill_ms", "overload", "tier_weights"})
 public record ServingStats(
         @JsonProperty("instances") int instances,
         @JsonProperty("router") String router,
@@ -81,7 +83,24 @@ public record ServingStats(
         @JsonProperty("host_hit_requests") long hostHitRequests,
         @JsonProperty("host_hit_prefill_ms") Latency hostHitPrefillMs,
         @JsonIgnore double[] ttftCdfMs,
-        @JsonProperty("overload") Overload overload) {
+        @JsonProperty("overload") Overload overload,
+        @JsonProperty("tier_weights") java.util.Map<String, Double> tierWeights) {
+
+    /** Outcomes of routers that count every tier as 1. */
+    public ServingStats(int instances, String router, int tp, int maxBatchTokens, int chunkTokens, double sloTtftMs,
+                        double sloTpotMs, Latency ttftMs, Latency tpotMs, Latency e2eMs, Latency queueMs,
+                        double throughputInputTokensPerS, double throughputOutputTokensPerS,
+                        double throughputRequestsPerS, double goodput, double goodputRequestsPerS,
+                        double gpuBusyFraction, long preemptions, long admissionPageWaits, boolean closedLoop,
+                        long followUpsWaited, long steps, long deviceForwards, long backupCopyNs,
+                        double backupHiddenFraction, String loadOverlap, long hostHitRequests, Latency hostHitPrefillMs,
+                        double[] ttftCdfMs, Overload overload) {
+        this(instances, router, tp, maxBatchTokens, chunkTokens, sloTtftMs, sloTpotMs, ttftMs, tpotMs, e2eMs, queueMs,
+                throughputInputTokensPerS, throughputOutputTokensPerS, throughputRequestsPerS, goodput,
+                goodputRequestsPerS, gpuBusyFraction, preemptions, admissionPageWaits, closedLoop, followUpsWaited,
+                steps, deviceForwards, backupCopyNs, backupHiddenFraction, loadOverlap, hostHitRequests,
+                hostHitPrefillMs, ttftCdfMs, overload, null);
+    }
 
     /** Outcomes whose overload was not judged ({@link Overload#NONE}). */
     public ServingStats(int instances, String router, int tp, int maxBatchTokens, int chunkTokens, double sloTtftMs,
@@ -99,9 +118,11 @@ public record ServingStats(
                 hostHitPrefillMs, ttftCdfMs, Overload.NONE);
     }
 
-    /** Defaults a missing overload verdict to {@link Overload#NONE}. */
+    /** Defaults a missing overload verdict to {@link Overload#NONE}, missing tier weights to 1 each. */
     public ServingStats {
         overload = overload == null ? Overload.NONE : overload;
+        tierWeights = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(
+                tierWeights == null ? io.hicache.sim.TierWeights.UNIT.asMap() : tierWeights));
     }
 
     /**
