@@ -428,21 +428,7 @@ public final class RadixTree {
      * @throws IllegalArgumentException on a null array or a range outside {@code tokens}
      */
     public int cachedPrefixPages(int[] tokens, int from, int len) {
-        checkRange(tokens, "tokens", from, len);
-        int remaining = len >> pageShift;
-        int pages = 0;
-        RadixNode node = root;
-        int pos = from;
-        while (remaining > 0 && (node = findChild(node, tokens, pos)) != null) {
-            int k = matchPages(node, tokens, pos, remaining);
-            pages += k;
-            if (k < node.pageCount) {
-                break;
-            }
-            pos += k << pageShift;
-            remaining -= k;
-        }
-        return pages;
+        return prefixPages(tokens, from, len, false);
     }
 
     /**
@@ -453,12 +439,17 @@ public final class RadixTree {
      * @throws IllegalArgumentException on a null array or a range outside {@code tokens}
      */
     public int devicePrefixPages(int[] tokens, int from, int len) {
+        return prefixPages(tokens, from, len, true);
+    }
+
+    private int prefixPages(int[] tokens, int from, int len, boolean deviceOnly) {
         checkRange(tokens, "tokens", from, len);
         int remaining = len >> pageShift;
         int pages = 0;
         RadixNode node = root;
         int pos = from;
-        while (remaining > 0 && (node = findChild(node, tokens, pos)) != null && node.hasDeviceValue()) {
+        while (remaining > 0 && (node = findChild(node, tokens, pos)) != null
+                && (!deviceOnly || node.hasDeviceValue())) {
             int k = matchPages(node, tokens, pos, remaining);
             pages += k;
             if (k < node.pageCount) {
