@@ -67,7 +67,7 @@ public final class OptionSpellings {
      * @throws IllegalArgumentException unknown name; the message lists the valid spellings
      */
     public static OwnerLanes lanes(String name) {
-        return byName(OwnerLanes.values(), OptionSpellings::of, "lanes", name);
+        return byName(OwnerLanes.Standard.values(), OptionSpellings::of, "lanes", name);
     }
 
     /**

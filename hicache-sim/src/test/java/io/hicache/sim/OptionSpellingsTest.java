@@ -36,7 +36,7 @@ class OptionSpellingsTest {
         for (LoadOverlap o : LoadOverlap.values()) {
             assertThat(OptionSpellings.loadOverlap(OptionSpellings.of(o))).isEqualTo(o);
         }
-        for (OwnerLanes l : OwnerLanes.values()) {
+        for (OwnerLanes l : OwnerLanes.Standard.values()) {
             assertThat(OptionSpellings.lanes(OptionSpellings.of(l))).isEqualTo(l);
         }
         for (StorageWritePolicy p : StorageWritePolicy.values()) {

@@ -47,7 +47,7 @@ class OwnerLanesTest {
     }
 
     @Property(tries = 500)
-    void everyStrategyTilesEveryNodeExactlyOnce(@ForAll OwnerLanes lanes,
+    void everyStrategyTilesEveryNodeExactlyOnce(@ForAll OwnerLanes.Standard lanes,
                                                @ForAll @IntRange(min = 1, max = 300) int totalPages,
                                                @ForAll @IntRange(min = 1, max = 16) int cpSize,
                                                @ForAll @IntRange(min = 0, max = 299) int start,
