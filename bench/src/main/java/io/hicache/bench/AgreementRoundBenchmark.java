@@ -31,7 +31,8 @@ import java.util.concurrent.TimeUnit;
  * ranks run on their own threads, each contributing the next round as soon as it has read the last one, idling on
  * a backoff strategy (spin, yield, then park 1-50 us) so that eight ranks fit a small machine. {@code IN_PROCESS} is
  * {@link InProcessRankAgreement}; {@code AERON_IPC} is the protocol over Aeron IPC (one {@link AeronRankGroup} per
- * rank, sharing one stream, driver embedded in the benchmark JVM). Sample mode: JMH prints p50 and p99.
+ * rank, sharing one stream, driver embedded in the benchmark JVM). Each contribution is the controller's round: a backup
+ * section and a load section ({@code 2 * RankAgreement.SECTION_WORDS} words). Sample mode: JMH prints p50 and p99.
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -53,6 +54,7 @@ public class AgreementRoundBenchmark {
     private volatile boolean running;
     private long round;
     private final RankAgreement.Result out = new RankAgreement.Result();
+    private final RankAgreement.Contribution words = new RankAgreement.Contribution(2 * RankAgreement.SECTION_WORDS);
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
@@ -86,8 +88,10 @@ public class AgreementRoundBenchmark {
         RankAgreement a = agreements[rank];
         IdleStrategy idle = new BackoffIdleStrategy(100, 10, 1_000, 50_000);
         RankAgreement.Result result = new RankAgreement.Result();
+        RankAgreement.Contribution mine = new RankAgreement.Contribution(2 * RankAgreement.SECTION_WORDS);
         for (long k = 0; running; k++) {
-            a.contribute(rank, k, k, Long.MAX_VALUE);
+            mine.set(0, k);
+            a.contribute(rank, k, mine);
             idle.reset();
             while (!a.tryResult(rank, k, result)) {
                 if (!running) {
@@ -101,7 +105,8 @@ public class AgreementRoundBenchmark {
     @Benchmark
     public long round() {
         RankAgreement a = agreements[0];
-        a.contribute(0, round, round, Long.MAX_VALUE);
+        words.set(0, round);
+        a.contribute(0, round, words);
         while (!a.tryResult(0, round, out)) {
             Thread.onSpinWait();
         }
@@ -109,7 +114,7 @@ public class AgreementRoundBenchmark {
             throw new IllegalStateException("ranks 0b" + Long.toBinaryString(out.failedRanks())
                 + " were declared failed during the benchmark");
         }
-        return out.minCompletedPrefix() + round++;
+        return out.word(0) + round++;
     }
 
     @TearDown(Level.Trial)

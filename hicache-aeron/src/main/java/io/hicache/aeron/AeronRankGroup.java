@@ -62,8 +62,8 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         cores[BACKUP_CHANNEL] = new AgreementCore(config, BACKUP_CHANNEL, outbox);
         cores[LOAD_CHANNEL] = new AgreementCore(config, LOAD_CHANNEL, outbox);
         this.backupLatencies = new RoundLatencies(latencySamples);
-        this.load = new View(cores[LOAD_CHANNEL], null, new RoundLatencies(0));
-        this.backup = new View(cores[BACKUP_CHANNEL], load, backupLatencies);
+        this.load = new View(cores[LOAD_CHANNEL], new RoundLatencies(0));
+        this.backup = new View(cores[BACKUP_CHANNEL], backupLatencies);
     }
 
     private boolean offer(DirectBuffer buffer, int offset, int length) {
@@ -81,7 +81,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
     }
 
     private void onFragment(DirectBuffer buffer, int offset, int length, Header header) {
-        int ch = length == Wire.LENGTH ? Wire.channel(buffer, offset) : BACKUP_CHANNEL;
+        int ch = length >= Wire.HEADER ? Wire.channel(buffer, offset) : BACKUP_CHANNEL;
         if (ch != BACKUP_CHANNEL && ch != LOAD_CHANNEL) {
             droppedUnknownChannel++;
             return;
@@ -89,7 +89,10 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         cores[ch].onMessage(buffer, offset, length, clock.nanoTime());
     }
 
-    /** The agreement for backups; its {@link RankAgreement#loadChannel()} is the load agreement. */
+    /**
+     * The agreement for backups (pass it alone to {@code cpGroup} and it carries the loads' rounds too, or pass
+     * {@link #loadAgreement()} beside it).
+     */
     public RankAgreement backupAgreement() {
         return backup;
     }
@@ -208,14 +211,12 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
     /** One channel as a {@link RankAgreement} for this process's rank. */
     private final class View implements RankAgreement {
         private final AgreementCore core;
-        private final View loadView;
         private final RoundLatencies latencies;
         private long contributedAtNs;
         private long openRound = -1;
 
-        View(AgreementCore core, View loadView, RoundLatencies latencies) {
+        View(AgreementCore core, RoundLatencies latencies) {
             this.core = core;
-            this.loadView = loadView;
             this.latencies = latencies;
         }
 
@@ -225,7 +226,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
         }
 
         @Override
-        public void contribute(int rank, long round, long completedPrefix, long firstFailedSeq) {
+        public void contribute(int rank, long round, Contribution contribution) {
             checkRank(rank);
             synchronized (AeronRankGroup.this) {
                 if (closed) {
@@ -233,7 +234,7 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
                 }
                 pollInbound(); // a rank waking from a stall reads what the group decided before it acts
                 long now = clock.nanoTime();
-                core.contribute(round, completedPrefix, firstFailedSeq, now);
+                core.contribute(round, contribution, now);
                 contributedAtNs = now;
                 openRound = round;
             }
@@ -268,12 +269,10 @@ public final class AeronRankGroup implements Agent, AutoCloseable {
             }
         }
 
+        /** {@link AgreementConfig#failureDetectionNs()}. */
         @Override
-        public RankAgreement loadChannel() {
-            if (loadView == null) {
-                return RankAgreement.super.loadChannel();
-            }
-            return loadView;
+        public long failureDetectionNs() {
+            return config.failureDetectionNs();
         }
 
         private void checkRank(int rank) {

@@ -40,4 +40,13 @@ public record AgreementConfig(long groupId, long token, int groupSize, int rank,
     public long coordinatorTimeoutNs() {
         return 2 * memberTimeoutNs + 2 * retransmitIntervalNs;
     }
+
+    /**
+     * The bound within which a silent rank is declared failed and the rounds it holds up are degraded on every rank
+     * that runs ({@link io.hicache.core.cp.RankAgreement#failureDetectionNs()}): a chain of at most {@code groupSize}
+     * suspicions, each a coordinator timeout followed by an election of at most a member timeout and a resend.
+     */
+    public long failureDetectionNs() {
+        return groupSize * (coordinatorTimeoutNs() + memberTimeoutNs + retransmitIntervalNs);
+    }
 }

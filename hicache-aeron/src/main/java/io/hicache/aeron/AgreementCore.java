@@ -12,14 +12,14 @@ import java.util.Arrays;
  * through an {@link Outbox}. The Aeron transport and the deterministic simulation tests drive the same code.
  *
  * <h2>Protocol</h2>
- * Every rank contributes to every round, in order ({@code completedPrefix}, {@code firstFailedSeq}). Rounds are
+ * Every rank contributes to every round, in order: a vector of words ({@link RankAgreement.Contribution}). Rounds are
  * decided by the <em>coordinator</em> of the current epoch (an epoch is {@code term << 8 | coordinatorRank}; epoch 0
  * is coordinated by rank 0):
  * <ul>
- *   <li>{@code CONTRIBUTION(epoch, round, completed, failed)}: every rank to the coordinator, resent until the
- *       round is decided.</li>
- *   <li>{@code RESULT(epoch, round, min completed, min failed)}: the coordinator's decision, once it holds every
- *       rank's contribution: a pure function of them, so every rank applies the same values.</li>
+ *   <li>{@code CONTRIBUTION(epoch, round, words)}: every rank to the coordinator, resent until the round is
+ *       decided.</li>
+ *   <li>{@code RESULT(epoch, round, words)}: the coordinator's decision, once it holds every rank's contribution: the
+ *       element-wise minimum, a pure function of them, so every rank applies the same words.</li>
  *   <li>A rank whose contribution the coordinator has not received {@link AgreementConfig#memberTimeoutNs} after
  *       its own is declared failed: {@code RESULT} then carries the failed ranks, and that round and every later
  *       one is <em>degraded</em>: nothing commits, everything in flight aborts ({@code RANK_FAILED}), until the
@@ -43,6 +43,10 @@ import java.util.Arrays;
  * are dropped and counted, never counted as contributions. The model: crash-stop and stalled ranks, and a network
  * that loses, delays, duplicates and reorders frames but delivers a resent frame within the member timeout.
  *
+ * <p><b>Failure detection.</b> A silent rank is detected within {@link AgreementConfig#failureDetectionNs()} of the
+ * others' contributions: at most {@code groupSize} links of a suspicion ({@link AgreementConfig#coordinatorTimeoutNs})
+ * followed by an election (a member timeout) and a resend.
+ *
  * <p>Threads: not thread-safe; one owner thread calls every method. Allocation-free after construction.
  */
 public final class AgreementCore {
@@ -52,7 +56,11 @@ public final class AgreementCore {
     private final AgreementConfig config;
     private final int channel;
     private final Outbox outbox;
-    private final UnsafeBuffer frame = new UnsafeBuffer(new byte[Wire.LENGTH]);
+    private static final int MAX = RankAgreement.MAX_WORDS;
+
+    private final UnsafeBuffer frame = new UnsafeBuffer(new byte[Wire.MAX_LENGTH]);
+    private final long[] inWords = new long[MAX];
+    private final long[] minWords = new long[MAX];
     private final int me;
     private final int size;
     private final long fullMask;
@@ -62,36 +70,36 @@ public final class AgreementCore {
 
     private long lastNormalRound = -1;
     private final long[] ringRound = new long[RING];
-    private final long[] ringCompleted = new long[RING];
-    private final long[] ringFailed = new long[RING];
+    private final int[] ringWidth = new int[RING];
+    private final long[][] ringWords = new long[RING][MAX];
     private long failedMask;
     private long degradedFrom = NONE;
     private boolean left;
     private boolean leaving;
 
     private long myRound = -1;
-    private long myCompleted;
-    private long myFailed;
+    private int myWidth;
+    private final long[] myWords = new long[MAX];
     private long waitStartNs;
     private long suspectedMask;
 
     private final long[] contribRound;
-    private final long[] contribCompleted;
-    private final long[] contribFailed;
+    private final int[] contribWidth;
+    private final long[][] contribWords;
     private long roundTimerStartNs = -1;
 
     private long electionEpoch;
     private long electionStartNs;
     private long promiseMask;
     private long bestRound;
-    private long bestCompleted;
-    private long bestFailed;
+    private int bestWidth;
+    private final long[] bestWords = new long[MAX];
     private long unionFailed;
     private long minDegradedFrom;
 
     private long newEpochRound;
-    private long newEpochCompleted;
-    private long newEpochFailed;
+    private int newEpochWidth;
+    private final long[] newEpochWords = new long[MAX];
     private long newEpochFailedMask;
     private long newEpochDegradedFrom;
 
@@ -117,8 +125,8 @@ public final class AgreementCore {
         this.size = config.groupSize();
         this.fullMask = size == 64 ? -1L : (1L << size) - 1;
         this.contribRound = new long[size];
-        this.contribCompleted = new long[size];
-        this.contribFailed = new long[size];
+        this.contribWidth = new int[size];
+        this.contribWords = new long[size][MAX];
         Arrays.fill(contribRound, -1L);
         Arrays.fill(ringRound, -1L);
     }
@@ -126,11 +134,11 @@ public final class AgreementCore {
     // ------------------------------------------------------------------ the controller's side
 
     /**
-     * Contributes this rank's values to {@code round}.
+     * Contributes this rank's words to {@code round} (copied).
      *
      * @throws IllegalStateException if rounds are skipped or repeated, or the previous round is not decided yet
      */
-    public void contribute(long round, long completedPrefix, long firstFailedSeq, long nowNs) {
+    public void contribute(long round, RankAgreement.Contribution contribution, long nowNs) {
         if (round != myRound + 1) {
             throw new IllegalStateException("rank " + me + " contributed round " + round + " after round " + myRound
                 + ": rounds must be contributed in order, once each");
@@ -140,25 +148,25 @@ public final class AgreementCore {
                 + " was decided");
         }
         myRound = round;
-        myCompleted = completedPrefix;
-        myFailed = firstFailedSeq;
+        myWidth = contribution.width();
+        contribution.copyTo(myWords, 0);
         waitStartNs = nowNs;
         if (degraded()) {
             return;
         }
         if (coordinator()) {
             if (round == lastNormalRound + 1) {
-                record(me, round, completedPrefix, firstFailedSeq, nowNs);
+                record(me, round, myWords, myWidth, nowNs);
                 maybeDecide(nowNs);
             }
         } else if (promisedEpoch == acceptedEpoch) {
-            send(Wire.CONTRIBUTION, acceptedEpoch, round, completedPrefix, firstFailedSeq, 0, 0);
+            send(Wire.CONTRIBUTION, acceptedEpoch, round, 0, 0, myWords, myWidth);
         }
     }
 
     /**
-     * Writes round {@code round}'s result into {@code out}: {@link RankAgreement.Result#setDecided} with the group
-     * minima, or, for a degraded round, {@link RankAgreement.Result#setDegraded} with the mask of failed ranks
+     * Writes round {@code round}'s result into {@code out}: {@link RankAgreement.Result#setDecided} with the group's
+     * element-wise minimum, or, for a degraded round, {@link RankAgreement.Result#setDegraded} with the mask of failed ranks
      * (never 0: every degradation names a rank); returns false, leaving {@code out} untouched, while the round is
      * undecided. Allocation-free.
      */
@@ -174,7 +182,7 @@ public final class AgreementCore {
         if (ringRound[s] != round) {
             return false;
         }
-        out.setDecided(ringCompleted[s], ringFailed[s]);
+        out.setDecided(ringWords[s], 0, ringWidth[s]);
         return true;
     }
 
@@ -206,31 +214,31 @@ public final class AgreementCore {
         }
         long epoch = Wire.getLong(buf, offset, Wire.EPOCH_OFFSET);
         long round = Wire.getLong(buf, offset, Wire.ROUND_OFFSET);
-        long a = Wire.getLong(buf, offset, Wire.A_OFFSET);
-        long b = Wire.getLong(buf, offset, Wire.B_OFFSET);
-        long c = Wire.getLong(buf, offset, Wire.C_OFFSET);
-        long d = Wire.getLong(buf, offset, Wire.D_OFFSET);
+        long mask = Wire.getLong(buf, offset, Wire.MASK_OFFSET);
+        long from = Wire.getLong(buf, offset, Wire.FROM_OFFSET);
+        int width = Wire.width(buf, offset);
         if (epoch < 0 || epoch < promisedEpoch && Wire.type(buf, offset) != Wire.PROMISE) {
             droppedStale++;
             return;
         }
+        Wire.words(buf, offset, inWords, width);
         switch (Wire.type(buf, offset)) {
-            case Wire.CONTRIBUTION -> onContribution(sender, epoch, round, a, b, nowNs);
-            case Wire.RESULT -> onResult(sender, epoch, round, a, b, c, d);
+            case Wire.CONTRIBUTION -> onContribution(sender, epoch, round, width, nowNs);
+            case Wire.RESULT -> onResult(sender, epoch, round, width, mask, from);
             case Wire.PREPARE -> onPrepare(sender, epoch, nowNs);
-            case Wire.PROMISE -> onPromise(sender, epoch, round, a, b, c, d, nowNs);
-            case Wire.NEW_EPOCH -> onNewEpoch(sender, epoch, round, a, b, c, d, nowNs);
+            case Wire.PROMISE -> onPromise(sender, epoch, round, width, mask, from, nowNs);
+            case Wire.NEW_EPOCH -> onNewEpoch(sender, epoch, round, width, mask, from, nowNs);
             case Wire.LEAVE -> onLeave(sender, epoch);
             default -> droppedMalformed++;
         }
     }
 
-    private void onContribution(int sender, long epoch, long round, long completed, long failed, long nowNs) {
+    private void onContribution(int sender, long epoch, long round, int width, long nowNs) {
         if (epoch != acceptedEpoch || !coordinator() || degraded()) {
             return; // meant for another coordinator, or an epoch this rank has not joined yet
         }
         if (round == lastNormalRound + 1) {
-            record(sender, round, completed, failed, nowNs);
+            record(sender, round, inWords, width, nowNs);
             maybeDecide(nowNs);
         } else if (round > lastNormalRound + 1) {
             droppedStale++; // a rank cannot contribute past an undecided round
@@ -238,7 +246,7 @@ public final class AgreementCore {
         // an older round: the sender missed our result, which the periodic resend carries
     }
 
-    private void onResult(int sender, long epoch, long round, long completed, long failed, long mask, long from) {
+    private void onResult(int sender, long epoch, long round, int width, long mask, long from) {
         if (epoch != acceptedEpoch || promisedEpoch != acceptedEpoch) {
             return; // an epoch this rank has not joined yet: its NEW_EPOCH comes first
         }
@@ -249,7 +257,7 @@ public final class AgreementCore {
         if (mask != 0) {
             degrade(mask, from);
         } else if (round == lastNormalRound + 1 && round < degradedFrom) {
-            storeNormal(round, completed, failed);
+            storeNormal(round, inWords, width);
         }
     }
 
@@ -268,14 +276,12 @@ public final class AgreementCore {
         }
         if (epoch == promisedEpoch && epoch != acceptedEpoch) {
             int s = (int) (lastNormalRound & (RING - 1));
-            long c = lastNormalRound >= 0 ? ringCompleted[s] : 0;
-            long f = lastNormalRound >= 0 ? ringFailed[s] : 0;
-            send(Wire.PROMISE, epoch, lastNormalRound, c, f, failedMask, degradedFrom);
+            send(Wire.PROMISE, epoch, lastNormalRound, failedMask, degradedFrom, ringWords[s],
+                lastNormalRound >= 0 ? ringWidth[s] : 0);
         }
     }
 
-    private void onPromise(int sender, long epoch, long round, long completed, long failed, long mask, long from,
-                           long nowNs) {
+    private void onPromise(int sender, long epoch, long round, int width, long mask, long from, long nowNs) {
         if (electionEpoch == 0 || epoch != electionEpoch) {
             if (epoch < promisedEpoch) {
                 droppedStale++;
@@ -289,16 +295,15 @@ public final class AgreementCore {
         promiseMask |= bit;
         if (round > bestRound) {
             bestRound = round;
-            bestCompleted = completed;
-            bestFailed = failed;
+            bestWidth = width;
+            System.arraycopy(inWords, 0, bestWords, 0, width);
         }
         unionFailed |= mask;
         minDegradedFrom = Math.min(minDegradedFrom, from);
         maybeConclude(nowNs);
     }
 
-    private void onNewEpoch(int sender, long epoch, long round, long completed, long failed, long mask, long from,
-                            long nowNs) {
+    private void onNewEpoch(int sender, long epoch, long round, int width, long mask, long from, long nowNs) {
         if (leaderOf(epoch) != sender) {
             droppedBadRank++;
             return;
@@ -306,7 +311,7 @@ public final class AgreementCore {
         if (epoch <= acceptedEpoch) {
             return; // duplicate
         }
-        adopt(epoch, round, completed, failed, mask, from, nowNs);
+        adopt(epoch, round, inWords, width, mask, from, nowNs);
     }
 
     private void onLeave(int sender, long epoch) {
@@ -314,7 +319,7 @@ public final class AgreementCore {
             return; // only the coordinator decides; a later coordinator learns of it through its election
         }
         degrade(1L << sender, lastNormalRound + 1);
-        send(Wire.RESULT, acceptedEpoch, degradedFrom, 0, 0, failedMask, degradedFrom);
+        sendDegraded();
     }
 
     /**
@@ -330,9 +335,9 @@ public final class AgreementCore {
         boolean wasCoordinator = coordinator();
         degrade(1L << me, lastNormalRound + 1);
         if (wasCoordinator) {
-            send(Wire.RESULT, acceptedEpoch, degradedFrom, 0, 0, failedMask, degradedFrom);
+            sendDegraded();
         } else {
-            send(Wire.LEAVE, acceptedEpoch, lastNormalRound, 0, 0, 0, 0);
+            send(Wire.LEAVE, acceptedEpoch, lastNormalRound, 0, 0, myWords, 0);
         }
     }
 
@@ -373,29 +378,29 @@ public final class AgreementCore {
     private int resend() {
         int sent = 0;
         if (electionEpoch != 0) {
-            send(Wire.PREPARE, electionEpoch, 0, 0, 0, 0, 0);
+            send(Wire.PREPARE, electionEpoch, 0, 0, 0, myWords, 0);
             sent++;
         }
         if (leaderOf(acceptedEpoch) == me && promisedEpoch == acceptedEpoch) {
             if (acceptedEpoch != 0) {
-                send(Wire.NEW_EPOCH, acceptedEpoch, newEpochRound, newEpochCompleted, newEpochFailed,
-                    newEpochFailedMask, newEpochDegradedFrom);
+                send(Wire.NEW_EPOCH, acceptedEpoch, newEpochRound, newEpochFailedMask, newEpochDegradedFrom,
+                    newEpochWords, newEpochWidth);
                 sent++;
             }
             if (lastNormalRound >= 0) {
                 int s = (int) (lastNormalRound & (RING - 1));
-                send(Wire.RESULT, acceptedEpoch, lastNormalRound, ringCompleted[s], ringFailed[s], 0, NONE);
+                send(Wire.RESULT, acceptedEpoch, lastNormalRound, 0, NONE, ringWords[s], ringWidth[s]);
                 sent++;
             }
             if (degraded()) {
-                send(Wire.RESULT, acceptedEpoch, degradedFrom, 0, 0, failedMask, degradedFrom);
+                sendDegraded();
                 sent++;
             }
         } else if (leaving && promisedEpoch == acceptedEpoch) {
-            send(Wire.LEAVE, acceptedEpoch, lastNormalRound, 0, 0, 0, 0);
+            send(Wire.LEAVE, acceptedEpoch, lastNormalRound, 0, 0, myWords, 0);
             sent++;
         } else if (!degraded() && myRound > lastNormalRound && promisedEpoch == acceptedEpoch) {
-            send(Wire.CONTRIBUTION, acceptedEpoch, myRound, myCompleted, myFailed, 0, 0);
+            send(Wire.CONTRIBUTION, acceptedEpoch, myRound, 0, 0, myWords, myWidth);
             sent++;
         }
         return sent;
@@ -407,10 +412,10 @@ public final class AgreementCore {
         return leaderOf(acceptedEpoch) == me && promisedEpoch == acceptedEpoch;
     }
 
-    private void record(int rank, long round, long completed, long failed, long nowNs) {
+    private void record(int rank, long round, long[] words, int width, long nowNs) {
         contribRound[rank] = round;
-        contribCompleted[rank] = completed;
-        contribFailed[rank] = failed;
+        contribWidth[rank] = width;
+        System.arraycopy(words, 0, contribWords[rank], 0, width);
         if (rank == me) {
             roundTimerStartNs = nowNs;
         }
@@ -419,26 +424,32 @@ public final class AgreementCore {
     private boolean maybeDecide(long nowNs) {
         long round = lastNormalRound + 1;
         long missing = 0;
-        long minCompleted = Long.MAX_VALUE;
-        long minFailed = Long.MAX_VALUE;
         for (int i = 0; i < size; i++) {
             if (contribRound[i] != round) {
                 missing |= 1L << i;
-            } else {
-                minCompleted = Math.min(minCompleted, contribCompleted[i]);
-                minFailed = Math.min(minFailed, contribFailed[i]);
             }
         }
         if (missing == 0) {
-            storeNormal(round, minCompleted, minFailed);
+            int width = contribWidth[me];
+            java.util.Arrays.fill(minWords, 0, width, Long.MAX_VALUE);
+            for (int i = 0; i < size; i++) {
+                long[] w = contribWords[i];
+                int n = Math.min(width, contribWidth[i]); // every rank contributes the channel's width
+                for (int k = 0; k < n; k++) {
+                    if (w[k] < minWords[k]) {
+                        minWords[k] = w[k];
+                    }
+                }
+            }
+            storeNormal(round, minWords, width);
             roundTimerStartNs = -1;
-            send(Wire.RESULT, acceptedEpoch, round, minCompleted, minFailed, 0, NONE);
+            send(Wire.RESULT, acceptedEpoch, round, 0, NONE, minWords, width);
             return true;
         }
         if ((missing & (1L << me)) == 0 && roundTimerStartNs >= 0
             && nowNs - roundTimerStartNs >= config.memberTimeoutNs()) {
             degrade(missing, round);
-            send(Wire.RESULT, acceptedEpoch, degradedFrom, 0, 0, failedMask, degradedFrom);
+            sendDegraded();
             return true;
         }
         return false;
@@ -455,11 +466,11 @@ public final class AgreementCore {
         promiseMask = 1L << me;
         bestRound = lastNormalRound;
         int s = (int) (lastNormalRound & (RING - 1));
-        bestCompleted = lastNormalRound >= 0 ? ringCompleted[s] : 0;
-        bestFailed = lastNormalRound >= 0 ? ringFailed[s] : 0;
+        bestWidth = lastNormalRound >= 0 ? ringWidth[s] : 0;
+        System.arraycopy(ringWords[s], 0, bestWords, 0, bestWidth);
         unionFailed = failedMask;
         minDegradedFrom = degradedFrom;
-        send(Wire.PREPARE, electionEpoch, 0, 0, 0, 0, 0);
+        send(Wire.PREPARE, electionEpoch, 0, 0, 0, myWords, 0);
     }
 
     private boolean maybeConclude(long nowNs) {
@@ -474,19 +485,19 @@ public final class AgreementCore {
         if (failed != 0 && from == NONE) {
             from = bestRound + 1;
         }
-        adopt(epoch, bestRound, bestCompleted, bestFailed, failed, from, nowNs);
-        send(Wire.NEW_EPOCH, epoch, bestRound, bestCompleted, bestFailed, failed, from);
+        adopt(epoch, bestRound, bestWords, bestWidth, failed, from, nowNs);
+        send(Wire.NEW_EPOCH, epoch, bestRound, failed, from, bestWords, bestWidth);
         return true;
     }
 
-    private void adopt(long epoch, long round, long completed, long failed, long mask, long from, long nowNs) {
+    private void adopt(long epoch, long round, long[] words, int width, long mask, long from, long nowNs) {
         acceptedEpoch = epoch;
         promisedEpoch = epoch;
         if (electionEpoch != 0 && electionEpoch < epoch) {
             electionEpoch = 0;
         }
         if (round == lastNormalRound + 1 && round < degradedFrom) {
-            storeNormal(round, completed, failed);
+            storeNormal(round, words, width);
         } else if (round != lastNormalRound && (mask & (1L << me)) == 0) {
             mask |= 1L << me; // this rank missed decisions: it cannot stay a member
         }
@@ -499,25 +510,27 @@ public final class AgreementCore {
         waitStartNs = nowNs;
         if (leaderOf(epoch) == me) {
             newEpochRound = round;
-            newEpochCompleted = completed;
-            newEpochFailed = failed;
+            newEpochWidth = width;
+            if (words != newEpochWords) {
+                System.arraycopy(words, 0, newEpochWords, 0, width);
+            }
             newEpochFailedMask = mask;
             newEpochDegradedFrom = from;
             if (!degraded() && myRound == lastNormalRound + 1) {
-                record(me, myRound, myCompleted, myFailed, nowNs);
+                record(me, myRound, myWords, myWidth, nowNs);
             }
         } else if (!degraded() && myRound == lastNormalRound + 1) {
-            send(Wire.CONTRIBUTION, acceptedEpoch, myRound, myCompleted, myFailed, 0, 0);
+            send(Wire.CONTRIBUTION, acceptedEpoch, myRound, 0, 0, myWords, myWidth);
         }
     }
 
     // ------------------------------------------------------------------ state
 
-    private void storeNormal(long round, long completed, long failed) {
+    private void storeNormal(long round, long[] words, int width) {
         int s = (int) (round & (RING - 1));
         ringRound[s] = round;
-        ringCompleted[s] = completed;
-        ringFailed[s] = failed;
+        ringWidth[s] = width;
+        System.arraycopy(words, 0, ringWords[s], 0, width);
         lastNormalRound = round;
     }
 
@@ -538,9 +551,14 @@ public final class AgreementCore {
         return (int) (epoch & 0xFF);
     }
 
-    private void send(byte type, long epoch, long round, long a, long b, long c, long d) {
-        Wire.encode(frame, type, channel, config.groupId(), config.token(), me, epoch, round, a, b, c, d);
-        if (!outbox.send(frame, 0, Wire.LENGTH)) {
+    private void sendDegraded() {
+        send(Wire.RESULT, acceptedEpoch, degradedFrom, failedMask, degradedFrom, myWords, 0);
+    }
+
+    private void send(byte type, long epoch, long round, long mask, long from, long[] words, int width) {
+        int length = Wire.encode(frame, type, channel, config.groupId(), config.token(), me, epoch, round, mask, from,
+            words, width);
+        if (!outbox.send(frame, 0, length)) {
             sendsRefused++;
             refused = true;
         }
@@ -551,6 +569,11 @@ public final class AgreementCore {
     /** This rank. */
     public int rank() {
         return me;
+    }
+
+    /** The membership and timing this core runs with. */
+    public AgreementConfig config() {
+        return config;
     }
 
     /** The epoch this rank has joined ({@code term << 8 | coordinator}). */

@@ -39,6 +39,14 @@ class AeronTransportTest {
         CloseHelper.closeAll(aeron, driver);
     }
 
+    /** A two-word contribution. */
+    private static RankAgreement.Contribution two(long a, long b) {
+        RankAgreement.Contribution c = new RankAgreement.Contribution(2);
+        c.set(0, a);
+        c.set(1, b);
+        return c;
+    }
+
     private static AgreementConfig config(long group, long token, int size, int rank) {
         return new AgreementConfig(group, token, size, rank, TimeUnit.SECONDS.toNanos(5),
             TimeUnit.MILLISECONDS.toNanos(20));
@@ -55,7 +63,8 @@ class AeronTransportTest {
         RankAgreement.Result out = new RankAgreement.Result();
         for (long round = 0; round < 20; round++) {
             for (int r = 0; r < n; r++) {
-                groups[r].backupAgreement().contribute(r, round, round * 10 + r, r == 1 ? round * 10 + 5 : Long.MAX_VALUE);
+                groups[r].backupAgreement().contribute(r, round,
+                    two(round * 10 + r, r == 1 ? round * 10 + 5 : Long.MAX_VALUE));
             }
             for (int r = 0; r < n; r++) {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -68,8 +77,8 @@ class AeronTransportTest {
                 }
                 assertThat(got).as("%s: round %d on rank %d", channel, round, r).isTrue();
                 assertThat(out.decided()).as("%s: round %d on rank %d: %s", channel, round, r, out).isTrue();
-                assertThat(out.minCompletedPrefix()).isEqualTo(round * 10);
-                assertThat(out.minFirstFailedSeq()).isEqualTo(round * 10 + 5);
+                assertThat(out.word(0)).isEqualTo(round * 10);
+                assertThat(out.word(1)).isEqualTo(round * 10 + 5);
             }
         }
         assertThat(groups[0].backupRoundLatencies()).hasSize(20);
@@ -88,18 +97,18 @@ class AeronTransportTest {
         AeronRankGroup bigGroup = new AeronRankGroup(aeron, "aeron:ipc", 12, config(5, 55, 4, 3),
             SystemNanoClock.INSTANCE, 0);
         var pub = aeron.addPublication("aeron:ipc", 12);
-        UnsafeBuffer junk = new UnsafeBuffer(new byte[Wire.LENGTH]);
-        Wire.encode(junk, Wire.CONTRIBUTION, 9, 5, 55, 1, 0, 0, -1, -1, 0, 0);
+        UnsafeBuffer junk = new UnsafeBuffer(new byte[Wire.MAX_LENGTH]);
+        int junkLength = Wire.encode(junk, Wire.CONTRIBUTION, 9, 5, 55, 1, 0, 0, 0, 0, new long[] {-1, -1}, 2);
         RankAgreement.Result out = new RankAgreement.Result();
-        otherGroup.backupAgreement().contribute(1, 0, -1, -1);
-        wrongToken.backupAgreement().contribute(1, 0, -1, -1);
-        bigGroup.backupAgreement().contribute(3, 0, -1, -1);
+        otherGroup.backupAgreement().contribute(1, 0, two(-1, -1));
+        wrongToken.backupAgreement().contribute(1, 0, two(-1, -1));
+        bigGroup.backupAgreement().contribute(3, 0, two(-1, -1));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (pub.offer(junk, 0, Wire.LENGTH) < 0 && System.nanoTime() < deadline) {
+        while (pub.offer(junk, 0, junkLength) < 0 && System.nanoTime() < deadline) {
             g0.doWork();
         }
-        g0.backupAgreement().contribute(0, 0, 7, Long.MAX_VALUE);
-        g1.backupAgreement().contribute(1, 0, 9, Long.MAX_VALUE);
+        g0.backupAgreement().contribute(0, 0, two(7, Long.MAX_VALUE));
+        g1.backupAgreement().contribute(1, 0, two(9, Long.MAX_VALUE));
         boolean got = false;
         while (!got && System.nanoTime() < deadline) {
             for (AeronRankGroup g : new AeronRankGroup[] {otherGroup, wrongToken, bigGroup, g1}) {
@@ -109,8 +118,8 @@ class AeronTransportTest {
         }
         assertThat(got).isTrue();
         assertThat(out.decided()).as("%s", out).isTrue();
-        assertThat(out.minCompletedPrefix()).isEqualTo(7); // the strays' -1 never counted
-        assertThat(out.minFirstFailedSeq()).isEqualTo(Long.MAX_VALUE);
+        assertThat(out.word(0)).isEqualTo(7); // the strays' -1 never counted
+        assertThat(out.word(1)).isEqualTo(Long.MAX_VALUE);
         while (g0.droppedFrames() < 4 && System.nanoTime() < deadline) {
             g0.doWork();
         }

@@ -42,7 +42,10 @@ class AgreementAllocationTest {
         final UnsafeBuffer[][] ring = new UnsafeBuffer[2][64];
         final int[] head = new int[2];
         final int[] tail = new int[2];
+        final int[][] lengths = new int[2][64];
         final RankAgreement.Result out = new RankAgreement.Result();
+        final RankAgreement.Contribution[] words = {new RankAgreement.Contribution(RankAgreement.SECTION_WORDS),
+            new RankAgreement.Contribution(RankAgreement.SECTION_WORDS)};
         long now;
         long round;
 
@@ -50,10 +53,11 @@ class AgreementAllocationTest {
             for (int r = 0; r < 2; r++) {
                 int to = 1 - r;
                 for (int i = 0; i < 64; i++) {
-                    ring[r][i] = new UnsafeBuffer(new byte[Wire.LENGTH]);
+                    ring[r][i] = new UnsafeBuffer(new byte[Wire.MAX_LENGTH]);
                 }
                 cores[r] = new AgreementCore(new AgreementConfig(1, 2, 2, r, 1_000_000_000L, 10_000_000L), 0,
                     (buf, off, len) -> {
+                        lengths[to][tail[to] & 63] = len;
                         ring[to][tail[to]++ & 63].putBytes(0, buf, off, len);
                         return true;
                     });
@@ -63,13 +67,16 @@ class AgreementAllocationTest {
         void rounds(int n) {
             for (int i = 0; i < n; i++) {
                 now += 1_000;
-                cores[0].contribute(round, round, Long.MAX_VALUE, now);
-                cores[1].contribute(round, round + 1, Long.MAX_VALUE, now);
+                words[0].set(0, round);
+                words[1].set(0, round + 1);
+                cores[0].contribute(round, words[0], now);
+                cores[1].contribute(round, words[1], now);
                 boolean done = false;
                 while (!done) {
                     for (int r = 0; r < 2; r++) {
                         while (head[r] != tail[r]) {
-                            cores[r].onMessage(ring[r][head[r]++ & 63], 0, Wire.LENGTH, now);
+                            int len = lengths[r][head[r] & 63];
+                            cores[r].onMessage(ring[r][head[r]++ & 63], 0, len, now);
                         }
                         cores[r].doWork(now);
                     }
@@ -102,12 +109,14 @@ class AgreementAllocationTest {
                 a[r] = g[r].backupAgreement();
             }
             RankAgreement.Result out = new RankAgreement.Result();
+            RankAgreement.Contribution c = new RankAgreement.Contribution(2 * RankAgreement.SECTION_WORDS);
             long[] round = {0};
             Runnable body = () -> {
                 for (int i = 0; i < 500; i++) {
                     long k = round[0]++;
-                    a[0].contribute(0, k, k, Long.MAX_VALUE);
-                    a[1].contribute(1, k, k, Long.MAX_VALUE);
+                    c.set(0, k);
+                    a[0].contribute(0, k, c);
+                    a[1].contribute(1, k, c);
                     while (!a[0].tryResult(0, k, out)) {
                         g[1].doWork();
                     }

@@ -21,7 +21,7 @@ class ControllersOverProtocolTest {
     private static RankWorkload[] ranks(InMemoryGroup g) {
         RankWorkload[] w = new RankWorkload[g.n];
         for (int r = 0; r < g.n; r++) {
-            w[r] = new RankWorkload(g.n, r, g.agreement(r), g.agreement(r).loadChannel(), 99);
+            w[r] = new RankWorkload(g.n, r, g.agreement(r), g.loadAgreement(r), 99);
         }
         return w;
     }
@@ -88,8 +88,8 @@ class ControllersOverProtocolTest {
                 assertThat(g.agreement(r).tryResult(r, g.cores[r].degradedFromRound(), result)).isTrue();
                 assertThat(result.degraded()).as("victim %d rank %d: %s", victim, r, result).isTrue();
                 assertThat(result.failedRanks()).isEqualTo(1L << victim);
-                assertThatThrownBy(result::minCompletedPrefix).isInstanceOf(IllegalStateException.class)
-                    .hasMessageContaining("carries no minima");
+                assertThatThrownBy(() -> result.word(0)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("carries no words");
                 assertThat(w[r].abortedRankFailed()).as("victim %d rank %d", victim, r).isPositive();
                 assertThat(w[r].committed()).as("nothing commits after the death").isLessThanOrEqualTo(12);
                 assertThat(w[r].controller().backupsInFlight()).isZero();

@@ -46,6 +46,11 @@ final class InMemoryGroup {
         }
     }
 
+    /** Rank {@code rank}'s view of the load group's agreement. */
+    RankAgreement loadAgreement(int rank) {
+        return loads.agreement(rank);
+    }
+
     InMemoryGroup withLoads(InMemoryGroup loads) {
         this.loads = loads;
         return this;
@@ -67,8 +72,8 @@ final class InMemoryGroup {
             }
 
             @Override
-            public void contribute(int r, long round, long completedPrefix, long firstFailedSeq) {
-                cores[rank].contribute(round, completedPrefix, firstFailedSeq, nowNs);
+            public void contribute(int r, long round, Contribution contribution) {
+                cores[rank].contribute(round, contribution, nowNs);
             }
 
             @Override
@@ -83,8 +88,8 @@ final class InMemoryGroup {
             }
 
             @Override
-            public RankAgreement loadChannel() {
-                return loads.agreement(rank);
+            public long failureDetectionNs() {
+                return cores[rank].config().failureDetectionNs();
             }
         };
     }

@@ -50,6 +50,7 @@ final class ProtocolSim {
     private final PriorityQueue<Frame> network = new PriorityQueue<>();
     private long frameSeq;
     private final RankAgreement.Result out = new RankAgreement.Result();
+    private final RankAgreement.Contribution words = new RankAgreement.Contribution(2);
 
     private record Frame(long deliverAtNs, long seq, int to, byte[] bytes) implements Comparable<Frame> {
         @Override
@@ -177,7 +178,7 @@ final class ProtocolSim {
             if (core.tryResult(round[r], out)) {
                 // {min completed, min failed, 0} for a decided round, {0, 0, failed ranks} for a degraded one
                 decisions.get(r).put(round[r], out.decided()
-                    ? new long[] {out.minCompletedPrefix(), out.minFirstFailedSeq(), 0}
+                    ? new long[] {out.word(0), out.word(1), 0}
                     : new long[] {0, 0, out.failedRanks()});
                 open[r] = false;
                 round[r]++;
@@ -190,7 +191,9 @@ final class ProtocolSim {
             long completed = round[r] * 4 + random.nextInt(4);
             long failed = random.nextInt(8) == 0 ? round[r] * 4 + random.nextInt(4) : Long.MAX_VALUE;
             contributions.get(r).put(round[r], new long[] {completed, failed});
-            core.contribute(round[r], completed, failed, nowNs);
+            words.set(0, completed);
+            words.set(1, failed);
+            core.contribute(round[r], words, nowNs);
             open[r] = true;
             openSinceNs[r] = nowNs;
         }
@@ -206,7 +209,7 @@ final class ProtocolSim {
         if (strayRate == 0 || random.nextDouble() >= strayRate) {
             return;
         }
-        UnsafeBuffer b = new UnsafeBuffer(new byte[Wire.LENGTH]);
+        UnsafeBuffer b = new UnsafeBuffer(new byte[Wire.MAX_LENGTH]);
         int to = random.nextInt(n);
         int kind = random.nextInt(5);
         long group = kind == 0 ? 43 : 42;
@@ -214,14 +217,15 @@ final class ProtocolSim {
         int sender = kind == 2 ? n + random.nextInt(3) : kind == 3 ? -1 : random.nextInt(n);
         long epoch = kind == 4 ? -1 : 0;
         // a contribution that would lower every minimum if it were ever counted
-        Wire.encode(b, Wire.CONTRIBUTION, 0, group, token, sender, epoch, round[to], -999, -999, 0, 0);
+        int length = Wire.encode(b, Wire.CONTRIBUTION, 0, group, token, sender, epoch, round[to], 0, 0,
+            new long[] {-999, -999}, 2);
         if (sender == to) {
             return;
         }
         strayFramesInjected++;
-        cores[to].onMessage(b, 0, Wire.LENGTH, nowNs);
+        cores[to].onMessage(b, 0, length, nowNs);
         if (random.nextInt(4) == 0) {
-            cores[to].onMessage(b, 0, Wire.LENGTH - 8, nowNs); // malformed
+            cores[to].onMessage(b, 0, length - 8, nowNs); // malformed
         }
     }
 

@@ -35,7 +35,19 @@ public enum AbortReason {
      * prefix are contiguous from the root, so a host copy with none above it is never published either. Counted
      * for each such backup besides the parent's own reason.
      */
-    PARENT_ABORTED;
+    PARENT_ABORTED,
+    /**
+     * The CP group diverged: the ranks agreed on a sequence number about different backups (one rank skipped or added a
+     * reservation the others made), or committed different backups in one round. Every backup in flight aborts with
+     * this reason on every rank, and the group stays degraded until its caches are rebuilt.
+     */
+    DIVERGED,
+    /**
+     * The backup was sealed but its CP group did not agree on it within the sealed time limit (an agreement that does
+     * not answer), so its device pages and host pages were released on this rank; or the group degraded after such a
+     * timeout.
+     */
+    AGREEMENT_TIMEOUT;
 
     private static final AbortReason[] VALUES = values();
 

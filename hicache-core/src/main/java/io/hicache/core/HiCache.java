@@ -95,7 +95,8 @@ public final class HiCache implements AutoCloseable {
      * io.hicache.core.metrics.Metric#DEVICE_HIT_TOKENS}, as one request's: an engine that matches a request more
      * than once (again after {@link #loadBack}, or per chunk of a chunked prefill) matches through its
      * {@link CacheRequest}, which counts each token once. An attached L3 storage tier sees the match (its
-     * {@code write_through_selective} counts hits). Scheduler thread.
+     * {@code write_through_selective} counts hits). While the CP group is degraded ({@link #groupState()}) the host
+     * extension is dropped: no load could complete. Scheduler thread.
      *
      * @return {@code out}
      * @throws IllegalArgumentException on null arrays or a range outside {@code tokens}
@@ -679,6 +680,15 @@ public final class HiCache implements AutoCloseable {
     }
 
     /**
+     * The CP group's health as this rank knows it: healthy, or degraded since when, why and with which ranks failed
+     * (see {@link io.hicache.core.cp.GroupState}). While degraded, {@link #match} reports no host hits and nothing
+     * commits. Any thread (a volatile read); answers after {@link #close()} too.
+     */
+    public io.hicache.core.cp.GroupState groupState() {
+        return controller.groupState();
+    }
+
+    /**
      * Runs one duty cycle of the submitter and then of the completion agent. {@link ThreadingMode#INVOKER}
      * only; the thread that steps them must be the only one doing so. An error in an agent takes the same path as on
      * the agents' own threads in {@link ThreadingMode#DEDICATED} mode: the forward or load it was handling is aborted
@@ -988,6 +998,8 @@ public final class HiCache implements AutoCloseable {
             () -> new org.agrona.concurrent.BackoffIdleStrategy(100, 10, 1_000, 100_000);
         private LongSupplier clock = System::nanoTime;
         private long leaseNs = 30_000_000_000L;
+        private long sealedTimeLimitNs = -1;
+        private long agreementWatchdogNs = 1_000_000_000L;
         private int maxForwardsInFlight = 8;
         private int loadBatchesInFlight = 3;
         private boolean coalesce = true;
@@ -1062,8 +1074,9 @@ public final class HiCache implements AutoCloseable {
         }
 
         /**
-         * The CP group: size, this rank, the owner-lane strategy and the agreement among ranks. Without a group the
-         * cache is a group of one with a rank agreement of its own (a new one for every cache built).
+         * The CP group: size, this rank, the owner-lane strategy and the agreement among ranks, whose rounds carry both
+         * the backups' and the loads' sections (see {@link RankAgreement}). Without a group the cache is a group of one
+         * with a rank agreement of its own (a new one for every cache built).
          */
         public B cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement) {
             this.cpSize = size;
@@ -1074,8 +1087,8 @@ public final class HiCache implements AutoCloseable {
         }
 
         /**
-         * The CP group with a separate agreement for loads (an engine's collective may serve both; in-process
-         * groups need two {@link io.hicache.core.cp.InProcessRankAgreement}s).
+         * The CP group with a separate agreement for loads, so that backup and load rounds run apart (in-process groups
+         * need two {@link io.hicache.core.cp.InProcessRankAgreement}s); the four-argument form runs both in one.
          */
         public B cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement, RankAgreement loadAgreement) {
             cpGroup(size, rank, lanes, agreement);
@@ -1173,6 +1186,26 @@ public final class HiCache implements AutoCloseable {
             return self();
         }
 
+        /**
+         * How long a sealed backup may wait for its CP group's agreement before it is released on this rank (aborted
+         * {@link AbortReason#AGREEMENT_TIMEOUT}, its device and host pages freed), so an agreement that never answers
+         * cannot pin device pages for ever. Default: 60 s, or twice the agreement's {@link
+         * RankAgreement#failureDetectionNs()} where that is longer; a limit must exceed that bound. 0 disables it.
+         */
+        public B sealedTimeLimitNs(long limitNs) {
+            this.sealedTimeLimitNs = limitNs;
+            return self();
+        }
+
+        /**
+         * How long one call into the {@link RankAgreement} may keep {@link HiCache#poll()} blocked before a watchdog
+         * thread logs it and counts it in {@link Metric#CP_AGREEMENT_BLOCKED} (default 1 s; 0 turns the watchdog off).
+         */
+        public B agreementWatchdogNs(long boundNs) {
+            this.agreementWatchdogNs = boundNs;
+            return self();
+        }
+
         /** Forwards with backups that may be in flight at once (default 8). */
         public B maxForwardsInFlight(int n) {
             this.maxForwardsInFlight = n;
@@ -1230,13 +1263,27 @@ public final class HiCache implements AutoCloseable {
             }
             // resolved here, never written back: each cache built gets its own default agreement
             RankAgreement backups = agreement != null ? agreement : new io.hicache.core.internal.cp.LocalRankAgreement();
-            RankAgreement loads = loadAgreement != null ? loadAgreement : backups.loadChannel();
-            if (loads == backups && cpSize > 1) {
-                throw new IllegalArgumentException("backups and loads need separate RankAgreement instances");
+            RankAgreement loads = loadAgreement; // null: loads share the backups' rounds
+            if (loads == backups) {
+                throw new IllegalArgumentException("the load agreement is the backup agreement: pass it once (the "
+                    + "four-argument cpGroup runs backups and loads in one round) or pass a separate one");
             }
-            if (backups.groupSize() != cpSize) {
+            if (backups.groupSize() != cpSize || loads != null && loads.groupSize() != cpSize) {
                 throw new IllegalArgumentException("RankAgreement of size " + backups.groupSize()
-                    + " for a CP group of size " + cpSize);
+                    + (loads != null ? " (loads " + loads.groupSize() + ")" : "") + " for a CP group of size " + cpSize);
+            }
+            long detectNs = Math.max(backups.failureDetectionNs(), loads != null ? loads.failureDetectionNs() : 0);
+            long sealedLimit = sealedTimeLimitNs;
+            if (sealedLimit < 0) {
+                // an agreement that cannot detect a silent rank waits for it: the limit is then the only bound
+                sealedLimit = detectNs == Long.MAX_VALUE || detectNs < 30_000_000_000L ? 60_000_000_000L
+                    : detectNs > Long.MAX_VALUE / 2 ? 0 : 2 * detectNs;
+            } else if (sealedLimit > 0 && detectNs != Long.MAX_VALUE && sealedLimit <= detectNs) {
+                throw new IllegalArgumentException("sealedTimeLimitNs " + sealedLimit + " must exceed the agreement's "
+                    + "failure detection bound (" + detectNs + " ns), or a group that is slow but healthy half-commits");
+            }
+            if (agreementWatchdogNs < 0) {
+                throw new IllegalArgumentException("agreementWatchdogNs " + agreementWatchdogNs + " must be >= 0");
             }
             if (loadThresholdTokens < 0) {
                 throw new IllegalArgumentException("loadThresholdTokens " + loadThresholdTokens + " must be >= 0");
@@ -1271,7 +1318,8 @@ public final class HiCache implements AutoCloseable {
             return new io.hicache.core.internal.ControllerConfig(runtime, computeStream, targetLayout, draftLayout,
                 hostPages, hostBytes, hostRatio, hostLayout, hostMemoryKind, cpSize, cpRank, lanes, backups, loads,
                 loadThresholdTokens, loadListener, loadOverlap, loadOverlapReason, writePolicy, threshold, backupMode,
-                deviceEviction, hostEviction, threadingMode, idleStrategySupplier, clock, leaseNs, maxForwardsInFlight,
+                deviceEviction, hostEviction, threadingMode, idleStrategySupplier, clock, leaseNs,
+                sealedLimit, agreementWatchdogNs, maxForwardsInFlight,
                 loadBatchesInFlight, 0, coalesce, batchedCopies, checkThread, listener);
         }
     }

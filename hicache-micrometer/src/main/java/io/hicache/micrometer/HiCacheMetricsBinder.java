@@ -58,6 +58,11 @@ import java.util.function.ToLongFunction;
  *       cache's latency histograms, each with a {@code .max} time gauge and {@code .percentile} time
  *       gauges tagged {@code phi} (0.5, 0.99), as Micrometer names its own percentile gauges;</li>
  *   <li>{@code hicache.host.used} and {@code hicache.host.capacity} (pages of the host budget) — gauges;</li>
+ *   <li>{@code hicache.cp.group.degraded} (1 once the CP group is degraded, see {@link HiCache#groupState()}) and
+ *       {@code hicache.cp.failed.ranks} — gauges; {@code hicache.cp.divergences} (the ranks' fingerprints or commit
+ *       digests differed), {@code hicache.cp.agreement.blocked} ({@code poll()} calls the watchdog found blocked inside
+ *       the agreement) and {@code hicache.cp.host.revoked} (host values withdrawn because another rank did not commit
+ *       them) — function counters;</li>
  *   <li>{@code hicache.backup.bandwidth} (device to host, one sample per forward with backups) and
  *       {@code hicache.load.bandwidth} (host to device, one sample per load batch) — transfer bandwidth histograms
  *       in GB/s with SGLang's buckets, as a set of function counters: one per bucket, tagged {@code le} with the
@@ -202,6 +207,17 @@ public final class HiCacheMetricsBinder implements MeterBinder {
         Gauge.builder("hicache.host.capacity", m, x -> x.get(Metric.HOST_PAGES_CAPACITY))
             .description("Host pages the host budget allows")
             .baseUnit("pages").tags(tags).register(registry);
+        Gauge.builder("hicache.cp.group.degraded", m, x -> x.get(Metric.CP_GROUP_DEGRADED))
+            .description("1 once the CP group is degraded (a rank failed, the ranks diverged, the agreement timed out)")
+            .tags(tags).register(registry);
+        Gauge.builder("hicache.cp.failed.ranks", m, x -> x.get(Metric.CP_FAILED_RANKS))
+            .description("Ranks of the CP group declared failed or gone").tags(tags).register(registry);
+        counter(registry, m, "hicache.cp.divergences", "CP groups found diverged: fingerprints or commit digests differed",
+            Metric.CP_DIVERGENCES);
+        counter(registry, m, "hicache.cp.agreement.blocked",
+            "poll() calls blocked inside the RankAgreement past the watchdog's bound", Metric.CP_AGREEMENT_BLOCKED);
+        counter(registry, m, "hicache.cp.host.revoked",
+            "Host values withdrawn after commit: another rank of the group did not commit them", Metric.CP_HOST_REVOKED);
         bindSglangAligned(registry, m, cache.pageSize());
     }
 

@@ -101,6 +101,15 @@ public final class MatchResult {
         return hostPageCount * pageSize;
     }
 
+    /**
+     * Drops the host-only extension of this result, keeping the device hit: for a cache whose host tier cannot serve
+     * loads now (a degraded CP group), so that no host hit is reported that could not be loaded.
+     */
+    public void dropHostExtension() {
+        hostPageCount = 0;
+        lastHostNode = lastDeviceNode;
+    }
+
     /** @return deepest matched node holding device pages, or the root */
     public RadixNode lastDeviceNode() {
         return lastDeviceNode;

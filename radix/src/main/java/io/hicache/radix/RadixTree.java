@@ -1117,6 +1117,63 @@ public final class RadixTree {
         return evicted;
     }
 
+    /**
+     * Withdraws the committed host value of {@code node} outside eviction order: the CP group found that another rank
+     * never committed it, so it must not be a host hit. A device-resident node keeps its device pages and becomes
+     * device-only; a host-only node (a leaf, then) is removed from the tree, which may expose its parent. The
+     * listener gets the value (to free its pages) before the change; the tier observer sees the host copy removed.
+     * Refused (nothing changes) while the node is pending, loading, host-protected, or a child is backed up (its host
+     * copy depends on this one: withdraw the child first), or while a host-only node is locked or has children.
+     *
+     * @return true if the host value was withdrawn
+     * @throws IllegalArgumentException if {@code node} is null, the root, or has no host value
+     */
+    public boolean revokeHost(RadixNode node, HostEvictionListener listener) {
+        checkNode(node, false);
+        if (listener == null) {
+            throw new IllegalArgumentException("listener must not be null");
+        }
+        if (node.hostValue == null) {
+            throw new IllegalArgumentException("revokeHost of " + node + ": it has no host value");
+        }
+        if (node.pending != null || node.loading != null || node.hostRef > 0) {
+            return false;
+        }
+        if (node.childVals != null) {
+            for (RadixNode slot : node.childVals) {
+                for (RadixNode c = slot; c != null; c = c.hashNext) {
+                    if (c.isBackedUp()) {
+                        return false;
+                    }
+                }
+            }
+        }
+        HostValue value = node.hostValue;
+        int count = node.pageCount;
+        if (node.devPages != null) {
+            if (observer != null) {
+                observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, node);
+            }
+            listener.onHostEvicted(node, value);
+            node.hostValue = null;
+            hostPagesCommitted -= count;
+            refresh(node);
+            return true;
+        }
+        if (node.childCount > 0 || node.lockRef > 0) {
+            return false;
+        }
+        RadixNode parent = node.parent;
+        if (observer != null) {
+            observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, node);
+        }
+        hostPagesCommitted -= count;
+        listener.onHostEvicted(node, value);
+        removeNode(node);
+        refresh(parent);
+        return true;
+    }
+
     // ------------------------------------------------------------------ counters
 
     /** @return device pages held by nodes */

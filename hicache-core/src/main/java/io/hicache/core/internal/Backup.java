@@ -40,6 +40,8 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     final LaneDescription budgetLane;
     final HostPages hostValue;
     final long leaseDeadlineNs;
+    /** What this backup is, the same on every rank ({@link Fingerprints#backup}); 0 without a CP group. */
+    final long fingerprint;
 
     RadixNode node;
     RadixNode[] fragments = new RadixNode[1];
@@ -51,6 +53,10 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     ForwardSlot slot;
     boolean cancelSent;
     long forwardEndNs;
+    /** When its forward was acknowledged and it became SEALED (the sealed time limit counts from here). */
+    long sealedAtNs;
+    /** Committed here, then revoked: another rank did not commit it (the round's digests differed). */
+    boolean revoked;
     /** Set when a failed load below which the node sat removed it from the tree (see {@link #onInvalidated}). */
     boolean invalidated;
     /** Device pages of invalidated fragments, held until the copies drained, then handed to {@link #heldSink}. */
@@ -66,7 +72,7 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
 
     Backup(Object owner, long seq, RadixNode node, int startPage, int[] devicePages, int[] ownedIndex, int ownedCount,
            int[] hostPages, LaneDescription budgetLane, HostPages hostValue, boolean withDraft,
-           long leaseDeadlineNs) {
+           long leaseDeadlineNs, long fingerprint) {
         this.owner = owner;
         this.seq = seq;
         this.node = node;
@@ -82,6 +88,7 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
         this.hostValue = hostValue;
         this.withDraft = withDraft;
         this.leaseDeadlineNs = leaseDeadlineNs;
+        this.fingerprint = fingerprint;
     }
 
     @Override
@@ -145,6 +152,19 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     @Override
     public long seq() {
         return seq;
+    }
+
+    @Override
+    public long fingerprint() {
+        return fingerprint;
+    }
+
+    /**
+     * True when this backup committed here and was then revoked (its host value withdrawn) because another rank of
+     * the group did not commit it. Scheduler thread.
+     */
+    public boolean revoked() {
+        return revoked;
     }
 
     /**

@@ -5,8 +5,8 @@ import io.hicache.core.BackupListener;
 import io.hicache.core.BackupState;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.OwnerLanes;
+import io.hicache.core.cp.GroupState;
 import io.hicache.core.internal.cp.LaneDescription;
-import io.hicache.core.internal.jfr.AgreementRoundEvent;
 import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
@@ -15,6 +15,7 @@ import io.hicache.radix.RadixTree;
 import io.hicache.radix.spi.HostValue;
 import org.jctools.queues.SpscArrayQueue;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
 
@@ -22,7 +23,9 @@ import java.util.function.LongSupplier;
  * The backup book of one controller: every backup from its reservation until the CP group agreed on it, in
  * reservation order ({@link AgreedFifo}), and what happens to it — reserve (by hand or by the write policy), lease
  * expiry, local failure and abort, and the agreement rounds that commit (publish the host value on the node) or
- * release (pending mark, device lock, host pages and budget) the same backups on every rank.
+ * release (pending mark, device lock, host pages and budget) the same backups on every rank; a sealed backup that
+ * waited past the sealed time limit is released here at once (an agreement that never answers cannot pin its device
+ * pages), and what this rank committed in a round whose outcome another rank did not share is revoked.
  *
  * <p><b>Threads.</b> Scheduler thread only; the controller checks the thread and its state before calling. Commits
  * and releases are counted in {@link #changes} for {@link HiCacheController#poll()}. Allocation-free in steady state
@@ -45,15 +48,22 @@ final class BackupBook {
     private final int hitThreshold;
     private final LongSupplier clock;
     private final long leaseNs;
+    private final long sealedLimitNs;
+    private final GroupHealth health;
+    private final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(BackupBook.class);
     private final BackupListener listener;
     private final HiCacheMetrics metrics;
     private final SlotPool slotPool;
     private final SpscArrayQueue<ForwardSlot> commands;
-    private long nextSeq;
     private final AgreedFifo<Backup> fifo;
+    /** What the last applied round committed here (revoked if the next round's digests differ). */
+    private final ArrayList<Backup> lastCommitted = new ArrayList<>();
+    /** Nodes whose host values are revoked but were protected (a load or an L3 write reads them): retried each poll. */
+    private final ArrayList<RadixNode> toRevoke = new ArrayList<>();
+    private long sealedReleases;
     private final AgreedFifo.Retirer<Backup> backupRetirer = new AgreedFifo.Retirer<>() {
         @Override
-        public void retireComplete(Backup b) {
+        public boolean retireComplete(Backup b) {
             if (b.invalidated && !b.state.terminal()) {
                 // never reported complete once its nodes were removed (failed load, withdrawal); defensive
                 releaseAndAbortOrphans(b, b.abortReason != null ? b.abortReason : AbortReason.LOAD_FAILED);
@@ -62,11 +72,13 @@ final class BackupBook {
                     // complete everywhere; an abort asked for after this rank reported it complete lost the race,
                     // and the bytes are whole, so it commits like on every other rank
                     commit(b);
-                } else {
-                    // a node above lost its backup; abortOrphans marked this one at once, so this is defensive
-                    releaseAndAbortOrphans(b, AbortReason.PARENT_ABORTED);
+                    return true;
                 }
+                // a node above lost its backup; abortOrphans marked this one at once, so this is defensive
+                releaseAndAbortOrphans(b, AbortReason.PARENT_ABORTED);
             }
+            // released here past the sealed time limit while the group committed it: the next round's digests differ
+            return false;
         }
 
         @Override
@@ -78,29 +90,32 @@ final class BackupBook {
         }
 
         @Override
-        public int retireDegraded() {
-            return abortForRankFailure();
+        public int retireDegraded(AbortReason reason) {
+            return abortAll(reason);
         }
 
         @Override
-        public void roundOpened(long round) {
-            roundEvent = HiCacheEvents.beginRound();
+        public void newRound() {
+            lastCommitted.clear();
         }
 
         @Override
-        public void roundClosed(long round, int retired) {
-            HiCacheEvents.endRound(roundEvent, cpSize, round, retired, rank);
-            roundEvent = null;
+        public void revokeLastCommits() {
+            revoke(lastCommitted);
+            lastCommitted.clear();
+        }
+
+        @Override
+        public String itemName() {
+            return "backup";
         }
     };
-    /** The open round's JFR event, or null when none is open or the event is disabled. */
-    private AgreementRoundEvent roundEvent;
     private int changes;
     private RadixNode[] pathScratch = new RadixNode[64];
 
     BackupBook(HiCacheController owner, ControllerConfig b, RadixTree tree, HostRoom room, HostBudget budget,
                HiCacheMetrics metrics, SlotPool slotPool, SpscArrayQueue<ForwardSlot> commands, long targetPageBytes,
-               long draftPageBytes) {
+               long draftPageBytes, GroupHealth health) {
         this.owner = owner;
         this.tree = tree;
         this.room = room;
@@ -117,11 +132,18 @@ final class BackupBook {
         this.hitThreshold = b.hitThreshold();
         this.clock = b.clock();
         this.leaseNs = b.leaseNs();
+        this.sealedLimitNs = b.sealedLimitNs();
+        this.health = health;
         this.listener = b.listener();
         this.metrics = metrics;
         this.slotPool = slotPool;
         this.commands = commands;
-        this.fifo = new AgreedFifo<>(b.agreement(), rank);
+        this.fifo = new AgreedFifo<>(backupRetirer, health);
+    }
+
+    /** The backups' section of the agreement rounds. */
+    AgreedFifo<Backup> fifo() {
+        return fifo;
     }
 
     /** Backups not yet agreed and retired. */
@@ -204,18 +226,18 @@ final class BackupBook {
         int owned = lanes.ownedOffsets(rank, startPage, pages, totalPages, cpSize, offsets);
         int[] ownedIdx = owned == pages ? offsets : java.util.Arrays.copyOf(offsets, owned);
         int[] hostPages = new int[owned];
-        long seq = nextSeq;
+        long seq = fifo.nextSeq();
         room.allocateBudgeted(owned, hostPages, seq);
         int[] devicePages = new int[pages];
         node.copyDevicePages(devicePages, 0);
         LaneDescription lane = new LaneDescription(lanes, cpSize, rank, startPage, pages, totalPages);
         HostPages value = new HostPages(hostPages, lane, withDraft);
         long now = clock.getAsLong();
+        long fingerprint = cpSize > 1 ? Fingerprints.backup(seq, node, startPage, pages, withDraft) : 0;
         Backup b = new Backup(owner, seq, node, startPage, devicePages, ownedIdx, owned, hostPages, lane, value, withDraft,
-            leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE);
+            leaseNs > 0 ? now + leaseNs : Long.MAX_VALUE, fingerprint);
         tree.markPending(node, b);
         tree.lock(node);
-        nextSeq++;
         budget.take(lane);
         fifo.add(b);
         metrics.increment(Metric.BACKUPS_RESERVED);
@@ -328,34 +350,92 @@ final class BackupBook {
     }
 
     /**
-     * Runs agreement rounds while their results are available at once (always for a group of one; with a blocking
-     * collective every round) and they retire something. Retiring depends only on agreed values, so every rank
-     * commits and releases the same backups in the same round: a backup aborted on a rank keeps its pending mark,
-     * device lock and host pages until then, and the ranks' trees never diverge.
+     * Releases at once every sealed backup that has waited {@code sealedLimitNs} for the group's agreement: its device
+     * lock, pending mark and host pages go now, it aborts {@link AbortReason#AGREEMENT_TIMEOUT}, and this rank reports it
+     * failed from its next round on. If the group had already agreed (in a round whose result never reached this rank)
+     * that it completes, the others commit it and the next round's digests show it: they revoke it again. When the
+     * agreement itself has not answered for as long ({@code roundOpenForNs}), the group is degraded.
      */
-    void agree() {
-        for (int rounds = 0; rounds < 64 && fifo.size() > 0; rounds++) {
-            if (fifo.runRound(nextSeq, backupRetirer) <= 0) {
-                return;
+    void expireSealed(long roundOpenForNs) {
+        if (sealedLimitNs <= 0 || fifo.size() == 0) {
+            return;
+        }
+        long now = clock.getAsLong();
+        for (int i = 0; i < fifo.size(); i++) {
+            Backup b = fifo.at(i);
+            if (b.state == BackupState.SEALED && b.slot == null && b.local == Backup.Local.OK
+                && now - b.sealedAtNs >= sealedLimitNs) {
+                if (sealedReleases++ % 100 == 0) {
+                    log.warn("HiCache CP rank {}: sealed backup {} waited {} ms for the group's agreement (sealed time"
+                        + " limit {} ms): released on this rank (released so far: {})", rank, b.seq,
+                        (now - b.sealedAtNs) / 1_000_000, sealedLimitNs / 1_000_000, sealedReleases);
+                }
+                release(b, AbortReason.AGREEMENT_TIMEOUT);
+                if (roundOpenForNs >= sealedLimitNs) {
+                    health.degrade(GroupState.Cause.AGREEMENT_TIMEOUT, 0);
+                }
             }
         }
     }
 
     /**
-     * A degraded round (a rank of the group was declared failed, see {@link
-     * io.hicache.core.cp.RankAgreement#tryResult}): no backup in flight can be whole on every rank, so each aborts
-     * with {@link AbortReason#RANK_FAILED} and is released once its own copies have drained. Every later round is
-     * degraded too, so nothing commits until the group restarts.
+     * Withdraws the host values {@code committed} published here: some rank did not commit them (the digests of a
+     * round's commits differed), so no rank may serve them. Each backup's range of the path is revoked deepest node
+     * first; a node a load or an L3 write still reads is revoked at a later poll ({@link #revokePending()}).
      */
-    private int abortForRankFailure() {
+    private void revoke(List<Backup> committed) {
+        for (int i = committed.size() - 1; i >= 0; i--) {
+            Backup b = committed.get(i);
+            b.revoked = true;
+            for (RadixNode n = b.node; n != null && !n.isRoot(); n = n.parent()) {
+                int start = 0;
+                for (RadixNode p = n.parent(); p != null && !p.isRoot(); p = p.parent()) {
+                    start += p.pageCount();
+                }
+                if (start < b.startPage) {
+                    break;
+                }
+                toRevoke.add(n);
+            }
+        }
+        revokePending();
+    }
+
+    /** Retries revocations a protection held up. Scheduler thread. */
+    void revokePending() {
+        for (int i = 0; i < toRevoke.size(); ) {
+            RadixNode n = toRevoke.get(i);
+            if (!n.isAttached() || n.hostValue() == null) {
+                toRevoke.remove(i); // evicted meanwhile
+            } else if (room.revoke(n)) {
+                metrics.increment(Metric.CP_HOST_REVOKED);
+                changes++;
+                toRevoke.remove(i);
+            } else {
+                i++;
+            }
+        }
+    }
+
+    /** Host values revoked but not yet withdrawn (a load or an L3 write reads them). */
+    int revocationsPending() {
+        return toRevoke.size();
+    }
+
+    /**
+     * A degraded round (a rank of the group was declared failed, the ranks diverged, or a rank reported the group
+     * degraded): no backup in flight can be whole on every rank, so each aborts with {@code reason} and is released
+     * once its own copies have drained. Every later round is degraded too, so nothing commits until the group restarts.
+     */
+    private int abortAll(AbortReason reason) {
         for (int i = 0; i < fifo.size(); i++) {
             Backup b = fifo.at(i);
             if (b.state == BackupState.RESERVED || b.state == BackupState.SEALED && b.slot == null) {
-                fail(b, AbortReason.RANK_FAILED);
+                fail(b, reason);
             } else if (b.state == BackupState.COPYING || b.state == BackupState.SEALED) {
                 b.state = BackupState.DRAINING; // released when its forward is acknowledged
                 if (b.abortReason == null) {
-                    b.abortReason = AbortReason.RANK_FAILED;
+                    b.abortReason = reason;
                 }
             }
         }
@@ -364,13 +444,13 @@ final class BackupBook {
             Backup b = fifo.pop();
             retired++;
             if (!b.state.terminal()) {
-                release(b, b.abortReason != null ? b.abortReason : AbortReason.RANK_FAILED);
+                release(b, b.abortReason != null ? b.abortReason : reason);
             }
         }
         return retired;
     }
 
-    /** Marks a backup failed on this rank; it is released when the group agrees (see {@link #agree()}). */
+    /** Marks a backup failed on this rank; it is released when the group agrees ({@link AgreementChannel}). */
     void fail(Backup b, AbortReason reason) {
         b.state = BackupState.DRAINING;
         if (b.abortReason == null) {
@@ -393,6 +473,7 @@ final class BackupBook {
         }
         tree.unlock(b.node);
         b.state = BackupState.COMMITTED;
+        lastCommitted.add(b);
         metrics.increment(Metric.BACKUPS_COMMITTED);
         long latencyNs = clock.getAsLong() - b.forwardEndNs;
         metrics.commitLatencyNs().record(latencyNs);

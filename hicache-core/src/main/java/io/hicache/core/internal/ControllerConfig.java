@@ -29,6 +29,9 @@ import java.util.function.Supplier;
  * @param hookRingCapacity entries of each slot's hook lane, or 0 for the default ({@link HookRing#capacityFor})
  * @param loadBatchesInFlight load batches that may be unacknowledged at once
  * @param hostMemoryKind where host memory comes from, or null for the pool's default
+ * @param loadAgreement the agreement for loads, or null when loads share the backups' rounds
+ * @param sealedLimitNs how long a sealed backup may wait for the group's agreement (0: no limit)
+ * @param watchdogNs how long a call into the agreement may block {@code poll()} before it is logged (0: not watched)
  */
 public record ControllerConfig(CudaRuntime runtime, CudaStream computeStream, DeviceKvLayout targetLayout,
                                DeviceKvLayout draftLayout, int hostPages, long hostBytes, double hostRatio,
@@ -38,7 +41,8 @@ public record ControllerConfig(CudaRuntime runtime, CudaStream computeStream, De
                                String loadOverlapReason, WritePolicy writePolicy, int hitThreshold,
                                BackupMode backupMode, EvictionPolicy deviceEviction, EvictionPolicy hostEviction,
                                ThreadingMode threadingMode, Supplier<IdleStrategy> idleStrategySupplier,
-                               LongSupplier clock, long leaseNs, int maxForwardsInFlight, int loadBatchesInFlight,
+                               LongSupplier clock, long leaseNs, long sealedLimitNs, long watchdogNs,
+                               int maxForwardsInFlight, int loadBatchesInFlight,
                                int hookRingCapacity, boolean coalesce, boolean batchedCopies, boolean checkThread,
                                BackupListener listener) {
 
@@ -53,8 +57,8 @@ public record ControllerConfig(CudaRuntime runtime, CudaStream computeStream, De
         return new ControllerConfig(runtime, computeStream, targetLayout, draftLayout, hostPages, hostBytes, hostRatio,
             hostLayout, hostMemoryKind, cpSize, cpRank, lanes, agreement, loadAgreement, loadThresholdTokens,
             loadListener, loadOverlap, loadOverlapReason, writePolicy, hitThreshold, backupMode, deviceEviction,
-            hostEviction, threadingMode, idleStrategySupplier, clock, leaseNs, maxForwardsInFlight, loadBatchesInFlight,
-            entries, coalesce, batchedCopies, checkThread, listener);
+            hostEviction, threadingMode, idleStrategySupplier, clock, leaseNs, sealedLimitNs, watchdogNs,
+            maxForwardsInFlight, loadBatchesInFlight, entries, coalesce, batchedCopies, checkThread, listener);
     }
 
     /** The host pool these settings ask for, on {@code rt} for {@code layout}. */

@@ -66,10 +66,10 @@ final class ControllerResources {
      * so far is released (see {@link #release()}) and the failure rethrown.
      */
     static ControllerResources allocate(ControllerConfig b, RadixTree tree, HiCacheMetrics metrics,
-                                        AgentErrors agentErrors) {
+                                        AgentErrors agentErrors, GroupHealth health) {
         ControllerResources r = new ControllerResources(b.runtime());
         try {
-            r.build(b, tree, metrics, agentErrors);
+            r.build(b, tree, metrics, agentErrors, health);
         } catch (RuntimeException | Error e) {
             r.release();
             throw e;
@@ -77,7 +77,8 @@ final class ControllerResources {
         return r;
     }
 
-    private void build(ControllerConfig b, RadixTree tree, HiCacheMetrics metrics, AgentErrors agentErrors) {
+    private void build(ControllerConfig b, RadixTree tree, HiCacheMetrics metrics, AgentErrors agentErrors,
+                       GroupHealth health) {
         DeviceKvLayout targetLayout = b.targetLayout();
         DeviceKvLayout draftLayout = b.draftLayout();
         int targetLayers = targetLayout.layerCount();
@@ -134,7 +135,7 @@ final class ControllerResources {
             agentErrors, clock, qcap, loadCap);
         loader = new Loader(runtime, compute, tree, new CopyPlanner(targetLayout, pool, b.coalesce()),
             draftLayout == null ? null : new CopyPlanner(draftLayout, dpool, b.coalesce()), b.batchedCopies(),
-            b.loadAgreement(), b.cpRank(), clock, metrics, agentErrors, b.loadListener(), b.loadThresholdTokens(),
+            health, b.cpSize(), b.cpRank(), clock, metrics, agentErrors, b.loadListener(), b.loadThresholdTokens(),
             targetLayers, draftLayers, loadsIssued, loadAcks, loaderEvents,
             b.loadOverlap() == io.hicache.core.LoadOverlap.SAME_FORWARD, b.loadBatchesInFlight());
         GuardedAgent guardedSub = new GuardedAgent(sub, agentErrors);

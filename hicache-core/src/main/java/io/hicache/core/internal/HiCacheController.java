@@ -52,11 +52,14 @@ import java.util.function.LongSupplier;
  * hit and never host-evictable.
  *
  * <p><b>CP groups.</b> Every rank runs its own controller with identical scheduling: the same scheduler calls in
- * the same order on every rank. Backups and loads retire only through agreed rounds, so the ranks' trees stay
- * identical as long as each rank applies a round's result at the same engine step — which a blocking collective
- * inside {@link RankAgreement#contribute} guarantees. With the non-blocking {@link
- * io.hicache.core.cp.InProcessRankAgreement} stepped from one thread, poll every rank until all of them have
- * applied the round before the next engine step (the simulator does this).
+ * the same order on every rank. Backups and loads retire only through agreed rounds ({@link AgreementChannel}, one
+ * round opened at every poll), so the ranks' trees stay identical as long as each rank applies a round's result at
+ * the same engine step. Each round carries a fingerprint of every item it may retire and a digest of what the last
+ * round committed, so ranks whose schedules diverged, or that an agreement gave different outcomes, abort everything
+ * in flight ({@link AbortReason#DIVERGED}) instead of committing on one rank only; the group is then degraded
+ * ({@link #groupState()}). With the non-blocking {@link io.hicache.core.cp.InProcessRankAgreement} stepped from one
+ * thread, poll every rank until all of them have applied the round before the next engine step (the simulator does
+ * this). {@link #close()} leaves the group ({@link RankAgreement#leave}).
  *
  * <p><b>Failures.</b> Bad arguments throw {@link IllegalArgumentException}, calls in the wrong state
  * {@link IllegalStateException}; neither changes anything. A CUDA error on a copy or event aborts the
@@ -103,8 +106,11 @@ public final class HiCacheController implements AutoCloseable {
     private final int cpSize;
     private final int rank;
     private final OwnerLanes lanes;
-    private final RankAgreement agreement;
-    private final RankAgreement loadAgreement;
+    /** The agreement rounds: one channel carrying backups and loads, or one each (see {@link AgreementChannel}). */
+    private final AgreementChannel[] channels;
+    private final GroupHealth health;
+    private final AgreementWatchdog.Watch watch;
+    private boolean leftGroup;
     private final WritePolicy writePolicy;
     private final BackupMode configuredMode;
     private final LongSupplier clock;
@@ -155,8 +161,6 @@ public final class HiCacheController implements AutoCloseable {
         this.cpSize = b.cpSize();
         this.rank = b.cpRank();
         this.lanes = b.lanes();
-        this.agreement = b.agreement();
-        this.loadAgreement = b.loadAgreement();
         this.writePolicy = b.writePolicy();
         this.configuredMode = b.backupMode();
         this.clock = b.clock();
@@ -168,7 +172,8 @@ public final class HiCacheController implements AutoCloseable {
         this.tree = RadixTree.builder().pageSize(pageSize).devicePolicy(b.deviceEviction()).hostPolicy(b.hostEviction()).build();
 
         // Native resources and threads: build() either returns a working controller or leaves nothing behind.
-        this.resources = ControllerResources.allocate(b, tree, metrics, agentErrors);
+        this.health = new GroupHealth(rank, clock, metrics);
+        this.resources = ControllerResources.allocate(b, tree, metrics, agentErrors, health);
         this.hostPool = resources.hostPool;
         this.draftPool = resources.draftPool;
         this.backupStream = resources.backupStream;
@@ -189,7 +194,15 @@ public final class HiCacheController implements AutoCloseable {
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
         this.room = new HostRoom(tree, budget, allocator, hostPool, draftPool, cpSize, metrics);
         this.backups = new BackupBook(this, b, tree, room, budget, metrics, slotPool, commands, targetPageBytes,
-            draftPageBytes);
+            draftPageBytes, health);
+        // a group of one answers at once: only a real group's agreement is watched
+        this.watch = cpSize > 1 ? AgreementWatchdog.watch(metrics, rank, b.watchdogNs()) : AgreementWatchdog.disabled();
+        this.channels = b.loadAgreement() == null
+            ? new AgreementChannel[] {new AgreementChannel(b.agreement(), rank, cpSize, watch, clock, true,
+                backups.fifo(), loader.fifo())}
+            : new AgreementChannel[] {new AgreementChannel(b.agreement(), rank, cpSize, watch, clock, true,
+                backups.fifo()), new AgreementChannel(b.loadAgreement(), rank, cpSize, watch, clock, false,
+                loader.fifo())};
         this.deviceEviction = new WriteBackEviction(this, writePolicy, tree, draftLayout != null, metrics, slotPool,
             runtime, computeStream, commands, fallbacks);
         this.leases = new HostLeases(this, room, budget, allocator, tree, lanes, cpSize, rank, pageSize, draftPool);
@@ -245,6 +258,9 @@ public final class HiCacheController implements AutoCloseable {
     public MatchResult match(int[] tokens, int from, int len, MatchResult out, boolean countHit) {
         checkOwner();
         tree.match(tokens, from, len, out);
+        if (health.degraded()) {
+            out.dropHostExtension(); // a degraded group completes no load: no host hit to report
+        }
         if (countHit) {
             metrics.add(Metric.DEVICE_HIT_TOKENS, out.deviceTokenCount());
         }
@@ -319,6 +335,21 @@ public final class HiCacheController implements AutoCloseable {
     /** Backups not yet agreed and retired (reserved, copying, sealed, or aborted awaiting agreement). */
     public int backupsInFlight() {
         return backups.size();
+    }
+
+    /** The CP group's health as this rank knows it. Any thread (a volatile read). */
+    public io.hicache.core.cp.GroupState groupState() {
+        return health.state();
+    }
+
+    /** Agreement rounds applied on the backups' channel. Scheduler thread. */
+    public long agreementRounds() {
+        return channels[0].roundsApplied();
+    }
+
+    /** Host values revoked but not yet withdrawn (a load or an L3 write still reads them). Scheduler thread. */
+    public int revocationsPending() {
+        return backups.revocationsPending();
     }
 
     /** The sticky CUDA error that stopped the controller, or null. */
@@ -480,10 +511,17 @@ public final class HiCacheController implements AutoCloseable {
         while ((s = acks.poll()) != null) {
             onAck(s);
         }
+        loader.poll();
         backups.expireLeases();
+        backups.expireSealed(channels[0].openForNs());
         deviceEviction.issue();
-        backups.agree();
-        int loads = loader.poll();
+        for (AgreementChannel ch : channels) {
+            ch.run();
+        }
+        if (backups.revocationsPending() > 0) {
+            backups.revokePending();
+        }
+        int loads = loader.fifo().takeRetired();
         if (stickyError == null && loader.stickyStatus() != 0) {
             int status = loader.stickyStatus(); // a load met a sticky error: the context is dead for backups too
             stickyError = new CudaException(status, runtime.errorName(status), runtime.errorString(status), "load copies");
@@ -513,6 +551,7 @@ public final class HiCacheController implements AutoCloseable {
         if (status == 0 && !slot.agentError && slot.firstCopyNs > 0) {
             metrics.backupBandwidth().record(slot.copiedBytes, slot.completedNs - slot.firstCopyNs);
         }
+        long now = clock.getAsLong();
         for (int i = 0; i < slot.backupCount; i++) {
             Backup b = slot.backups[i];
             b.forwardEndNs = slot.endNs;
@@ -534,6 +573,7 @@ public final class HiCacheController implements AutoCloseable {
             } else {
                 b.state = BackupState.SEALED;
                 b.local = Backup.Local.OK;
+                b.sealedAtNs = now;
             }
         }
         slotPool.onAcked(slot);
@@ -908,8 +948,23 @@ public final class HiCacheController implements AutoCloseable {
         HiCacheEvents.stickyError(stickyError.errorName(), stickyError.code(), stickyError.call(), aborted, rank);
         // the entries stay, failed, so the other ranks learn of them through the agreement rounds; an agreement
         // across processes is told this rank is gone, so the group degrades without waiting for its timeout
-        agreement.leave(rank);
-        loadAgreement.leave(rank);
+        leaveGroup();
+    }
+
+    /** Tells every agreement this rank stops taking part (once). */
+    private void leaveGroup() {
+        if (leftGroup) {
+            return;
+        }
+        leftGroup = true;
+        health.leftOnPurpose();
+        for (AgreementChannel ch : channels) {
+            try {
+                ch.agreement().leave(rank);
+            } catch (RuntimeException e) {
+                LOG.warn("HiCache CP rank {}: leaving the group failed: {}", rank, e.toString());
+            }
+        }
     }
 
     /**
@@ -937,6 +992,8 @@ public final class HiCacheController implements AutoCloseable {
         leases.endAll();
         backups.releaseAll(AbortReason.SHUTDOWN);
         backups.clear();
+        leaveGroup(); // the other ranks degrade at once instead of waiting for their timeout
+        watch.close();
         resources.release();
         allocator.close();
         agentErrors.logSummary();

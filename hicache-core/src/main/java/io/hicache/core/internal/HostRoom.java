@@ -26,6 +26,7 @@ final class HostRoom {
     private final int cpSize;
     private final HiCacheMetrics metrics;
     private final HostEvictionListener evictionListener = this::onHostEvicted;
+    private final HostEvictionListener revokeListener = this::onHostRevoked;
     private HostTierObserver observer;
     private int[] scratchPages = new int[64];
 
@@ -96,6 +97,29 @@ final class HostRoom {
             evicted += step; // removing a leaf may expose its parent
         }
         return evicted;
+    }
+
+    /**
+     * Withdraws the committed host value of {@code node} (see {@link RadixTree#revokeHost}): its pages and budget are
+     * freed at once, without the {@link HostTierObserver} (a revoked value is not written anywhere).
+     *
+     * @return false when a protection, a lock or a backed-up child holds it for now
+     */
+    boolean revoke(RadixNode node) {
+        return tree.revokeHost(node, revokeListener);
+    }
+
+    private void onHostRevoked(RadixNode node, HostValue value) {
+        HostPages hp = (HostPages) value;
+        int n = hp.ownedPageCount();
+        if (n > scratchPages.length) {
+            scratchPages = new int[Math.max(n, scratchPages.length * 2)];
+        }
+        hp.copyHostPages(scratchPages, 0);
+        if (n > 0) {
+            freeWritten(scratchPages, 0, n);
+        }
+        budget.give(hp.lanes());
     }
 
     /** A checking runtime learns the pages are free now (the draft pool shares the page ids). */

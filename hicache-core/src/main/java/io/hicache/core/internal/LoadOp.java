@@ -32,11 +32,13 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
     long consumer = -1;
     Local local = Local.UNRESOLVED;
     DevicePageAllocator allocator;
+    /** What this load is, the same on every rank ({@link Fingerprints#load}); 0 without a CP group. */
+    final long fingerprint;
 
     enum Local { UNRESOLVED, OK, FAILED }
 
     LoadOp(long seq, long requestId, RadixNode anchor, RadixNode[] nodes, int[] nodePageStart, int pageCount,
-           int[] devicePages, int firstPage, int storagePages) {
+           int[] devicePages, int firstPage, int storagePages, long fingerprint) {
         this.seq = seq;
         this.firstPage = firstPage;
         this.storagePages = storagePages;
@@ -46,6 +48,12 @@ public final class LoadOp implements AgreedFifo.Item, io.hicache.core.LoadHandle
         this.nodePageStart = nodePageStart;
         this.pageCount = pageCount;
         this.devicePages = devicePages;
+        this.fingerprint = fingerprint;
+    }
+
+    @Override
+    public long fingerprint() {
+        return fingerprint;
     }
 
     @Override

@@ -5,7 +5,6 @@ import io.hicache.core.LoadListener;
 import io.hicache.core.internal.copy.CopyDirection;
 import io.hicache.core.internal.copy.CopyPlan;
 import io.hicache.core.internal.copy.CopyPlanner;
-import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
@@ -64,7 +63,8 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     private LoadOp[] queued = new LoadOp[8];
     private int queuedCount;
     private final AgreedFifo<LoadOp> fifo;
-    private long nextSeq;
+    private final GroupHealth health;
+    private final boolean fingerprints;
     private final java.util.IdentityHashMap<RadixNode, LoadOp> loading = new java.util.IdentityHashMap<>();
     private final PagePairs pairs = new PagePairs(64);
     private final PagePairs drafts = new PagePairs(64);
@@ -73,7 +73,7 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
     private final HeldPagesSink invalidated = new HeldPagesSink();
 
     Loader(CudaRuntime runtime, CudaStream computeStream, RadixTree tree, CopyPlanner targetPlanner,
-           CopyPlanner draftPlanner, boolean batched, RankAgreement agreement, int rank, LongSupplier clock,
+           CopyPlanner draftPlanner, boolean batched, GroupHealth health, int cpSize, int rank, LongSupplier clock,
            HiCacheMetrics metrics, AgentErrors errors, LoadListener listener, int thresholdTokens, int targetLayers, int draftLayers,
            SpscArrayQueue<LoadSet> issued, SpscArrayQueue<LoadSet> acks, java.util.List<CudaEvent> created,
            boolean sameForward, int batches) {
@@ -94,7 +94,9 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         this.pageSize = tree.pageSize();
         this.issued = issued;
         this.acks = acks;
-        this.fifo = new AgreedFifo<>(agreement, rank);
+        this.health = health;
+        this.fingerprints = cpSize > 1;
+        this.fifo = new AgreedFifo<>(this, health);
         this.loadStream = runtime.createStream(0);
         try {
             createSets(created, targetLayers, draftLayers);
@@ -147,12 +149,22 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         return fifo.size() + queuedCount;
     }
 
+    /** The loads' section of the agreement rounds. */
+    AgreedFifo<LoadOp> fifo() {
+        return fifo;
+    }
+
+    @Override
+    public String itemName() {
+        return "load";
+    }
+
     /** See {@link HiCacheController#loadBack}. */
     LoadOp loadBack(MatchResult match, long requestId, int memoryQuotaTokens, DevicePageAllocator allocator,
                     HiCacheController evict) {
         int hostTokens = match.hostTokenCount();
-        if (hostTokens == 0 || hostTokens < thresholdTokens || hostTokens > memoryQuotaTokens) {
-            return null;
+        if (hostTokens == 0 || hostTokens < thresholdTokens || hostTokens > memoryQuotaTokens || health.degraded()) {
+            return null; // (a degraded group completes no load: its match reports no host hit)
         }
         RadixNode anchor = match.lastDeviceNode();
         // host-only chain from the node after the device prefix down to lastHostNode
@@ -216,8 +228,9 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         for (RadixNode a = anchor; a != null && !a.isRoot(); a = a.parent()) {
             firstPage += a.pageCount();
         }
-        LoadOp op = new LoadOp(nextSeq++, requestId, anchor, chain, starts, pages, devicePages, firstPage,
-            storagePages);
+        long seq = fifo.nextSeq();
+        LoadOp op = new LoadOp(seq, requestId, anchor, chain, starts, pages, devicePages, firstPage, storagePages,
+            fingerprints ? Fingerprints.load(seq, chain[usable - 1], pages) : 0);
         op.allocator = allocator;
         for (int k = 0; k < usable; k++) {
             if (sameForward) {
@@ -383,8 +396,8 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         runtime.streamWaitEvent(computeStream, events[layer]);
     }
 
-    /** Scheduler: drain acks, agree, attach or roll back. Returns loads finished. */
-    int poll() {
+    /** Scheduler: drains the loads' acknowledgements (their rounds run on the controller's agreement channel). */
+    void poll() {
         LoadSet s;
         while ((s = acks.poll()) != null) {
             for (int i = 0; i < s.opCount; i++) {
@@ -406,10 +419,6 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
             s.opCount = 0;
             s.inUse = false;
         }
-        if (fifo.size() == 0) {
-            return 0;
-        }
-        return Math.max(0, fifo.runRound(nextSeq, this));
     }
 
     /**
@@ -419,12 +428,13 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
      * first (lower sequence number), so every rank decides this alike.
      */
     @Override
-    public void retireComplete(LoadOp op) {
+    public boolean retireComplete(LoadOp op) {
         if (sameForward && invalidatedAbove(op)) {
             rollBack(op);
-        } else {
-            attach(op);
+            return false;
         }
+        attach(op);
+        return true;
     }
 
     /** True when a node of the (re-read) chain no longer loads with {@code op}: a failed load above dropped it. */
@@ -443,9 +453,12 @@ final class Loader implements AgreedFifo.Retirer<LoadOp> {
         rollBack(op);
     }
 
-    /** A rank of the group failed: no load completes everywhere; each rolls back once its own copies are done. */
+    /**
+     * The group is degraded (a rank failed, the ranks diverged): no load completes everywhere; each rolls back once its
+     * own copies are done.
+     */
     @Override
-    public int retireDegraded() {
+    public int retireDegraded(io.hicache.core.AbortReason reason) {
         int retired = 0;
         while (fifo.size() > 0 && !fifo.at(0).unresolved()) {
             rollBack(fifo.pop());

@@ -80,7 +80,23 @@ public enum Metric {
      * Device pages withdrawn from the tree because their KV was never computed (a cancelled or preempted request's,
      * {@code HiCache.withdrawUncomputed}) (scheduler).
      */
-    WITHDRAWN_PAGES;
+    WITHDRAWN_PAGES,
+    /** 1 once the CP group is degraded (see {@code HiCache.groupState()}), else 0: a level (scheduler). */
+    CP_GROUP_DEGRADED,
+    /** Ranks of the CP group declared failed or gone: a level (scheduler). */
+    CP_FAILED_RANKS,
+    /**
+     * Times the CP group was found diverged: ranks contributed different fingerprints for one sequence number, or
+     * different digests of what they committed (scheduler; counted once per group, when it degrades).
+     */
+    CP_DIVERGENCES,
+    /**
+     * Calls into the {@code RankAgreement} that blocked {@code poll()} past the watchdog's bound, once each (the
+     * watchdog thread, through an atomic increment).
+     */
+    CP_AGREEMENT_BLOCKED,
+    /** Host values withdrawn after commit because another rank of the group did not commit them (scheduler). */
+    CP_HOST_REVOKED;
 
     private static final Metric[] VALUES = values();
 

@@ -39,6 +39,7 @@ public class RankAgreementLincheckTest {
     private final class Rank {
         final int rank;
         final RankAgreement.Result out = new RankAgreement.Result();
+        final RankAgreement.Contribution words = new RankAgreement.Contribution(2);
         long round;
         boolean open;
 
@@ -49,7 +50,9 @@ public class RankAgreementLincheckTest {
         /** -1: contributed; -2: waiting; else round * 1000 + agreed prefix * 10 + (failed seen ? 1 : 0). */
         long step(int completed) {
             if (!open) {
-                agreement.contribute(rank, round, completed, completed == 0 ? 0 : Long.MAX_VALUE);
+                words.set(0, completed);
+                words.set(1, completed == 0 ? 0 : Long.MAX_VALUE);
+                agreement.contribute(rank, round, words);
                 open = true;
                 return -1;
             }
@@ -58,7 +61,7 @@ public class RankAgreementLincheckTest {
             }
             open = false;
             long r = round++;
-            return r * 1000 + out.minCompletedPrefix() * 10 + (out.minFirstFailedSeq() == Long.MAX_VALUE ? 0 : 1);
+            return r * 1000 + out.word(0) * 10 + (out.word(1) == Long.MAX_VALUE ? 0 : 1);
         }
     }
 }

@@ -52,6 +52,8 @@ final class PrefetchAgreement {
     private final RankAgreement agreement;
     private final int rank;
     private final RankAgreement.Result agreed = new RankAgreement.Result();
+    /** Word 0: the head prefetch's landed prefix (see {@link #poll}); word 1: the write progress. */
+    private final RankAgreement.Contribution words = new RankAgreement.Contribution(2);
     private long round;
     private boolean roundOpen;
     private long head;
@@ -80,7 +82,9 @@ final class PrefetchAgreement {
             return true;
         }
         if (!roundOpen) {
-            agreement.contribute(rank, round, headValue, localWrites);
+            words.set(0, headValue);
+            words.set(1, localWrites);
+            agreement.contribute(rank, round, words);
             roundOpen = true;
         }
         if (!agreement.tryResult(rank, round, agreed)) {
@@ -93,9 +97,9 @@ final class PrefetchAgreement {
             writes = localWrites;
             decided = false;
         } else {
-            // the agreement's two group minima carry this channel's two values, in the order contributed
-            head = agreed.minCompletedPrefix();
-            writes = agreed.minFirstFailedSeq();
+            // the round's two words are the group minima of this channel's two values, in the order contributed
+            head = agreed.word(0);
+            writes = agreed.word(1);
             decided = true;
         }
         return true;
