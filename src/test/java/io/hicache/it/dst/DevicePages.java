@@ -79,7 +79,7 @@ final class DevicePages {
     private void onDeviceFreed(Rank rank, int page) {
         for (Rec rec : recs.values()) {
             Backup b = rec.b[rank.r];
-            if (b.state().terminal()) {
+            if (b == null || b.state().terminal()) {
                 continue;
             }
             for (int p : rec.allDev) {

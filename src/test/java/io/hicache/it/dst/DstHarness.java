@@ -2,7 +2,6 @@ package io.hicache.it.dst;
 
 import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupMode;
-import io.hicache.core.BackupState;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.internal.HostPages;
 import io.hicache.core.internal.LoadOp;
@@ -59,6 +58,15 @@ import java.util.SplittableRandom;
  * starts before the layer's load event and the copies before it completed, and never reads other bytes than the
  * host copy of an agreed load.
  *
+ * <p>With divergent schedules ({@link DivergenceDstTest}) the group has at least two ranks and, once in a run, the
+ * engine gets one rank's schedule wrong: that rank skips the reservations of one request, or reserves them with the
+ * draft flag flipped; sealed backups get a time limit of 5 to 20 ms (simulated), which settles a skipped reservation
+ * nothing follows and now and then releases a backup on one rank while another commits it (revoked there next round). Divergence checks: (v1) no node is committed on one rank only, at every step
+ * (a backup committed and not revoked on one rank is committed, sealed or in flight on every other, or released
+ * there past its time limit, which the next round's digests settle) and at the end (every rank holds host values for
+ * the same token prefixes); (v2) the backups of a divergent request abort on every rank and the group is degraded,
+ * {@code DIVERGED} or (after a time limit) {@code AGREEMENT_TIMEOUT}.
+ *
  * <p>After every step {@link #checkAll()} verifies the invariants of the design; a violation throws
  * {@link AssertionError} with the recent steps. Single-threaded; not reusable after {@link #close()}.
  *
@@ -74,6 +82,10 @@ final class DstHarness implements AutoCloseable {
     static final int UNSET = -1;
     /** The lane strategies the schedules draw from (the three the suites began with, so old seeds keep their runs). */
     private static final OwnerLanes[] DRAWN_LANES = {OwnerLanes.ROUND_ROBIN, OwnerLanes.CONTIGUOUS, OwnerLanes.ZIGZAG};
+    /** No divergent step; a rank skips a request's reservations; a rank flips their draft flag. */
+    static final int SAME = 0;
+    static final int SKIP = 1;
+    static final int FLIP_DRAFT = 2;
     static final long BYTES_PER_TOKEN = 8;
 
     // ---- configuration, all derived from the seed
@@ -108,6 +120,16 @@ final class DstHarness implements AutoCloseable {
     final boolean leases;
     final int maxOpenForwards;
     final int maxForwardsInFlight;
+    /**
+     * The divergence suite ({@link DivergenceDstTest}): its own draws come from {@link #divergeRnd}, so the other
+     * suites' schedules stay as they were.
+     */
+    final boolean diverge;
+    final SplittableRandom divergeRnd;
+    /** The sealed time limit (simulated ns; 0: the default, which never fires here). */
+    final long sealedLimitNs;
+    /** Set once the engine's schedule diverged (seq numbers no longer line up across ranks). */
+    boolean diverged;
 
     /** The token prefixes requests share, one per family (part of the configuration). */
     final int[][] familyTokens;
@@ -119,8 +141,14 @@ final class DstHarness implements AutoCloseable {
     final Invariants checks;
     final DevicePages devices;
     // ---- state shared by the parts
-    /** Backups not yet terminal on every rank, by sequence number (identical on every rank). */
+    /**
+     * Backups not yet terminal on every rank, in reservation order, keyed by a harness number (the sequence number
+     * is identical on every rank until a divergent step).
+     */
     final LinkedHashMap<Long, Rec> recs = new LinkedHashMap<>();
+    /** Each backup's record, by identity. */
+    final java.util.IdentityHashMap<Backup, Rec> byBackup = new java.util.IdentityHashMap<>();
+    long nextRecId;
     /** Violations found and not yet thrown ({@link #throwViolations()}). */
     final List<String> violations = new ArrayList<>();
     /** The next fresh token, for request tails no other request shares. */
@@ -146,12 +174,25 @@ final class DstHarness implements AutoCloseable {
     }
 
     DstHarness(long seed, boolean loads, boolean leases) {
+        this(seed, loads, leases, false);
+    }
+
+    DstHarness(long seed, boolean loads, boolean leases, boolean diverge) {
         this.seed = seed;
         this.loads = loads;
         this.leases = leases;
+        this.diverge = diverge;
         this.rnd = new SplittableRandom(seed);
-        this.cp = 1 + rnd.nextInt(4);
+        this.divergeRnd = new SplittableRandom(seed ^ 0x4D1E_7E55_0047L);
+        int cpDrawn = 1 + rnd.nextInt(4);
+        this.cp = diverge ? Math.max(2, cpDrawn) : cpDrawn;
         OwnerLanes l = DRAWN_LANES[rnd.nextInt(DRAWN_LANES.length)];
+        if (diverge) {
+            l = OwnerLanes.Standard.values()[divergeRnd.nextInt(OwnerLanes.Standard.values().length)];
+        }
+        // a sealed backup the group has not agreed on for this long (simulated time) is released and the group degrades:
+        // it settles a skipped reservation nothing follows, and now and then a healthy but slow round (then revoked)
+        this.sealedLimitNs = diverge ? 30_000 + divergeRnd.nextInt(600_000) : 0;
         this.lanes = cp == 1 ? OwnerLanes.ROUND_ROBIN : l; // a single rank keeps the controller's default
         this.layers = 1 + rnd.nextInt(4);
         this.draftLayers = rnd.nextInt(3);
@@ -159,8 +200,10 @@ final class DstHarness implements AutoCloseable {
         this.devicePages = 24 + rnd.nextInt(24);
         int hostPagesDrawn = 4 + rnd.nextInt(20);
         int p = rnd.nextInt(100);
-        this.policy = p < 60 ? WritePolicy.WRITE_THROUGH : p < 85 ? WritePolicy.WRITE_THROUGH_SELECTIVE
+        WritePolicy policyDrawn = p < 60 ? WritePolicy.WRITE_THROUGH : p < 85 ? WritePolicy.WRITE_THROUGH_SELECTIVE
             : WritePolicy.WRITE_BACK;
+        // (the divergence suite keeps to write-through: a diverged group's evictions, and so its write-backs, differ)
+        this.policy = diverge && policyDrawn == WritePolicy.WRITE_BACK ? WritePolicy.WRITE_THROUGH : policyDrawn;
         this.mode = rnd.nextInt(100) < 15 ? BackupMode.ALL_LAYERS : BackupMode.LAYERED;
         long leaseDrawn = rnd.nextInt(5) == 0 ? 40_000 + rnd.nextInt(400_000) : 0;
         this.copyFailureProbability = rnd.nextInt(10) < 3 ? rnd.nextDouble() * 0.01 : 0;
@@ -240,8 +283,23 @@ final class DstHarness implements AutoCloseable {
         for (int i = 0; i < steps; i++) {
             step();
             checkAll();
+            if (diverged && degradedEverywhere()) {
+                // the ranks found the divergence: their trees may now differ (a skipped reservation's host eviction),
+                // so the lockstep engine stops here; the drain and the end checks follow
+                count("diverge.detected");
+                break;
+            }
         }
         finish();
+    }
+
+    private boolean degradedEverywhere() {
+        for (Rank rank : ranks) {
+            if (!rank.ctl.groupState().degraded()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     void count(String what) {
@@ -267,7 +325,8 @@ final class DstHarness implements AutoCloseable {
             + " devicePages=" + devicePages + " hostPages=" + hostPages + " policy=" + policy + " mode=" + mode
             + " leaseNs=" + leaseNs + " copyFailureP=" + String.format("%.3f", copyFailureProbability) + " delayP="
             + delayProbability + " sticky=" + stickyRun + " steps=" + steps + " attention=" + attention
-            + " hostLayout=" + hostLayout + (leases ? " maxOpenForwards=" + maxOpenForwards + " maxForwardsInFlight="
+            + " hostLayout=" + hostLayout + (diverge ? " diverge sealedLimitNs=" + sealedLimitNs : "")
+            + (leases ? " maxOpenForwards=" + maxOpenForwards + " maxForwardsInFlight="
             + maxForwardsInFlight : "") + (loads ? " loadThreshold=" + loadThresholdTokens + " h2dFaultP="
             + h2dFaultProbability + " refuseP=" + refuseAllocationProbability : "");
     }
@@ -283,7 +342,11 @@ final class DstHarness implements AutoCloseable {
         }
         if (k < 12) {
             if (engine.opens.size() < maxOpenForwards && !stickyInjected && consistent()) {
-                engine.engineRequest();
+                int divergent = SAME;
+                if (diverge && !diverged && divergeRnd.nextInt(Math.max(1, steps / 8)) == 0) {
+                    divergent = draftLayers > 0 && divergeRnd.nextBoolean() ? FLIP_DRAFT : SKIP;
+                }
+                engine.engineRequest(divergent);
                 return;
             }
         } else if (k < 40) {
@@ -375,8 +438,12 @@ final class DstHarness implements AutoCloseable {
 
     // ------------------------------------------------------------------ lockstep gate
 
-    private static int stateClass(BackupState s) {
-        return switch (s) {
+    /** Pending, committed, or aborted; a backup a rank never reserved, or one revoked after commit, counts as aborted. */
+    private static int stateClass(Backup b) {
+        if (b == null || b.revoked()) {
+            return 2;
+        }
+        return switch (b.state()) {
             case COMMITTED -> 1;
             case ABORTED -> 2;
             default -> 0;
@@ -406,9 +473,9 @@ final class DstHarness implements AutoCloseable {
             }
         }
         for (Rec rec : recs.values()) {
-            int c = stateClass(rec.b[0].state());
+            int c = stateClass(rec.b[0]);
             for (int r = 1; r < cp; r++) {
-                if (stateClass(rec.b[r].state()) != c) {
+                if (stateClass(rec.b[r]) != c) {
                     return false;
                 }
             }
@@ -444,7 +511,7 @@ final class DstHarness implements AutoCloseable {
         }
         for (Rec rec : recs.values()) {
             for (Backup b : rec.b) {
-                if (!b.state().terminal()) {
+                if (b != null && !b.state().terminal()) {
                     return false;
                 }
             }
@@ -490,7 +557,8 @@ final class DstHarness implements AutoCloseable {
             }
             if (!any) {
                 for (Rank rank : ranks) {
-                    rank.rt.advanceTo(rank.rt.nowNs() + 1_000);
+                    // (the divergence suite waits for sealed time limits: larger idle steps)
+                    rank.rt.advanceTo(rank.rt.nowNs() + (diverge ? 100_000 : 1_000));
                 }
             }
         }
@@ -509,7 +577,7 @@ final class DstHarness implements AutoCloseable {
         for (Rec rec : recs.values()) {
             sb.append(" seq ").append(rec.seq).append(':');
             for (Backup b : rec.b) {
-                sb.append(' ').append(b.state());
+                sb.append(' ').append(b == null ? "-" : b.state());
             }
         }
         throw new AssertionError(sb.toString());
@@ -521,11 +589,43 @@ final class DstHarness implements AutoCloseable {
             return;
         }
         drain();
-        // (f) every rank published the same backups, in the same order
+        // (f) every rank published the same backups, in the same order (the seqs line up until a divergent step)
         for (Rank rank : ranks) {
-            if (!rank.committedSeqs.equals(ranks[0].committedSeqs)) {
+            if (!diverged && sealedLimitNs == 0 && !rank.committedSeqs.equals(ranks[0].committedSeqs)) {
                 fail("rank " + rank.r + " committed " + rank.committedSeqs + " but rank 0 committed "
                     + ranks[0].committedSeqs);
+            }
+        }
+        // (v2) a divergent schedule degrades the group on every rank (the rank that found it first tells the others
+        // at the next round)
+        if (diverged) {
+            for (int round = 0; round < 3; round++) {
+                for (Rank rank : ranks) {
+                    pollStep(rank);
+                }
+            }
+            for (Rank rank : ranks) {
+                if (!rank.ctl.groupState().degraded()) {
+                    fail("rank " + rank.r + ": the schedules diverged but its group is " + rank.ctl.groupState());
+                }
+            }
+            count("group." + (ranks[0].ctl.groupState().cause() == io.hicache.core.cp.GroupState.Cause.DIVERGED
+                ? "diverged" : "degraded." + ranks[0].ctl.groupState().cause()));
+        }
+        checks.checkSettled();
+        // (v1) no node committed on one rank only: every rank holds host values for the same token prefixes (where the
+        // schedules stayed identical: after a divergence, or a release past a time limit, the ranks' host budgets and
+        // so their host evictions differ, and the check is the per-backup one above)
+        java.util.Set<String> hosts0 = hostPrefixes(ranks[0]);
+        for (Rank rank : diverge ? new Rank[0] : ranks) {
+            java.util.Set<String> hosts = hostPrefixes(rank);
+            if (!hosts.equals(hosts0)) {
+                java.util.Set<String> only = new java.util.TreeSet<>(hosts);
+                only.removeAll(hosts0);
+                java.util.Set<String> missing = new java.util.TreeSet<>(hosts0);
+                missing.removeAll(hosts);
+                fail("rank " + rank.r + " holds host values rank 0 does not (" + only + ") and lacks some it holds ("
+                    + missing + "): a node committed on one rank only");
             }
         }
         // evict every device page (write-back copies first) and every host value: all pages come back. Host copies
@@ -562,6 +662,32 @@ final class DstHarness implements AutoCloseable {
                 + " back in the free list");
         }
         close();
+    }
+
+    /** The token prefixes (as text) of every node of {@code rank}'s tree that holds a host value. */
+    static java.util.Set<String> hostPrefixes(Rank rank) {
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        RadixTestAccess.forEachNode(rank.tree, n -> {
+            if (n.hostValue() != null) {
+                out.add(prefixOf(n));
+            }
+        });
+        return out;
+    }
+
+    /** The token prefix from the root to the end of {@code n}, as text. */
+    static String prefixOf(RadixNode n) {
+        java.util.ArrayDeque<RadixNode> path = new java.util.ArrayDeque<>();
+        for (RadixNode x = n; x != null && !x.isRoot(); x = x.parent()) {
+            path.push(x);
+        }
+        StringBuilder sb = new StringBuilder();
+        for (RadixNode x : path) {
+            for (int i = 0; i < x.tokenCount(); i++) {
+                sb.append(x.token(i)).append(',');
+            }
+        }
+        return sb.toString();
     }
 
     /** Frees every host-only leaf's pages straight into the allocator (end of run; bypasses the host budget). */
@@ -606,7 +732,7 @@ final class DstHarness implements AutoCloseable {
         close();
         for (Rec rec : recs.values()) {
             for (Backup b : rec.b) {
-                if (!b.state().terminal()) {
+                if (b != null && !b.state().terminal()) {
                     fail("after a sticky error and close, " + b + " is not terminal");
                 }
             }

@@ -20,7 +20,7 @@ import java.util.List;
  * Exit status 0 when every chunk passed, 1 when one failed, 2 on bad arguments.
  *
  * <p>Usage: {@code DstRunner SUITE FROM COUNT [CHUNK]} where SUITE is {@code backup}, {@code lease}, {@code load},
- * {@code overlap} or {@code storage}. Single-threaded; the caller owns the JVM.
+ * {@code overlap}, {@code storage} or {@code diverge}. Single-threaded; the caller owns the JVM.
  */
 public final class DstRunner {
     private DstRunner() {
@@ -37,7 +37,9 @@ public final class DstRunner {
         new Suite("overlap", "io.hicache.it.dst.LoadOverlapDstTest", "hicache.dst.firstSeed",
             "hicache.dst.overlapSeeds"),
         new Suite("storage", "io.hicache.storage.tier.StorageTierDstTest", "hicache.dst.storageFirstSeed",
-            "hicache.dst.storageSeeds"));
+            "hicache.dst.storageSeeds"),
+        new Suite("diverge", "io.hicache.it.dst.DivergenceDstTest", "hicache.dst.firstSeed",
+            "hicache.dst.divergeSeeds"));
 
     public static void main(String[] args) throws Exception {
         if (args.length < 3 || args.length > 4) {

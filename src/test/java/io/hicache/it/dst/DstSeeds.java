@@ -22,25 +22,29 @@ final class DstSeeds {
 
     static Totals run(String suite, boolean loads, boolean leases, String countProperty, long defaultCount,
                       String replayFormat) {
+        return run(suite, loads, leases, false, countProperty, defaultCount, replayFormat);
+    }
+
+    static Totals run(String suite, boolean loads, boolean leases, boolean diverge, String countProperty,
+                      long defaultCount, String replayFormat) {
         String one = System.getProperty("hicache.dst.seed");
         long first = one != null ? Long.parseLong(one) : Long.getLong("hicache.dst.firstSeed", 1L);
         long count = one != null ? 1 : Long.getLong(countProperty, defaultCount);
         Map<String, Integer> totals = new TreeMap<>();
         long startNs = System.nanoTime();
         for (long seed = first; seed < first + count; seed++) {
-            runSeed(suite, seed, loads, leases, totals, one != null, replayFormat);
+            runSeed(suite, seed, loads, leases, diverge, totals, one != null, replayFormat);
         }
         long ms = (System.nanoTime() - startNs) / 1_000_000;
         System.out.printf("%s: %d seeds from %d in %d ms; %s%n", suite, count, first, ms, totals);
         return new Totals(totals, count, one != null);
     }
 
-    private static void runSeed(String suite, long seed, boolean loads, boolean leases, Map<String, Integer> totals,
-                                boolean verbose,
-                                String replayFormat) {
+    private static void runSeed(String suite, long seed, boolean loads, boolean leases, boolean diverge,
+                                Map<String, Integer> totals, boolean verbose, String replayFormat) {
         DstHarness h = null;
         try {
-            h = new DstHarness(seed, loads, leases);
+            h = new DstHarness(seed, loads, leases, diverge);
             if (verbose) {
                 System.out.println(suite + " seed " + seed + ": " + h.describe());
             }

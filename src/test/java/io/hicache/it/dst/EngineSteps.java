@@ -79,7 +79,7 @@ final class EngineSteps {
         Set<Integer> groups = new HashSet<>();
         for (Rec rec : recs.values()) {
             for (Backup b : rec.b) {
-                if (b.state() == BackupState.COPYING || b.state() == BackupState.DRAINING) {
+                if (b != null && b.state() == BackupState.COPYING || b.state() == BackupState.DRAINING) {
                     groups.add(rec.group);
                 }
             }
@@ -130,6 +130,15 @@ final class EngineSteps {
     }
 
     void engineRequest() {
+        engineRequest(DstHarness.SAME);
+    }
+
+    /**
+     * A request: insert, reserve (by policy or explicitly) and begin its forward on every rank. With {@code divergent}
+     * {@link DstHarness#SKIP} one rank's schedule skips the request's reservations; with {@link DstHarness#FLIP_DRAFT}
+     * it reserves them with the draft flag flipped (the divergence suite).
+     */
+    void engineRequest(int divergent) {
         int pages = 1 + rnd.nextInt(maxRequestPages);
         int[] tokens = requestTokens(pages);
         divergeFromPagesBeingWritten(tokens);
@@ -183,41 +192,61 @@ final class EngineSteps {
         boolean withDraft = draftLayers > 0 && rnd.nextInt(4) != 0;
         int group = nextGroup++;
         List<Rec> forwardRecs = new ArrayList<>();
+        // the rank whose schedule diverges in this request (the divergence suite), else -1
+        int odd = divergent == DstHarness.SAME ? -1 : harness.divergeRnd.nextInt(cp);
+        int sure = odd == 0 ? 1 : 0; // a rank that keeps the schedule
         if (forwardGroupsInFlight() < MAX_FORWARD_GROUPS && !last[0].isRoot() && !pathBeingWritten(last[0])) {
             if (rnd.nextInt(5) == 0) {
                 boolean can = ranks[0].tree.canBackUp(last[0]);
                 if (can) {
                     for (Rank rank : ranks) {
-                        Backup b = rank.ctl.reserve(last[rank.r], withDraft);
+                        if (rank.r == odd && divergent == DstHarness.SKIP) {
+                            continue;
+                        }
+                        boolean draft = rank.r == odd ? !withDraft : withDraft;
+                        Backup b = rank.ctl.reserve(last[rank.r], draft);
                         if (b != null) {
                             per.get(rank.r).add(b);
                         }
                     }
-                    trace("reserve explicit -> " + per.get(0).size());
+                    trace("reserve explicit -> " + per.get(sure).size());
                 }
             } else {
                 for (Rank rank : ranks) {
+                    if (rank.r == odd && divergent == DstHarness.SKIP) {
+                        continue;
+                    }
+                    boolean draft = rank.r == odd ? !withDraft : withDraft;
                     long skippedBefore = rank.ctl.metrics().snapshot().skipped();
-                    rank.ctl.reserveByPolicy(last[rank.r], withDraft, per.get(rank.r));
+                    rank.ctl.reserveByPolicy(last[rank.r], draft, per.get(rank.r));
                     checkNoSilentSkip(rank, last[rank.r], skippedBefore);
                 }
-                trace("reserveByPolicy -> " + per.get(0).size());
+                trace("reserveByPolicy -> " + per.get(sure).size());
             }
-            for (int r = 1; r < cp; r++) {
-                if (per.get(r).size() != per.get(0).size()) {
-                    fail("rank " + r + " reserved " + per.get(r).size() + " backups but rank 0 reserved "
-                        + per.get(0).size());
+            for (int r = 0; r < cp; r++) {
+                if (r != odd && per.get(r).size() != per.get(sure).size()) {
+                    fail("rank " + r + " reserved " + per.get(r).size() + " backups but rank " + sure + " reserved "
+                        + per.get(sure).size());
                 }
             }
-            for (int i = 0; i < per.get(0).size(); i++) {
+            if (odd >= 0 && !per.get(sure).isEmpty()) {
+                harness.diverged = true;
+                trace("DIVERGENT schedule: rank " + odd + (divergent == DstHarness.SKIP ? " skips the "
+                    : " flips the draft flag of the ") + per.get(sure).size() + " reservations");
+                count(divergent == DstHarness.SKIP ? "diverge.skip" : "diverge.flipDraft");
+            }
+            for (int i = 0; i < per.get(sure).size(); i++) {
                 Backup[] bs = new Backup[cp];
                 for (int r = 0; r < cp; r++) {
-                    bs[r] = per.get(r).get(i);
+                    bs[r] = i < per.get(r).size() ? per.get(r).get(i) : null;
                 }
                 forwardRecs.add(register(bs, group));
             }
+            if (odd >= 0 && divergent == DstHarness.SKIP && harness.diverged) {
+                followUp(per, forwardRecs, group, withDraft);
+            }
             // sometimes the engine drops a reservation before its forward starts
-            if (!forwardRecs.isEmpty() && rnd.nextInt(10) == 0) {
+            if (odd < 0 && !forwardRecs.isEmpty() && rnd.nextInt(10) == 0) {
                 int idx = rnd.nextInt(forwardRecs.size());
                 Rec rec = forwardRecs.remove(idx);
                 AbortReason reason = ENGINE_REASONS[rnd.nextInt(ENGINE_REASONS.length)];
@@ -236,7 +265,9 @@ final class EngineSteps {
         count(forwardRecs.isEmpty() ? "forward.noBackup" : "forward.withBackups");
         ForwardHandle[] h = new ForwardHandle[cp];
         int[] counts = new int[cp];
-        Arrays.fill(counts, forwardRecs.size());
+        for (int r = 0; r < cp; r++) {
+            counts[r] = per.get(r).size();
+        }
         boolean noSlot = false;
         for (Rank rank : ranks) {
             try {
@@ -255,7 +286,9 @@ final class EngineSteps {
             count("forward.noSlot");
             for (Rec rec : forwardRecs) {
                 for (Rank rank : ranks) {
-                    rank.ctl.abort(rec.b[rank.r], AbortReason.ENGINE);
+                    if (rec.b[rank.r] != null) {
+                        rank.ctl.abort(rec.b[rank.r], AbortReason.ENGINE);
+                    }
                 }
             }
             for (Rank rank : ranks) {
@@ -282,7 +315,9 @@ final class EngineSteps {
         AbortReason reason = rnd.nextBoolean() ? AbortReason.REQUEST_CANCELLED : AbortReason.PREEMPTED;
         for (Rec rec : forwardRecs) {
             for (Rank rank : ranks) {
-                rank.ctl.abort(rec.b[rank.r], reason);
+                if (rec.b[rank.r] != null) {
+                    rank.ctl.abort(rec.b[rank.r], reason);
+                }
             }
         }
         requests.remove(req);
@@ -313,6 +348,56 @@ final class EngineSteps {
         trace("request cancelled before its forward (" + reason + "): " + withdrawn + " pages withdrawn, "
             + forwardRecs.size() + " reservations aborted");
         count("request.cancelledBeforeForward");
+    }
+
+    /**
+     * After a skipped reservation, a reservation every rank makes (a fresh one-page sequence under the root, in the same
+     * forward): on the rank that skipped it takes the sequence number the others gave the skipped node, so the next
+     * round that could retire it finds the fingerprints different.
+     */
+    private void followUp(List<List<Backup>> per, List<Rec> forwardRecs, int group, boolean withDraft) {
+        if (harness.devices.freeDevice.freePages() < 1) {
+            count("diverge.noFollowUp");
+            return;
+        }
+        int[] tokens = new int[pageSize];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = harness.uniqueToken++;
+        }
+        int[] dev = {harness.devices.freeDevice.poll()};
+        Backup[] bs = new Backup[cp];
+        for (Rank rank : ranks) {
+            harness.devices.takeDevice(rank, dev[0]);
+            if (rank.tree.insert(tokens, 0, tokens.length, dev, 0) != 0) {
+                fail("rank " + rank.r + ": a fresh sequence was found present");
+            }
+            bs[rank.r] = rank.ctl.reserve(rank.tree.lastInsertNode(), withDraft);
+        }
+        int made = 0;
+        for (Backup b : bs) {
+            made += b == null ? 0 : 1;
+        }
+        if (made == 0) {
+            count("diverge.followUpNoRoom");
+            return;
+        }
+        if (made != cp) {
+            // the rank that skipped has more host room than the others: the engine drops what it got
+            for (Rank rank : ranks) {
+                if (bs[rank.r] != null) {
+                    rank.ctl.abort(bs[rank.r], AbortReason.ENGINE);
+                }
+            }
+            register(bs, group);
+            count("diverge.followUpPartial");
+            return;
+        }
+        for (Rank rank : ranks) {
+            per.get(rank.r).add(bs[rank.r]);
+        }
+        forwardRecs.add(register(bs, group));
+        trace("follow-up reservation on every rank");
+        count("diverge.followUp");
     }
 
     /**
@@ -385,22 +470,34 @@ final class EngineSteps {
     }
 
     private Rec register(Backup[] bs, int group) {
-        long seq = bs[0].seq();
-        for (int r = 1; r < cp; r++) {
-            if (bs[r].seq() != seq || bs[r].pageCount() != bs[0].pageCount()) {
-                fail("rank " + r + " reserved seq " + bs[r].seq() + " (" + bs[r].pageCount() + " pages) where rank 0 "
-                    + "reserved seq " + seq + " (" + bs[0].pageCount() + " pages)");
+        Backup first = null;
+        for (Backup b : bs) {
+            if (first == null && b != null) {
+                first = b;
             }
         }
-        RadixNode node = bs[0].node();
+        long seq = first.seq();
+        for (int r = 0; r < cp; r++) {
+            if (bs[r] != null && (!harness.diverged && bs[r].seq() != seq || bs[r].pageCount() != first.pageCount())) {
+                fail("rank " + r + " reserved seq " + bs[r].seq() + " (" + bs[r].pageCount() + " pages) where another "
+                    + "rank reserved seq " + seq + " (" + first.pageCount() + " pages)");
+            }
+        }
+        RadixNode node = first.node();
         int[] allDev = new int[node.pageCount()];
         node.copyDevicePages(allDev, 0);
-        Rec rec = new Rec(seq, bs, allDev, bs[0].withDraft(), RadixTestAccess.startPage(node), node.pageCount(), group);
-        if (recs.put(seq, rec) != null) {
-            fail("sequence number " + seq + " reserved twice");
+        Rec rec = new Rec(seq, bs, allDev, first.withDraft(), RadixTestAccess.startPage(node), node.pageCount(), group);
+        recs.put(harness.nextRecId++, rec);
+        for (Backup b : bs) {
+            if (b != null && harness.byBackup.put(b, rec) != null) {
+                fail("backup " + b + " registered twice");
+            }
         }
         for (Rank rank : ranks) {
             Backup b = bs[rank.r];
+            if (b == null) {
+                continue;
+            }
             for (int i = 0; i < b.ownedPageCount(); i++) {
                 int hp = b.hostPage(i);
                 Arrays.fill(rank.expT[hp], UNSET);
@@ -504,6 +601,9 @@ final class EngineSteps {
                     + (rank.rt.opsIssued() - opsBefore) + " device operations");
             }
             for (Rec rec : f.recs) {
+                if (rec.b[rank.r] == null) {
+                    continue;
+                }
                 BackupState s = rec.b[rank.r].state();
                 if (s != BackupState.DRAINING && s != BackupState.ABORTED) {
                     fail("rank " + rank.r + " forward " + f.id + " hook threw a lease expiry but backup seq "
@@ -526,7 +626,7 @@ final class EngineSteps {
         // forward no longer owns (before slot leases: re-recording the events of the forward that reused the slot)
         for (Rec rec : f.recs) {
             Backup b = rec.b[rank.r];
-            if (b.abortReason() == AbortReason.LEASE_EXPIRED) {
+            if (b != null && b.abortReason() == AbortReason.LEASE_EXPIRED) {
                 fail("rank " + rank.r + " forward " + f.id + ": a hook succeeded after the lease of backup seq "
                     + rec.seq + " expired");
             }
@@ -554,10 +654,10 @@ final class EngineSteps {
     /** The hook of {@code layer} fired: every host page of the forward's backups must end up with the device's bytes now. */
     private void expectLayer(Rank rank, List<Rec> forwardRecs, boolean isDraft, int layer) {
         for (Rec rec : forwardRecs) {
-            if (isDraft && !rec.withDraft) {
+            Backup b = rec.b[rank.r];
+            if (b == null || isDraft && !b.withDraft()) {
                 continue;
             }
-            Backup b = rec.b[rank.r];
             for (int i = 0; i < b.ownedPageCount(); i++) {
                 int dp = b.ownedDevicePage(i);
                 int tag = (isDraft ? rank.devTagD : rank.devTagT)[layer][dp];
@@ -569,7 +669,7 @@ final class EngineSteps {
     void engineAbort() {
         List<Rec> live = new ArrayList<>();
         for (Rec rec : recs.values()) {
-            if (!rec.b[0].state().terminal()) {
+            if (rec.b[0] != null && !rec.b[0].state().terminal()) {
                 live.add(rec);
             }
         }
@@ -584,7 +684,9 @@ final class EngineSteps {
             + (parent ? ", a parent with backups in flight below it" : ""));
         count(parent ? "abort.parentWithChildrenInFlight" : "abort");
         for (Rank rank : ranks) {
-            rank.ctl.abort(rec.b[rank.r], reason);
+            if (rec.b[rank.r] != null) {
+                rank.ctl.abort(rec.b[rank.r], reason);
+            }
         }
     }
 
@@ -642,13 +744,14 @@ final class EngineSteps {
                     got.add(arr[off + i]);
                 }
             });
-            if (evicted >= 0 && e != evicted) {
+            if (evicted >= 0 && e != evicted && !harness.diverged) {
                 fail("evictDevice evicted " + e + " pages on rank " + rank.r + " but " + evicted + " on rank 0");
             }
             evicted = e;
         }
         for (int r = 1; r < cp; r++) {
-            if (!freed.get(r).equals(freed.get(0))) {
+            // (once the schedules diverged, the ranks' trees may differ: a skipped reservation's host eviction)
+            if (!freed.get(r).equals(freed.get(0)) && !harness.diverged) {
                 fail("rank " + r + " freed device pages " + freed.get(r) + " but rank 0 freed " + freed.get(0));
             }
         }
@@ -666,7 +769,7 @@ final class EngineSteps {
             List<Backup> mine = new ArrayList<>();
             RadixTestAccess.forEachNode(rank.tree, n -> {
                 PendingBackup pb = n.pending();
-                if (pb instanceof Backup b && !recs.containsKey(b.seq()) && !mine.contains(b)) {
+                if (pb instanceof Backup b && !harness.byBackup.containsKey(b) && !mine.contains(b)) {
                     mine.add(b);
                 }
             });

@@ -73,14 +73,24 @@ final class Invariants {
             Backup backup = (Backup) committed;
             rank.committedSeqs.add(backup.seq());
             count("committed");
-            Rec rec = recs.get(backup.seq());
+            Rec rec = harness.byBackup.get(backup);
             if (rec == null || rec.b[rank.r] != backup) {
                 violations.add("rank " + rank.r + " committed unknown backup " + backup);
                 return;
             }
-            // (a) visible only after every layer, target and draft, on every rank, was acked
+            // (a) visible only after every layer, target and draft, on every rank, was acked; (v1) and never on one
+            // rank only: every other rank reserved the node too (a released one is settled by the next round)
             for (Rank other : ranks) {
                 Backup b = rec.b[other.r];
+                if (b == null) {
+                    violations.add("rank " + rank.r + " committed seq " + rec.seq + " (" + backup.pageCount()
+                        + " pages) that rank " + other.r + " never reserved: a node committed on one rank only");
+                    continue;
+                }
+                if (inDoubt(b)) {
+                    count("commit.otherReleasedPastTimeLimit");
+                    continue;
+                }
                 if (b.state() != BackupState.SEALED && b.state() != BackupState.COMMITTED) {
                     violations.add("rank " + rank.r + " committed seq " + rec.seq + " while rank " + other.r
                         + " has it " + b.state() + (b.abortReason() != null ? " " + b.abortReason() : ""));
@@ -95,6 +105,14 @@ final class Invariants {
         }
     }
 
+    /**
+     * A backup this rank released past its sealed time limit: if another rank committed it, the next round's digests
+     * differ and that rank revokes it (checked at the end, (v1)).
+     */
+    private static boolean inDoubt(Backup b) {
+        return b.state() == BackupState.ABORTED && b.abortReason() == AbortReason.AGREEMENT_TIMEOUT;
+    }
+
     private void checkBackupBytes(Rank rank, Rec rec, Backup b, String when) {
         for (int i = 0; i < b.ownedPageCount(); i++) {
             int hp = b.hostPage(i);
@@ -105,7 +123,7 @@ final class Invariants {
                     return;
                 }
             }
-            if (rec.withDraft) {
+            if (b.withDraft()) {
                 for (int d = 0; d < draftLayers; d++) {
                     String m = rank.hostMismatch(true, d, hp, rank.expD[hp][d]);
                     if (m != null) {
@@ -157,26 +175,58 @@ final class Invariants {
                 violations.add(sb.toString());
             }
         }
-        // (f) no backup committed on one rank and aborted on another
+        // (f, v1) no backup committed on one rank and aborted on another, or never reserved there: no node committed
+        // on one rank only (a rank's release past its sealed time limit is settled by the next round's digests)
         for (Iterator<Rec> it = recs.values().iterator(); it.hasNext(); ) {
             Rec rec = it.next();
             boolean committed = false;
             boolean aborted = false;
+            boolean doubt = false;
             boolean allTerminal = true;
             for (Backup b : rec.b) {
-                committed |= b.state() == BackupState.COMMITTED;
-                aborted |= b.state() == BackupState.ABORTED;
+                if (b == null) {
+                    aborted = true;
+                    continue;
+                }
+                committed |= b.state() == BackupState.COMMITTED && !b.revoked();
+                aborted |= b.state() == BackupState.ABORTED && !inDoubt(b);
+                doubt |= inDoubt(b);
                 allTerminal &= b.state().terminal();
             }
             if (committed && aborted) {
-                StringBuilder sb = new StringBuilder("seq " + rec.seq + " committed on some ranks, aborted on others:");
+                StringBuilder sb = new StringBuilder("seq " + rec.seq + " committed on some ranks, aborted or never "
+                    + "reserved on others (a node committed on one rank only):");
                 for (Backup b : rec.b) {
-                    sb.append(' ').append(b.state()).append(b.abortReason() != null ? "/" + b.abortReason() : "");
+                    sb.append(' ').append(b == null ? "never reserved" : b.state())
+                        .append(b != null && b.abortReason() != null ? "/" + b.abortReason() : "");
                 }
                 violations.add(sb.toString());
             }
-            if (allTerminal) {
-                it.remove();
+            if (allTerminal && !(committed && doubt)) {
+                it.remove(); // (a commit another rank released stays until it is revoked: see checkSettled)
+            }
+        }
+        throwViolations();
+    }
+
+    /**
+     * (v1) at the end of a run: no backup one rank committed while another released it past its sealed time limit is
+     * still published; the next round's digests made the committing rank revoke it.
+     */
+    void checkSettled() {
+        for (Rec rec : recs.values()) {
+            boolean committed = false;
+            boolean doubt = false;
+            for (Backup b : rec.b) {
+                if (b != null) {
+                    committed |= b.state() == BackupState.COMMITTED && !b.revoked();
+                    doubt |= inDoubt(b);
+                }
+            }
+            if (committed && doubt) {
+                count("settled.notRevoked");
+                violations.add("seq " + rec.seq + " is still committed on a rank although another released it past "
+                    + "its sealed time limit: a node committed on one rank only");
             }
         }
         throwViolations();
@@ -320,7 +370,8 @@ final class Invariants {
             }
             PendingBackup pb = n.pending();
             if (pb != null) {
-                if (!(pb instanceof Backup b) || recs.get(b.seq()) == null || recs.get(b.seq()).b[rank.r] != b) {
+                if (!(pb instanceof Backup b) || harness.byBackup.get(b) == null
+                    || harness.byBackup.get(b).b[rank.r] != b) {
                     violations.add("rank " + rank.r + " node " + n + " is pending with an unknown backup " + pb);
                 } else if (b.state().terminal()) {
                     violations.add("rank " + rank.r + " node " + n + " still pending with " + b);
@@ -330,7 +381,7 @@ final class Invariants {
         // (b) allocated host pages == pages of committed values + pages of backups in flight
         for (Rec rec : recs.values()) {
             Backup b = rec.b[rank.r];
-            if (b.state().terminal()) {
+            if (b == null || b.state().terminal()) {
                 continue;
             }
             addBudget(budget, rec.startPage, rec.pageCount, rec.startPage + rec.pageCount);

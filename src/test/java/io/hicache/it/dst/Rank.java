@@ -104,6 +104,9 @@ final class Rank {
         if (h.cp > 1) {
             hb.cpGroup(h.cp, r, h.lanes, agreement);
         }
+        if (h.sealedLimitNs > 0) {
+            hb.sealedTimeLimitNs(h.sealedLimitNs);
+        }
         if (h.loads) {
             // this harness models loads that become device hits at agreement; LoadOverlapDstTest covers the
             // same-forward LOADING state

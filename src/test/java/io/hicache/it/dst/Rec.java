@@ -3,8 +3,10 @@ package io.hicache.it.dst;
 import io.hicache.core.internal.Backup;
 
 /**
- * One reservation of the {@link DstHarness} model, identical sequence number on every rank: its backup on each
- * rank, the device pages of its node and the node's place in its sequence. Single-threaded; the harness owns it.
+ * One reservation of the {@link DstHarness} model: the backup of one node on each rank (null on a rank whose schedule
+ * skipped it), the device pages of its node and the node's place in its sequence. The sequence number is rank 0's
+ * (the first rank's that reserved it); it is identical on every rank until a divergent step. Single-threaded; the
+ * harness owns it.
  */
 final class Rec {
     final long seq;
