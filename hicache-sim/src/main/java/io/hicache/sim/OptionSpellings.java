@@ -14,7 +14,7 @@ import java.util.function.Function;
  * Command-line and report spellings of the core options the simulator passes to the controller unchanged:
  * {@link WritePolicy} ({@code write_through}, {@code write_through_selective}, {@code write_back}, as SGLang's
  * {@code hicache_write_policy}), {@link OwnerLanes} ({@code round-robin}, {@code contiguous},
- * {@code zigzag}) and {@link EvictionPolicy} ({@code lru}, {@code lfu}, ..., SGLang's strategy names), and of the
+ * {@code zigzag}, {@code striped-zigzag}) and {@link EvictionPolicy} ({@code lru}, {@code lfu}, ..., SGLang's strategy names), and of the
  * storage tier's {@link StorageWritePolicy} and {@link PrefetchPolicy} (SGLang's spellings too). Parsing
  * ignores case and takes {@code -} and {@code _} alike ({@code write-back}, {@code previous_batch}), since the other
  * options of the command line are spelled with hyphens. Stateless; thread-safe.

@@ -281,7 +281,7 @@ public final class Main implements Callable<Integer> {
         Integer cp;
 
         @Option(names = "--lanes", paramLabel = "LAYOUT",
-                description = "CP page ownership: round-robin (default), contiguous, zigzag; needs --cp > 1.")
+                description = "CP page ownership: round-robin (default), contiguous, zigzag, striped-zigzag; needs --cp > 1.")
         OwnerLanes lanes;
 
         @Option(names = "--draft-layers", paramLabel = "N",
