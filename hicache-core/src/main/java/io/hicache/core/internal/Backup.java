@@ -53,8 +53,11 @@ public final class Backup implements PendingBackup, AgreedFifo.Item, io.hicache.
     ForwardSlot slot;
     boolean cancelSent;
     long forwardEndNs;
-    /** When its forward was acknowledged and it became SEALED (the sealed time limit counts from here). */
-    long sealedAtNs;
+    /**
+     * When it was resolved on this rank: its forward acknowledged (SEALED) or it failed here and has nothing left to
+     * drain. The sealed time limit counts from here.
+     */
+    long resolvedAtNs;
     /** Committed here, then revoked: another rank did not commit it (the round's digests differed). */
     boolean revoked;
     /** Set when a failed load below which the node sat removed it from the tree (see {@link #onInvalidated}). */

@@ -350,11 +350,13 @@ final class BackupBook {
     }
 
     /**
-     * Releases at once every sealed backup that has waited {@code sealedLimitNs} for the group's agreement: its device
-     * lock, pending mark and host pages go now, it aborts {@link AbortReason#AGREEMENT_TIMEOUT}, and this rank reports it
-     * failed from its next round on. If the group had already agreed (in a round whose result never reached this rank)
-     * that it completes, the others commit it and the next round's digests show it: they revoke it again. When the
-     * agreement itself has not answered for as long ({@code roundOpenForNs}), the group is degraded.
+     * Releases at once every backup resolved here (sealed, or failed with nothing left to drain) that has waited
+     * {@code sealedLimitNs} for the group's agreement: its device lock, pending mark and host pages go now; a sealed one
+     * aborts {@link AbortReason#AGREEMENT_TIMEOUT} and this rank reports it failed from its next round on, a failed one
+     * keeps its reason. Each keeps its place in the sequence until the group retires it. If the group had already agreed (in a round whose result never reached this rank)
+     * that it completes, the others commit it and the next round's digests show it: they revoke it again. The group
+     * is degraded ({@code AGREEMENT_TIMEOUT}): a backup not agreed for that long means the agreement does not answer
+     * ({@code roundOpenForNs}, logged) or the ranks' schedules differ so that the group can never retire it.
      */
     void expireSealed(long roundOpenForNs) {
         if (sealedLimitNs <= 0 || fifo.size() == 0) {
@@ -363,17 +365,18 @@ final class BackupBook {
         long now = clock.getAsLong();
         for (int i = 0; i < fifo.size(); i++) {
             Backup b = fifo.at(i);
-            if (b.state == BackupState.SEALED && b.slot == null && b.local == Backup.Local.OK
-                && now - b.sealedAtNs >= sealedLimitNs) {
+            if (b.slot == null && b.local != Backup.Local.UNRESOLVED && !b.state.terminal()
+                && now - b.resolvedAtNs >= sealedLimitNs) {
                 if (sealedReleases++ % 100 == 0) {
-                    log.warn("HiCache CP rank {}: sealed backup {} waited {} ms for the group's agreement (sealed time"
-                        + " limit {} ms): released on this rank (released so far: {})", rank, b.seq,
-                        (now - b.sealedAtNs) / 1_000_000, sealedLimitNs / 1_000_000, sealedReleases);
+                    log.warn("HiCache CP rank {}: {} backup {} waited {} ms for the group's agreement (sealed time"
+                        + " limit {} ms; the open round has waited {} ms): released on this rank (released so far: {})",
+                        rank, b.local == Backup.Local.OK ? "sealed" : "failed", b.seq,
+                        (now - b.resolvedAtNs) / 1_000_000, sealedLimitNs / 1_000_000, roundOpenForNs / 1_000_000,
+                        sealedReleases);
                 }
-                release(b, AbortReason.AGREEMENT_TIMEOUT);
-                if (roundOpenForNs >= sealedLimitNs) {
-                    health.degrade(GroupState.Cause.AGREEMENT_TIMEOUT, 0);
-                }
+                release(b, b.local == Backup.Local.OK || b.abortReason == null ? AbortReason.AGREEMENT_TIMEOUT
+                    : b.abortReason);
+                health.degrade(GroupState.Cause.AGREEMENT_TIMEOUT, 0);
             }
         }
     }
@@ -457,6 +460,7 @@ final class BackupBook {
             b.abortReason = reason;
         }
         b.local = Backup.Local.FAILED;
+        b.resolvedAtNs = clock.getAsLong();
     }
 
     private void commit(Backup b) {

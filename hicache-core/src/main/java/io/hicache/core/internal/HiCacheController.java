@@ -573,7 +573,7 @@ public final class HiCacheController implements AutoCloseable {
             } else {
                 b.state = BackupState.SEALED;
                 b.local = Backup.Local.OK;
-                b.sealedAtNs = now;
+                b.resolvedAtNs = now;
             }
         }
         slotPool.onAcked(slot);

@@ -259,8 +259,7 @@ class CpGroupHealthTest {
         assertThat(r0.tree().devicePagesEvictable()).as("its device pages are the engine's again").isEqualTo(2);
         assertThat(r0.tree().hostPagesPending()).isZero();
         assertThat(r0.hostPool().freePages()).isEqualTo(r0.hostPool().capacityPages());
-        assertThat(r0.groupState().cause()).as("the agreement itself did not answer for the limit")
-            .isEqualTo(GroupState.Cause.AGREEMENT_TIMEOUT);
+        assertThat(r0.groupState().cause()).isEqualTo(GroupState.Cause.AGREEMENT_TIMEOUT);
     }
 
     /** An agreement whose {@code contribute} blocks until released: an all-reduce inside it. */
