@@ -26,7 +26,8 @@
  *       pool settings ({@link io.hicache.core.memory.HostLayout}, {@link io.hicache.core.memory.HostMemoryKind},
  *       {@link io.hicache.core.memory.InsufficientHostMemoryException}).</li>
  *   <li>{@link io.hicache.core.cp}: context-parallel groups ({@link io.hicache.core.cp.OwnerLanes},
- *       {@link io.hicache.core.cp.RankAgreement}, {@link io.hicache.core.cp.InProcessRankAgreement}).</li>
+ *       {@link io.hicache.core.cp.RankAgreement}, {@link io.hicache.core.cp.InProcessRankAgreement},
+ *       {@link io.hicache.core.cp.GroupState}).</li>
  *   <li>{@link io.hicache.core.metrics}: {@link io.hicache.core.metrics.MetricsSnapshot} with
  *       {@link io.hicache.core.metrics.Metric} and {@link io.hicache.core.metrics.FallbackReason}.</li>
  *   <li>From {@code io.hicache.radix}: {@link io.hicache.radix.RadixNode} (read-only node handles),

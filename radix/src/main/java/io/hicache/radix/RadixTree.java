@@ -1129,49 +1129,7 @@ public final class RadixTree {
      * @throws IllegalArgumentException if {@code node} is null, the root, or has no host value
      */
     public boolean revokeHost(RadixNode node, HostEvictionListener listener) {
-        checkNode(node, false);
-        if (listener == null) {
-            throw new IllegalArgumentException("listener must not be null");
-        }
-        if (node.hostValue == null) {
-            throw new IllegalArgumentException("revokeHost of " + node + ": it has no host value");
-        }
-        if (node.pending != null || node.loading != null || node.hostRef > 0) {
-            return false;
-        }
-        if (node.childVals != null) {
-            for (RadixNode slot : node.childVals) {
-                for (RadixNode c = slot; c != null; c = c.hashNext) {
-                    if (c.isBackedUp()) {
-                        return false;
-                    }
-                }
-            }
-        }
-        HostValue value = node.hostValue;
-        int count = node.pageCount;
-        if (node.devPages != null) {
-            if (observer != null) {
-                observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, node);
-            }
-            listener.onHostEvicted(node, value);
-            node.hostValue = null;
-            hostPagesCommitted -= count;
-            refresh(node);
-            return true;
-        }
-        if (node.childCount > 0 || node.lockRef > 0) {
-            return false;
-        }
-        RadixNode parent = node.parent;
-        if (observer != null) {
-            observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, node);
-        }
-        hostPagesCommitted -= count;
-        listener.onHostEvicted(node, value);
-        removeNode(node);
-        refresh(parent);
-        return true;
+        return HostRevocation.revokeHost(this, node, listener);
     }
 
     // ------------------------------------------------------------------ counters

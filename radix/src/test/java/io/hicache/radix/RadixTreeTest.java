@@ -249,6 +249,42 @@ class RadixTreeTest {
         t.checkInvariants();
     }
 
+    /**
+     * revokeHost withdraws a committed host value outside eviction order (a CP group found another rank never committed
+     * it): the child first (a parent's host copy is refused while a child is backed up), a device-resident node keeps
+     * its device pages, a host-only leaf leaves the tree; a protected node is refused and nothing changes.
+     */
+    @Test
+    void revokeHostWithdrawsACommittedValueChildFirstAndRefusesProtectedOnes() {
+        RadixTree t = tree(1);
+        insert(t, seq(1, 2, 3, 4), 0);
+        RadixNode parent = t.match(seq(1, 2)).lastDeviceNode();
+        backUp(t, parent, 0);
+        RadixNode child = t.match(seq(1, 2, 3, 4)).lastDeviceNode();
+        backUp(t, child, 2);
+        Evictions ev = new Evictions();
+        assertThat(t.revokeHost(parent, ev)).as("its child is backed up").isFalse();
+        t.protectHost(child);
+        assertThat(t.revokeHost(child, ev)).as("a load reads it").isFalse();
+        t.releaseHost(child);
+        assertThat(ev.hostValues).isEmpty();
+        assertThat(t.revokeHost(child, ev)).isTrue();
+        assertThat(child.hostValue()).isNull();
+        assertThat(child.hasDeviceValue()).as("still a device hit").isTrue();
+        assertThat(t.hostPagesCommitted()).isEqualTo(2);
+        t.checkInvariants();
+        t.evictDevice(4, ev); // the child, device-only now, leaves; the parent becomes host-only
+        assertThat(child.isAttached()).isFalse();
+        assertThat(parent.isDeviceEvicted()).isTrue();
+        assertThat(t.revokeHost(parent, ev)).isTrue();
+        assertThat(parent.isAttached()).as("a host-only leaf is removed").isFalse();
+        assertThat(ev.hostValues).containsExactly(new TestHostValue(2, 2), new TestHostValue(0, 2));
+        assertThat(t.nodeCount()).isZero();
+        assertThat(t.hostPagesCommitted()).isZero();
+        t.checkInvariants();
+        assertThatThrownBy(() -> t.revokeHost(t.root(), ev)).isInstanceOf(IllegalArgumentException.class);
+    }
+
     @Test
     void hostLeafEvictionRemovesTheNodeAndExposesItsParent() {
         RadixTree t = tree(1);
