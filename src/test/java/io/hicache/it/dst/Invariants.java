@@ -285,6 +285,9 @@ final class Invariants {
         // pages of removed nodes (a failed load, a withdrawal) that a backup still copying holds until it is released
         for (Rec rec : recs.values()) {
             Backup b = rec.b[rank.r];
+            if (b == null) {
+                continue; // a reservation this rank skipped (divergence suite)
+            }
             for (int i = 0; i < b.heldDevicePageCount(); i++) {
                 int p = b.heldDevicePage(i);
                 if (owned.get(p)) {
