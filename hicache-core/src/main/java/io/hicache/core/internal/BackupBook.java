@@ -74,8 +74,11 @@ final class BackupBook {
                     commit(b);
                     return true;
                 }
-                // a node above lost its backup; abortOrphans marked this one at once, so this is defensive
-                releaseAndAbortOrphans(b, AbortReason.PARENT_ABORTED);
+                // a node above lost its backup. An abort marked this one at once on every rank; a node above that
+                // this rank released past the sealed time limit while the group committed it is the other way here,
+                // and this one's outcome is in doubt like that node's: the next round's digests settle both
+                releaseAndAbortOrphans(b, sealedReleases > 0 ? AbortReason.AGREEMENT_TIMEOUT
+                    : AbortReason.PARENT_ABORTED);
             }
             // released here past the sealed time limit while the group committed it: the next round's digests differ
             return false;
