@@ -3,6 +3,7 @@ package io.hicache.core.internal;
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupState;
+import io.hicache.core.DevicePagePool;
 import io.hicache.core.HiCache;
 import io.hicache.core.LoadHandle;
 import io.hicache.core.cp.GroupState;
@@ -97,8 +98,8 @@ class CpGroupHealthTest {
         InProcessRankAgreement agreement = new InProcessRankAgreement(2);
         HiCache r0 = rank(2, 0, agreement, null, b -> b);
         HiCache r1 = rank(2, 1, agreement, null, b -> b);
-        FacadeRig.Pages p0 = new FacadeRig.Pages();
-        FacadeRig.Pages p1 = new FacadeRig.Pages();
+        DevicePagePool p0 = FacadeRig.pages();
+        DevicePagePool p1 = FacadeRig.pages();
 
         // seq 0 on both: agreed and committed everywhere
         BackupHandle a0 = reserveOne(r0, insert(r0, p0, 100, 2));
@@ -195,8 +196,8 @@ class CpGroupHealthTest {
         SplittingAgreement agreement = new SplittingAgreement();
         HiCache r0 = rank(2, 0, agreement, null, b -> b);
         HiCache r1 = rank(2, 1, agreement, null, b -> b);
-        FacadeRig.Pages p0 = new FacadeRig.Pages();
-        FacadeRig.Pages p1 = new FacadeRig.Pages();
+        DevicePagePool p0 = FacadeRig.pages();
+        DevicePagePool p1 = FacadeRig.pages();
         BackupHandle a0 = reserveOne(r0, insert(r0, p0, 100, 2));
         BackupHandle a1 = reserveOne(r1, insert(r1, p1, 100, 2));
         rig(0).forward(r0, List.of(a0));
@@ -246,7 +247,7 @@ class CpGroupHealthTest {
     void aSealedBackupWhoseAgreementNeverAnswersIsReleasedAtItsTimeLimit() {
         long limitNs = TimeUnit.MILLISECONDS.toNanos(5);
         HiCache r0 = rank(2, 0, new SilentAgreement(), null, b -> b.sealedTimeLimitNs(limitNs));
-        FacadeRig.Pages p0 = new FacadeRig.Pages();
+        DevicePagePool p0 = FacadeRig.pages();
         BackupHandle a0 = reserveOne(r0, insert(r0, p0, 100, 2));
         rig(0).forward(r0, List.of(a0));
         assertThat(pump(() -> a0.state() == BackupState.SEALED, 1_000)).isTrue();
@@ -320,7 +321,7 @@ class CpGroupHealthTest {
         InProcessRankAgreement agreement = new InProcessRankAgreement(2);
         HiCache r0 = rank(2, 0, agreement, null, b -> b);
         HiCache r1 = rank(2, 1, agreement, null, b -> b);
-        FacadeRig.Pages p0 = new FacadeRig.Pages();
+        DevicePagePool p0 = FacadeRig.pages();
         r1.close();
         BackupHandle a0 = reserveOne(r0, insert(r0, p0, 100, 2));
         rig(0).forward(r0, List.of(a0));
@@ -369,7 +370,7 @@ class CpGroupHealthTest {
         OneChannel agreement = new OneChannel();
         HiCache r0 = rank(2, 0, agreement, null, b -> b.loadThresholdTokens(0));
         HiCache r1 = rank(2, 1, agreement, null, b -> b.loadThresholdTokens(0));
-        FacadeRig.Pages[] pools = {new FacadeRig.Pages(), new FacadeRig.Pages()};
+        DevicePagePool[] pools = {FacadeRig.pages(), FacadeRig.pages()};
         BackupHandle a0 = reserveOne(r0, insert(r0, pools[0], 100, 2));
         BackupHandle a1 = reserveOne(r1, insert(r1, pools[1], 100, 2));
         rig(0).forward(r0, List.of(a0));
