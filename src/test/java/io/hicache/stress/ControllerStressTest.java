@@ -234,7 +234,7 @@ class ControllerStressTest {
                 .writePolicy(WritePolicy.WRITE_THROUGH).clock(rt::nowNs).leaseNs(epochs ? 0 : LEASE_NS)
                 .checkThread(false).maxForwardsInFlight(8);
             if (cp > 1) {
-                hb.cpGroup(cp, rank, OwnerLanes.ROUND_ROBIN, agreement);
+                hb.cpGroup(cp, rank, OwnerLanes.Standard.ROUND_ROBIN, agreement);
             }
             ctl = hb.build();
             device = new Thread(this::runDevice, "device-" + rank);

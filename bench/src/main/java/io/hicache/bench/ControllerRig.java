@@ -78,7 +78,7 @@ public final class ControllerRig implements AutoCloseable {
                 b.clock(sim::nowNs);
             }
             if (cp > 1) {
-                b.cpGroup(cp, r, OwnerLanes.ROUND_ROBIN, agreement);
+                b.cpGroup(cp, r, OwnerLanes.Standard.ROUND_ROBIN, agreement);
             }
             caches[r] = b.build();
             controllers[r] = FacadeAccess.controller(caches[r]);

@@ -980,7 +980,7 @@ public final class HiCache implements AutoCloseable {
         private HostMemoryKind hostMemoryKind;
         private int cpSize = 1;
         private int cpRank;
-        private OwnerLanes lanes = OwnerLanes.ROUND_ROBIN;
+        private OwnerLanes lanes = OwnerLanes.Standard.ROUND_ROBIN;
         private RankAgreement agreement;
         private RankAgreement loadAgreement;
         private int loadThresholdTokens = 10;

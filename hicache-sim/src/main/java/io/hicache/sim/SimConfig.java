@@ -95,7 +95,7 @@ public record SimConfig(ModelPreset model, GpuPreset gpu, int blockTokens, int p
         ModelPreset model = ModelPreset.DEFAULT;
         return new SimConfig(model, GpuPreset.DEFAULT, formatBlockSize, pageSize, device,
                 device * DEFAULT_HOST_RATIO, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1,
-                OwnerLanes.ROUND_ROBIN, model.defaultDraftLayers(), false, 0, 1.0);
+                OwnerLanes.Standard.ROUND_ROBIN, model.defaultDraftLayers(), false, 0, 1.0);
     }
 
     /** Default page size: the largest power of two up to 64 that divides {@code blockTokens} (64 for 512, 1 for 1). */

@@ -33,7 +33,7 @@ class CacheOnlyEngineTest {
     static SimConfig blockLevel(long device, long host) {
         SimConfig d = SimConfig.defaults(512);
         return new SimConfig(d.model(), d.gpu(), 1, 1, device, host, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED,
-                EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, true, 0, 1.0);
+                EvictionPolicy.LRU, 1, OwnerLanes.Standard.ROUND_ROBIN, 0, true, 0, 1.0);
     }
 
     @Test
@@ -74,7 +74,7 @@ class CacheOnlyEngineTest {
 
     private static SimConfig tinyConfig(long device, long host, WritePolicy policy, BackupMode mode) {
         SimConfig d = SimConfig.defaults(512);
-        return new SimConfig(d.model(), d.gpu(), 1, 1, device, host, policy, mode, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN,
+        return new SimConfig(d.model(), d.gpu(), 1, 1, device, host, policy, mode, EvictionPolicy.LRU, 1, OwnerLanes.Standard.ROUND_ROBIN,
                 0, true, 0, 1.0);
     }
 

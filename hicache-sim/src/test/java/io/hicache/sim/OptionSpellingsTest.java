@@ -20,7 +20,7 @@ class OptionSpellingsTest {
         assertThat(OptionSpellings.writePolicy("write_back")).isEqualTo(WritePolicy.WRITE_BACK);
         assertThat(OptionSpellings.writePolicy("Write-Through-Selective")).isEqualTo(WritePolicy.WRITE_THROUGH_SELECTIVE);
         assertThat(OptionSpellings.loadOverlap("previous_batch")).isEqualTo(LoadOverlap.PREVIOUS_BATCH);
-        assertThat(OptionSpellings.lanes("round_robin")).isEqualTo(OwnerLanes.ROUND_ROBIN);
+        assertThat(OptionSpellings.lanes("round_robin")).isEqualTo(OwnerLanes.Standard.ROUND_ROBIN);
         assertThat(OptionSpellings.eviction("LRU")).isEqualTo(EvictionPolicy.LRU);
         // the storage tier's options too (before, only SGLang's underscored spelling was taken there)
         assertThat(OptionSpellings.storageWritePolicy("write-back")).isEqualTo(StorageWritePolicy.WRITE_BACK);

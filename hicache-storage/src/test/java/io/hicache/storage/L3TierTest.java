@@ -470,7 +470,7 @@ class L3TierTest {
                 draftLayout = null;
             }
             if (cp > 1) {
-                b.cpGroup(cp, rank, OwnerLanes.ROUND_ROBIN, backups, loads);
+                b.cpGroup(cp, rank, OwnerLanes.Standard.ROUND_ROBIN, backups, loads);
             }
             if (heard != null) {
                 b.listener(new BackupListener() {

@@ -198,7 +198,7 @@ public final class SoakRank {
             b.draftLayout(draft);
         }
         if (ranks > 1) {
-            b.cpGroup(ranks, rank, OwnerLanes.ROUND_ROBIN, group.backupAgreement(), group.loadAgreement());
+            b.cpGroup(ranks, rank, OwnerLanes.Standard.ROUND_ROBIN, group.backupAgreement(), group.loadAgreement());
         }
         cache = b.build();
         for (int p = DEVICE_PAGES - 1; p >= 0; p--) {

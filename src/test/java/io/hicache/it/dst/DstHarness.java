@@ -81,7 +81,7 @@ import java.util.SplittableRandom;
 final class DstHarness implements AutoCloseable {
     static final int UNSET = -1;
     /** The lane strategies the schedules draw from (the three the suites began with, so old seeds keep their runs). */
-    private static final OwnerLanes[] DRAWN_LANES = {OwnerLanes.ROUND_ROBIN, OwnerLanes.CONTIGUOUS, OwnerLanes.ZIGZAG};
+    private static final OwnerLanes[] DRAWN_LANES = {OwnerLanes.Standard.ROUND_ROBIN, OwnerLanes.Standard.CONTIGUOUS, OwnerLanes.Standard.ZIGZAG};
     /** No divergent step; a rank skips a request's reservations; a rank flips their draft flag. */
     static final int SAME = 0;
     static final int SKIP = 1;
@@ -193,7 +193,7 @@ final class DstHarness implements AutoCloseable {
         // a sealed backup the group has not agreed on for this long (simulated time) is released and the group degrades:
         // it settles a skipped reservation nothing follows, and now and then a healthy but slow round (then revoked)
         this.sealedLimitNs = diverge ? 30_000 + divergeRnd.nextInt(600_000) : 0;
-        this.lanes = cp == 1 ? OwnerLanes.ROUND_ROBIN : l; // a single rank keeps the controller's default
+        this.lanes = cp == 1 ? OwnerLanes.Standard.ROUND_ROBIN : l; // a single rank keeps the controller's default
         this.layers = 1 + rnd.nextInt(4);
         this.draftLayers = rnd.nextInt(3);
         this.pageSize = 1 << rnd.nextInt(3);

@@ -140,7 +140,7 @@ class LoadBackLayoutTest {
                 RadixNode node = op.node(0);
                 LaneDescription lanes = LaneDescription.singleRank(0, SEQ_PAGES, SEQ_PAGES);
                 if (cp > 1) {
-                    lanes = new LaneDescription(OwnerLanes.ZIGZAG, cp, rank.r, 0, SEQ_PAGES, SEQ_PAGES);
+                    lanes = new LaneDescription(OwnerLanes.Standard.ZIGZAG, cp, rank.r, 0, SEQ_PAGES, SEQ_PAGES);
                 }
                 int owned = 0;
                 for (int i = 0; i < SEQ_PAGES; i++) {
@@ -244,7 +244,7 @@ class LoadBackLayoutTest {
                 .draftLayout(draft).hostPages(4 * SEQ_PAGES).hostLayout(layout).threadingMode(ThreadingMode.INVOKER)
                 .clock(rt::nowNs).leaseNs(0).checkThread(false).loadThresholdTokens(1);
             if (cp > 1) {
-                hb.cpGroup(cp, r, OwnerLanes.ZIGZAG, agreement);
+                hb.cpGroup(cp, r, OwnerLanes.Standard.ZIGZAG, agreement);
             }
             ctl = hb.build();
         }

@@ -173,7 +173,7 @@ class LoadOverlapDstTest {
                     .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.INVOKER).clock(rt::nowNs)
                     .leaseNs(0).checkThread(false).loadThresholdTokens(PAGE).loadListener(this).maxForwardsInFlight(64);
                 if (cp > 1) {
-                    hb.cpGroup(cp, r, OwnerLanes.ROUND_ROBIN, agreement, loadAgreement);
+                    hb.cpGroup(cp, r, OwnerLanes.Standard.ROUND_ROBIN, agreement, loadAgreement);
                 }
                 ctl = hb.build();
                 free = new DevicePagePool(devicePages);

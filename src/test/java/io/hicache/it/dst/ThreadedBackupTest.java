@@ -245,7 +245,7 @@ class ThreadedBackupTest {
                 .writePolicy(WritePolicy.WRITE_THROUGH).backupMode(BackupMode.LAYERED)
                 .listener(new Listener());
             if (group.cp > 1) {
-                hb.cpGroup(group.cp, r, OwnerLanes.ZIGZAG, agreement);
+                hb.cpGroup(group.cp, r, OwnerLanes.Standard.ZIGZAG, agreement);
             }
             ctl = hb.build();
             for (int l = 0; l < LAYERS; l++) {

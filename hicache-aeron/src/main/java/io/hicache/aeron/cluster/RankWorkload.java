@@ -59,7 +59,7 @@ public final class RankWorkload implements AutoCloseable {
             .hostPages(HOST_PAGES).threadingMode(ThreadingMode.INVOKER).leaseNs(0).checkThread(false)
             .clock(runtime::nowNs);
         if (size > 1) {
-            b.cpGroup(size, rank, OwnerLanes.ROUND_ROBIN, backups, loads);
+            b.cpGroup(size, rank, OwnerLanes.Standard.ROUND_ROBIN, backups, loads);
         }
         this.controller = b.build();
         for (int p = DEVICE_PAGES - 1; p >= 0; p--) {

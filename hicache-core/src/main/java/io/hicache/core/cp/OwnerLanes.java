@@ -24,14 +24,9 @@ package io.hicache.core.cp;
  */
 public interface OwnerLanes {
 
-    /** Position {@code p} belongs to rank {@code p mod cpSize}. */
-    OwnerLanes ROUND_ROBIN = Standard.ROUND_ROBIN;
-    /** {@code cpSize} contiguous blocks of {@code [0, totalPages)}: rank {@code r} owns block {@code r}. */
-    OwnerLanes CONTIGUOUS = Standard.CONTIGUOUS;
-    /** {@code 2 * cpSize} chunks of {@code [0, totalPages)}; rank {@code r} owns chunks {@code r} and {@code 2*cpSize-1-r}. */
-    OwnerLanes ZIGZAG = Standard.ZIGZAG;
-    /** Zigzag over stripes of {@code 2 * cpSize} pages, independent of {@code totalPages}: appended turns stay balanced. */
-    OwnerLanes STRIPED_ZIGZAG = Standard.STRIPED_ZIGZAG;
+    // The shipped strategies are OwnerLanes.Standard's constants. They are not repeated here as interface fields:
+    // Standard initializes this interface (it declares default methods) before its own constants exist, so such a
+    // field read Standard.X while Standard was being initialized and stayed null whenever Standard was touched first.
 
     /**
      * The rank owning {@code pagePosition} of a sequence laid out over {@code totalPages} pages, for arguments already

@@ -79,15 +79,15 @@ class LaneBalanceTest {
     void stripedZigzagOwnsEachPositionForGoodWhateverTheLength() {
         for (int cp = 1; cp <= 8; cp++) {
             for (int p = 0; p < 64; p++) {
-                int owner = OwnerLanes.STRIPED_ZIGZAG.owner(p, p + 1, cp);
+                int owner = OwnerLanes.Standard.STRIPED_ZIGZAG.owner(p, p + 1, cp);
                 for (int total = p + 1; total < p + 40; total++) {
-                    assertThat(OwnerLanes.STRIPED_ZIGZAG.owner(p, total, cp)).isEqualTo(owner);
+                    assertThat(OwnerLanes.Standard.STRIPED_ZIGZAG.owner(p, total, cp)).isEqualTo(owner);
                 }
             }
         }
         int[] owners = new int[8];
         for (int p = 0; p < 8; p++) {
-            owners[p] = OwnerLanes.STRIPED_ZIGZAG.owner(p, 8, 2);
+            owners[p] = OwnerLanes.Standard.STRIPED_ZIGZAG.owner(p, 8, 2);
         }
         assertThat(owners).containsExactly(0, 1, 1, 0, 0, 1, 1, 0);
     }

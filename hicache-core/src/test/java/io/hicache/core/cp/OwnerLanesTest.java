@@ -22,28 +22,28 @@ class OwnerLanesTest {
 
     @Test
     void strategiesAssignTheDocumentedOwners() {
-        assertThat(owners(OwnerLanes.ROUND_ROBIN, 7, 3)).containsExactly(0, 1, 2, 0, 1, 2, 0);
-        assertThat(owners(OwnerLanes.CONTIGUOUS, 7, 3)).containsExactly(0, 0, 1, 1, 2, 2, 2);
-        assertThat(owners(OwnerLanes.ZIGZAG, 8, 2)).containsExactly(0, 0, 1, 1, 1, 1, 0, 0);
-        assertThat(owners(OwnerLanes.ZIGZAG, 12, 3)).containsExactly(0, 0, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0);
+        assertThat(owners(OwnerLanes.Standard.ROUND_ROBIN, 7, 3)).containsExactly(0, 1, 2, 0, 1, 2, 0);
+        assertThat(owners(OwnerLanes.Standard.CONTIGUOUS, 7, 3)).containsExactly(0, 0, 1, 1, 2, 2, 2);
+        assertThat(owners(OwnerLanes.Standard.ZIGZAG, 8, 2)).containsExactly(0, 0, 1, 1, 1, 1, 0, 0);
+        assertThat(owners(OwnerLanes.Standard.ZIGZAG, 12, 3)).containsExactly(0, 0, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0);
         // fewer pages than chunks: chunks 0-2 and 4-6 are empty; position 0 is chunk 3, position 1 chunk 7
-        assertThat(owners(OwnerLanes.ZIGZAG, 2, 4)).containsExactly(3, 0);
+        assertThat(owners(OwnerLanes.Standard.ZIGZAG, 2, 4)).containsExactly(3, 0);
     }
 
     @Test
     void rankViewListsNodeOffsets() {
         int[] out = new int[8];
         // node covering positions [5, 11) of a 12-page sequence, zigzag over 3 ranks: owners 2,2,2,1,1,0
-        int n = OwnerLanes.ZIGZAG.ownedOffsets(1, 5, 6, 12, 3, out);
+        int n = OwnerLanes.Standard.ZIGZAG.ownedOffsets(1, 5, 6, 12, 3, out);
         assertThat(n).isEqualTo(2);
         assertThat(out).startsWith(3, 4);
-        assertThat(OwnerLanes.ZIGZAG.ownedCount(2, 5, 6, 12, 3)).isEqualTo(3);
-        assertThatThrownBy(() -> OwnerLanes.ZIGZAG.ownedOffsets(2, 5, 6, 12, 3, new int[2]))
+        assertThat(OwnerLanes.Standard.ZIGZAG.ownedCount(2, 5, 6, 12, 3)).isEqualTo(3);
+        assertThatThrownBy(() -> OwnerLanes.Standard.ZIGZAG.ownedOffsets(2, 5, 6, 12, 3, new int[2]))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("too small");
-        assertThatThrownBy(() -> OwnerLanes.ROUND_ROBIN.ownedCount(3, 0, 1, 1, 3)).hasMessageContaining("rank 3");
-        assertThatThrownBy(() -> OwnerLanes.ROUND_ROBIN.ownedCount(0, 5, 8, 12, 3)).hasMessageContaining("node range");
-        assertThatThrownBy(() -> OwnerLanes.CONTIGUOUS.owner(0, 4, 0)).hasMessageContaining("cpSize");
-        assertThatThrownBy(() -> OwnerLanes.CONTIGUOUS.owner(4, 4, 2)).hasMessageContaining("pagePosition 4");
+        assertThatThrownBy(() -> OwnerLanes.Standard.ROUND_ROBIN.ownedCount(3, 0, 1, 1, 3)).hasMessageContaining("rank 3");
+        assertThatThrownBy(() -> OwnerLanes.Standard.ROUND_ROBIN.ownedCount(0, 5, 8, 12, 3)).hasMessageContaining("node range");
+        assertThatThrownBy(() -> OwnerLanes.Standard.CONTIGUOUS.owner(0, 4, 0)).hasMessageContaining("cpSize");
+        assertThatThrownBy(() -> OwnerLanes.Standard.CONTIGUOUS.owner(4, 4, 2)).hasMessageContaining("pagePosition 4");
     }
 
     @Property(tries = 500)
@@ -64,13 +64,13 @@ class OwnerLanesTest {
         int min = Integer.MAX_VALUE;
         int max = 0;
         for (int r = 0; r < cpSize; r++) {
-            int n = OwnerLanes.ZIGZAG.ownedCount(r, 0, totalPages, totalPages, cpSize);
+            int n = OwnerLanes.Standard.ZIGZAG.ownedCount(r, 0, totalPages, totalPages, cpSize);
             min = Math.min(min, n);
             max = Math.max(max, n);
         }
         assertThat(max - min).isLessThanOrEqualTo(2);
         for (int r = 0; r < cpSize; r++) {
-            int n = OwnerLanes.CONTIGUOUS.ownedCount(r, 0, totalPages, totalPages, cpSize);
+            int n = OwnerLanes.Standard.CONTIGUOUS.ownedCount(r, 0, totalPages, totalPages, cpSize);
             assertThat(n).isBetween(totalPages / cpSize, totalPages / cpSize + 1);
         }
     }
@@ -78,13 +78,13 @@ class OwnerLanesTest {
     @Test
     void verifierReportsTheFirstBadOffset() {
         // a node range outside the sequence is rejected with the range named
-        assertThatThrownBy(() -> LaneVerifier.verifyNode(OwnerLanes.ROUND_ROBIN, 3, 5, 6, 2))
+        assertThatThrownBy(() -> LaneVerifier.verifyNode(OwnerLanes.Standard.ROUND_ROBIN, 3, 5, 6, 2))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("node range [3, 8)");
     }
 
     @Test
     void laneDescriptionSlicesKeepOwnersStable() {
-        LaneDescription d = new LaneDescription(OwnerLanes.ZIGZAG, 3, 1, 2, 10, 12);
+        LaneDescription d = new LaneDescription(OwnerLanes.Standard.ZIGZAG, 3, 1, 2, 10, 12);
         int[] all = new int[10];
         int n = d.ownedOffsets(all);
         LaneDescription head = d.slice(0, 4);
@@ -96,7 +96,7 @@ class OwnerLanesTest {
         }
         assertThat(tail.startPage()).isEqualTo(6);
         assertThat(LaneDescription.singleRank(0, 5, 5).ownedCount()).isEqualTo(5);
-        assertThatThrownBy(() -> new LaneDescription(OwnerLanes.ZIGZAG, 3, 3, 0, 1, 1)).hasMessageContaining("rank 3");
+        assertThatThrownBy(() -> new LaneDescription(OwnerLanes.Standard.ZIGZAG, 3, 3, 0, 1, 1)).hasMessageContaining("rank 3");
         assertThatThrownBy(() -> new LaneDescription(null, 3, 0, 0, 1, 1)).hasMessageContaining("strategy");
         assertThatThrownBy(() -> d.slice(8, 3)).hasMessageContaining("slice [8, 11)");
     }

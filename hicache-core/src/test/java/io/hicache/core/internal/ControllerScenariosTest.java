@@ -251,7 +251,7 @@ class ControllerScenariosTest {
 
     @Test
     void cpRanksCommitTheSameBackupsAndARankFailureAbortsEverywhere() {
-        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.ROUND_ROBIN).layers(2, 0).pages(4, 64, 64).build()) {
+        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.Standard.ROUND_ROBIN).layers(2, 0).pages(4, 64, 64).build()) {
             RadixNode[] a = rig.insert(tokens(0, 16));
             List<List<Backup>> b = rig.reserveByPolicy(a, false);
             assertThat(b.get(0).get(0).ownedPageCount()).isEqualTo(2);

@@ -52,8 +52,8 @@ class CpGroupHealthTest {
         FacadeRig rig = new FacadeRig();
         rigs.add(rig);
         HiCache.Builder b = rig.builder().leaseNs(0);
-        b = loads == null ? b.cpGroup(n, r, OwnerLanes.ROUND_ROBIN, agreement)
-            : b.cpGroup(n, r, OwnerLanes.ROUND_ROBIN, agreement, loads);
+        b = loads == null ? b.cpGroup(n, r, OwnerLanes.Standard.ROUND_ROBIN, agreement)
+            : b.cpGroup(n, r, OwnerLanes.Standard.ROUND_ROBIN, agreement, loads);
         HiCache cache = more.apply(b).build();
         caches.add(cache);
         return cache;

@@ -88,7 +88,7 @@ class HostLeaseTest {
 
     @Test
     void cpLanesEachRankHoldsItsOwnedPositions() {
-        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.ROUND_ROBIN).layers(2, 0).pages(4, 64, 16).build()) {
+        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.Standard.ROUND_ROBIN).layers(2, 0).pages(4, 64, 16).build()) {
             List<HostLease> leases = new ArrayList<>();
             for (HiCacheController c : rig.ctl) {
                 leases.add(c.reserveHost(0, 5, 5));
@@ -109,7 +109,7 @@ class HostLeaseTest {
     void underCpARangeCostsTheGroupItsPagesNotItsLargestShareOnEveryRank() {
         // one-page ranges at positions 0..7, round-robin lanes: each lands on one rank, so 4 pages a rank hold all
         // 8 (charging each range's largest share to every rank held 4)
-        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.ROUND_ROBIN).layers(2, 0).pages(4, 64, 4).build()) {
+        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.Standard.ROUND_ROBIN).layers(2, 0).pages(4, 64, 4).build()) {
             for (int k = 0; k < 8; k++) {
                 for (HiCacheController c : rig.ctl) {
                     assertThat(c.reserveHost(k, 1, k + 1)).as("position %d", k).isNotNull();

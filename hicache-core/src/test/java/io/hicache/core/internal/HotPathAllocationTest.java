@@ -57,7 +57,7 @@ class HotPathAllocationTest {
     void wholeForwardFromBeginToCommitAllocatesNothing(int cp) {
         int layers = 8;
         int draftLayers = 2;
-        try (SimRig rig = SimRig.builder().cp(cp, OwnerLanes.ROUND_ROBIN).layers(layers, draftLayers)
+        try (SimRig rig = SimRig.builder().cp(cp, OwnerLanes.Standard.ROUND_ROBIN).layers(layers, draftLayers)
             .pages(4, 64, 64).controller(b -> b.maxForwardsInFlight(2)).build()) {
             Meter meter = new Meter();
             ForwardHooksArray h = new ForwardHooksArray(cp);
@@ -200,7 +200,7 @@ class HotPathAllocationTest {
         int backupsPerRound = 32;
         int pagesPerBackup = 2;
         int pageSize = 4;
-        try (SimRig rig = SimRig.builder().cp(cp, OwnerLanes.ROUND_ROBIN).layers(4, 0)
+        try (SimRig rig = SimRig.builder().cp(cp, OwnerLanes.Standard.ROUND_ROBIN).layers(4, 0)
             .pages(pageSize, 256, 256).controller(b -> b.maxForwardsInFlight(4)).build()) {
             int nextToken = 0;
             long min = Long.MAX_VALUE;

@@ -98,7 +98,7 @@ class JfrEventsTest {
     void agreementRoundsOfACpGroupNameItsSize() throws IOException {
         List<RecordedEvent> rounds;
         try (Recording recording = HiCacheEvents.enableAll(new Recording());
-             SimRig rig = SimRig.builder().cp(2, OwnerLanes.ROUND_ROBIN).layers(2, 0).pages(4, 64, 64).build()) {
+             SimRig rig = SimRig.builder().cp(2, OwnerLanes.Standard.ROUND_ROBIN).layers(2, 0).pages(4, 64, 64).build()) {
             recording.start();
             RadixNode[] a = rig.insert(tokens(0, 32));
             rig.forward(rig.reserveByPolicy(a, false), 1_000, true);

@@ -381,7 +381,7 @@ class LoadBackTest {
 
     @Test
     void cpRanksLoadOnlyTheirLanesAndAgree() {
-        try (SimRig rig = SimRig.builder().cp(2, io.hicache.core.cp.OwnerLanes.ROUND_ROBIN).layers(2, 0)
+        try (SimRig rig = SimRig.builder().cp(2, io.hicache.core.cp.OwnerLanes.Standard.ROUND_ROBIN).layers(2, 0)
             .pages(4, 64, 64).build()) {
             backUpAndEvict(rig, 32, 4);
             LoadOp[] ops = new LoadOp[2];

@@ -58,7 +58,7 @@ class LoadDependentBackupTest {
 
     private static SimRig rig(int cp, Log[] logs) {
         int[] next = {0};
-        return SimRig.builder().cp(cp, OwnerLanes.ROUND_ROBIN).layers(3, 1).pages(4, 64, 64)
+        return SimRig.builder().cp(cp, OwnerLanes.Standard.ROUND_ROBIN).layers(3, 1).pages(4, 64, 64)
             .controller(b -> {
                 Log log = new Log();
                 logs[next[0]++] = log;

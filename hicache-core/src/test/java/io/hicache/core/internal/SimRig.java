@@ -47,7 +47,7 @@ final class SimRig implements AutoCloseable {
         int devicePages = 64;
         int hostPages = 64;
         long bytesPerToken = 16;
-        OwnerLanes lanes = OwnerLanes.ROUND_ROBIN;
+        OwnerLanes lanes = OwnerLanes.Standard.ROUND_ROBIN;
         long seed = 1;
         Consumer<SimulatedCudaConfig.Builder> device = b -> { };
         Consumer<ControllerBuilder> controller = b -> { };

@@ -38,7 +38,7 @@ class TierObserverTest {
 
     @Test
     void hostPagesAreAnnouncedOnlyAfterTheGroupAgreed() {
-        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.ROUND_ROBIN).layers(2, 0).pages(4, 64, 64).build()) {
+        try (SimRig rig = SimRig.builder().cp(2, OwnerLanes.Standard.ROUND_ROBIN).layers(2, 0).pages(4, 64, 64).build()) {
             Recorder[] rec = {new Recorder(), new Recorder()};
             rig.ctl[0].tierObserver(rec[0]);
             rig.ctl[1].tierObserver(rec[1]);

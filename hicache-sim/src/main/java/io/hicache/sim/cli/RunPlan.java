@@ -159,7 +159,7 @@ final class RunPlan {
         try {
             kv = KvFootprint.of(new SimConfig(model, gpu, blockTokens, pageSize, Math.max(device, pageSize), 0,
                     WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, io.hicache.radix.EvictionPolicy.LRU, cp,
-                    OwnerLanes.ROUND_ROBIN, draftLayersOf(o, model), o.cacheOnly, 0, 1.0), serving.tp(), formatBlock,
+                    OwnerLanes.Standard.ROUND_ROBIN, draftLayersOf(o, model), o.cacheOnly, 0, 1.0), serving.tp(), formatBlock,
                     deviceSource);
         } catch (IllegalArgumentException e) {
             throw usage(cl, e.getMessage());
@@ -204,7 +204,7 @@ final class RunPlan {
         var writePolicy = o.writePolicy == null ? WritePolicy.WRITE_THROUGH : o.writePolicy;
         var backupMode = o.backupMode == null ? BackupMode.LAYERED : o.backupMode;
         var eviction = o.eviction == null ? io.hicache.radix.EvictionPolicy.LRU : o.eviction;
-        var lanes = o.lanes == null ? OwnerLanes.ROUND_ROBIN : o.lanes;
+        var lanes = o.lanes == null ? OwnerLanes.Standard.ROUND_ROBIN : o.lanes;
         int draftLayers = draftLayersOf(o, model);
         long seed = o.seed == null ? 0 : o.seed;
         double timeScale = o.timeScale == null ? 1.0 : o.timeScale;

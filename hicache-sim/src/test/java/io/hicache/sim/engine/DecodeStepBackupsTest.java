@@ -60,7 +60,7 @@ class DecodeStepBackupsTest {
     private static SimConfig config(BackupMode mode) {
         // 256 pages of 64 tokens: at C's arrival A holds ~73 pages, B's 54 are cached (8 prompt, 46 answer)
         return new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM, 512, 64, 256 * 64, 4096 * 64,
-                WritePolicy.WRITE_THROUGH, mode, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 3, 1.0);
+                WritePolicy.WRITE_THROUGH, mode, EvictionPolicy.LRU, 1, OwnerLanes.Standard.ROUND_ROBIN, 0, false, 3, 1.0);
     }
 
     private SimResult run(BackupMode mode) throws IOException {

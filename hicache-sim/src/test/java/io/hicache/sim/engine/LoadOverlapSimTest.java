@@ -71,7 +71,7 @@ class LoadOverlapSimTest {
         Files.writeString(f, records);
         // llama3-8b on a device of 937 pages of 64 tokens, a host tier that keeps everything
         SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_SXM, 512, 64, 60_000, 1_000_000,
-            WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 1, 1.0)
+            WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.Standard.ROUND_ROBIN, 0, false, 1, 1.0)
             .withLoadOverlap(overlap);
         ServingEngine engine = new ServingEngine();
         SimResult r = engine.run(c, TraceSource.parse(f.toString(), dir, dir, Long.MAX_VALUE), ProgressListener.NONE);

@@ -43,7 +43,7 @@ class ServingEngineTest {
     /** Small capacities so that device eviction, host eviction and load-back all happen on a short prefix. */
     static SimConfig pressured(ModelPreset model, BackupMode mode, WritePolicy policy, int cp, int draftLayers) {
         return new SimConfig(model, GpuPreset.H200_SXM, 512, 64, 200_000, 3_000_000, policy, mode, EvictionPolicy.LRU, cp,
-                OwnerLanes.ROUND_ROBIN, draftLayers, false, 7, 1.0);
+                OwnerLanes.Standard.ROUND_ROBIN, draftLayers, false, 7, 1.0);
     }
 
     static SimResult run(SimConfig c, long limit) {
@@ -126,7 +126,7 @@ class ServingEngineTest {
         // prefilling side by side, they cannot hit each other's pages, so the timed engine may only hit less
         SimConfig timed = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_SXM, 512, 64, Long.MAX_VALUE,
                 SimConfig.HOST_UNLIMITED, WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1,
-                OwnerLanes.ROUND_ROBIN, 0, false, 0, 1e-4);
+                OwnerLanes.Standard.ROUND_ROBIN, 0, false, 0, 1e-4);
         SimResult t = run(timed, 1_000);
         SimResult c = new CacheOnlyEngine().run(timed.withCacheOnly(true), bundled(1_000), ProgressListener.NONE);
         assertThat(t.blockHitRatio()).isLessThanOrEqualTo(c.blockHitRatio()).isCloseTo(c.blockHitRatio(), within(1e-4));

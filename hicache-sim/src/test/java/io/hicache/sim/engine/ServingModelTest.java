@@ -62,7 +62,7 @@ class ServingModelTest {
 
     private static SimConfig llama70b(BackupMode mode, long deviceTokens) {
         return new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM, 512, 64, deviceTokens, 2 * deviceTokens,
-                WritePolicy.WRITE_THROUGH, mode, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 3, 1.0);
+                WritePolicy.WRITE_THROUGH, mode, EvictionPolicy.LRU, 1, OwnerLanes.Standard.ROUND_ROBIN, 0, false, 3, 1.0);
     }
 
     private static SimResult run(SimConfig c, ServingConfig s, TraceSource trace) {
@@ -129,7 +129,7 @@ class ServingModelTest {
         Instance.checkPagesEachStep = true;
         try {
             SimConfig c = new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_SXM, 512, 64, 60_000, 200_000,
-                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5,
+                    WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.Standard.ROUND_ROBIN, 0, false, 5,
                     20.0);
             SimResult r = run(c, serving(2, Router.CACHE_AWARE, 1), ServingEngineTest.bundled(150));
             assertThat(r.requests()).isEqualTo(150);
@@ -160,7 +160,7 @@ class ServingModelTest {
         Path trace = dir.resolve("mt.jsonl");
         new io.hicache.sim.trace.MultiTurnGenerator(64, 6, 300, 64, 8, 2, 3).write(trace);
         SimConfig c = new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM, 512, 64, 30_000, 60_000,
-                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 2, OwnerLanes.ROUND_ROBIN, 0, false,
+                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 2, OwnerLanes.Standard.ROUND_ROBIN, 0, false,
                 3, 1.0);
         SimResult r = run(c, serving(2, Router.CACHE_AWARE, 4), TraceSource.parse(trace.toString(), dir, dir,
                 Long.MAX_VALUE));
@@ -234,6 +234,6 @@ class ServingModelTest {
 
     private static SimConfig config(EvictionPolicy eviction) {
         return new SimConfig(ModelPreset.LLAMA3_8B, GpuPreset.H200_SXM, 512, 64, 60_000, 200_000,
-                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, eviction, 1, OwnerLanes.ROUND_ROBIN, 0, false, 5, 1.0);
+                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, eviction, 1, OwnerLanes.Standard.ROUND_ROBIN, 0, false, 5, 1.0);
     }
 }

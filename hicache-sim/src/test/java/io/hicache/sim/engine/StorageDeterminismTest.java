@@ -73,7 +73,7 @@ class StorageDeterminismTest {
     private static ObjectNode replay(Path dir, long jitter) {
         StorageSim.wrapStoreForTests = s -> new JitteryStore(s, jitter);
         SimConfig c = new SimConfig(ModelPreset.LLAMA3_70B, GpuPreset.H200_SXM, 512, 64, 50_000, 100_000,
-                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.ROUND_ROBIN, 0, false,
+                WritePolicy.WRITE_THROUGH, BackupMode.LAYERED, EvictionPolicy.LRU, 1, OwnerLanes.Standard.ROUND_ROBIN, 0, false,
                 0, 1.0);
         StorageOptions o = new StorageOptions(StorageOptions.Kind.FILE, "file:" + dir, 0,
                 StorageOptions.DEFAULT_BANDWIDTH_BYTES_PER_SECOND, StorageOptions.DEFAULT_LATENCY_NS,

@@ -91,7 +91,7 @@ final class TierRig implements AutoCloseable {
                     .checkThread(false).listener(fwd)
                     .writePolicy(io.hicache.core.WritePolicy.WRITE_THROUGH);
             if (cp > 1) {
-                hb.cpGroup(cp, r, OwnerLanes.ROUND_ROBIN, agreement, loads);
+                hb.cpGroup(cp, r, OwnerLanes.Standard.ROUND_ROBIN, agreement, loads);
             }
             ctl[r] = hb.build();
             KeyNamespace ns = KeyNamespace.builder().modelId("test-model").kvDtype("int8").pageSizeTokens(pageSize)
@@ -112,7 +112,7 @@ final class TierRig implements AutoCloseable {
      * (round-robin lanes), computed from the tokens alone.
      */
     io.hicache.storage.PageKey ownerKey(int[] tokens, int from, int position) {
-        int r = OwnerLanes.ROUND_ROBIN.owner(position, position + 1, cp);
+        int r = OwnerLanes.Standard.ROUND_ROBIN.owner(position, position + 1, cp);
         int[] own = java.util.Arrays.copyOfRange(tokens, from, from + (position + 1) * pageSize);
         byte[] hashes = new PageHasher(ctl[r].tree(), namespace[r]).chainAfter(ctl[r].tree().root(), own, 0,
                 position + 1);
@@ -121,7 +121,7 @@ final class TierRig implements AutoCloseable {
 
     /** The L3 key of the draft/MTP part of that page, on its owner's lane. */
     io.hicache.storage.PageKey ownerDraftKey(int[] tokens, int from, int position) {
-        int r = OwnerLanes.ROUND_ROBIN.owner(position, position + 1, cp);
+        int r = OwnerLanes.Standard.ROUND_ROBIN.owner(position, position + 1, cp);
         return new PageHasher(ctl[r].tree(), namespace[r]).draftKey(ownerKey(tokens, from, position));
     }
 

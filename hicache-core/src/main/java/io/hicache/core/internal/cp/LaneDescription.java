@@ -36,7 +36,7 @@ public record LaneDescription(OwnerLanes strategy, int cpSize, int rank, int sta
 
     /** The single-rank description (no CP): the rank owns every page of the node. */
     public static LaneDescription singleRank(int startPage, int pageCount, int totalPages) {
-        return new LaneDescription(OwnerLanes.ROUND_ROBIN, 1, 0, startPage, pageCount, totalPages);
+        return new LaneDescription(OwnerLanes.Standard.ROUND_ROBIN, 1, 0, startPage, pageCount, totalPages);
     }
 
     /** True when this rank owns node offset {@code offset}. */
