@@ -447,15 +447,13 @@ public final class RadixTree {
         int remaining = len >> pageShift;
         int pages = 0;
         RadixNode node = root;
-        int pos = from;
-        while (remaining > 0 && (node = findChild(node, tokens, pos)) != null
-                && (!deviceOnly || node.hasDeviceValue())) {
-            int k = matchPages(node, tokens, pos, remaining);
+        while (remaining > 0 && (node = findChild(node, tokens, from)) != null && (!deviceOnly || node.hasDeviceValue())) {
+            int k = matchPages(node, tokens, from, remaining);
             pages += k;
             if (k < node.pageCount) {
                 break;
             }
-            pos += k << pageShift;
+            from += k << pageShift;
             remaining -= k;
         }
         return pages;
