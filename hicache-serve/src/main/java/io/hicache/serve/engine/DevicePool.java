@@ -6,7 +6,7 @@ import io.hicache.core.DevicePageAllocator;
  * The engine's device KV page pool: a stack of free page ids. Load-back allocates from it and device eviction
  * returns pages to it. An allocation takes the top block of the stack in the order it was pushed, so pages freed
  * together (an evicted node's, in sequence order) come back together and in order: consecutive page ids, which the
- * cache copies as one range per layer and the KV mirror as one run. Engine thread only (the cache's scheduler thread).
+ * cache copies as one range per layer. Engine thread only (the cache's scheduler thread).
  */
 final class DevicePool implements DevicePageAllocator {
     private final int[] free;

@@ -8,7 +8,6 @@ import io.hicache.core.LoadOverlap;
 import io.hicache.core.WritePolicy;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
-import io.hicache.serve.model.ByteTokenizer;
 import io.hicache.serve.model.ModelSpec;
 import io.hicache.serve.model.Sampler;
 import io.hicache.serve.model.StepModel;
@@ -75,7 +74,8 @@ public final class Engine {
     // ------------------------------------------------------------------ engine thread only
     private StepModel model;
     private CacheTiers tiers;
-    private KvMirror mirror;
+    private KvLayerHooks layerHooks;
+    private DeviceKvViews kvViews;
     private final ArrayDeque<ServeRequest> waiting = new ArrayDeque<>();
     private final List<ServeRequest> running = new ArrayList<>();
     private final MatchResult match = new MatchResult();
@@ -236,7 +236,8 @@ public final class Engine {
             if (cfg.radixCache()) {
                 tiers = new CacheTiers(cfg);
                 tiers.open();
-                mirror = new KvMirror(tiers);
+                layerHooks = new KvLayerHooks(tiers);
+                kvViews = new DeviceKvViews(tiers);
                 tiersView = tiers;
             }
         } catch (RuntimeException | Error e) {
@@ -437,7 +438,7 @@ public final class Engine {
         r.prefixReadyNs = now;
         int n = r.prompt.length;
         r.seq = Arrays.copyOf(r.prompt, n + r.params.maxNewTokens());
-        r.kv = model.newKvBuffer();
+        r.kv = tiers == null ? model.newKvBuffer() : kvViews.bufferFor(model, r); // the latter: its device pages
         if (r.params.temperature() > 0) {
             r.rng = new SplittableRandom(r.params.seed() != null ? r.params.seed() : cfg.seed() * 0x9E3779B97F4A7C15L + r.id);
         }
@@ -477,7 +478,8 @@ public final class Engine {
         int totalPages = ceilDiv(n + r.params.maxNewTokens(), ps);
         int hostPages = useHost ? match.hostPageCount() : 0;
         int devPages = match.devicePageCount();
-        if ((long) tiers.pool.freePages() + cache.tree().devicePagesEvictable() < totalPages - devPages) {
+        int recomputed = devPages - Math.min(devPages, (n - 1) / ps); // a whole cached prompt's last page
+        if ((long) tiers.pool.freePages() + cache.tree().devicePagesEvictable() < totalPages - devPages + recomputed) {
             return Admit.WAIT;
         }
         boolean alreadyLoaded = r.load != null; // a previous-batch load this request waited for
@@ -519,25 +521,33 @@ public final class Engine {
             r.prefetch = null;
         }
         int dev = match.devicePageCount();
-        int[] pages = new int[totalPages];
-        for (int i = 0; i < dev; i++) {
-            pages[i] = match.devicePage(i);
+        int restored = Math.min(match.deviceTokenCount(), (n - 1) / ps * ps);
+        // its KV pages: the tree's up to what it restores, then its own; a cached page it computes again (a whole
+        // cached prompt's last page) gets a page of its own too, so attention never writes a page the tree shares
+        int[] kvPages = new int[totalPages];
+        for (int i = 0; i < restored / ps; i++) {
+            kvPages[i] = match.devicePage(i);
         }
-        int own = totalPages - dev;
-        if (!tiers.pool.allocate(own, pages, dev)) {
+        int own = totalPages - restored / ps;
+        if (!tiers.pool.allocate(own, kvPages, restored / ps)) {
             cache.evictDevice(own - tiers.pool.freePages(), tiers.pool);
-            if (!tiers.pool.allocate(own, pages, dev)) {
+            if (!tiers.pool.allocate(own, kvPages, restored / ps)) {
                 cache.unlock(held); // its load (if any) goes on; the next try finds it loading or loaded
                 return Admit.WAIT;
             }
         }
+        int[] pages = kvPages.clone();
+        for (int i = restored / ps; i < dev; i++) {
+            pages[i] = match.devicePage(i);
+        }
+        r.kvPages = kvPages;
         begin(r);
         r.pages = pages;
         r.ownFrom = dev;
         r.firstOwnPage = dev;
         r.held = held;
         r.insertedTo = match.deviceTokenCount();
-        r.restored = Math.min(r.insertedTo, (n - 1) / ps * ps);
+        r.restored = restored;
         r.computedTo = r.restored;
         r.cached = cachedTokens(r);
         metrics.cachedDevice.increment(r.cached.device());
@@ -602,8 +612,8 @@ public final class Engine {
         return worked;
     }
 
-    private boolean done(ServeRequest r) {
-        return r.stopped || r.generated >= r.params.maxNewTokens();
+    private static boolean done(ServeRequest r) {
+        return r.done();
     }
 
     private void prefillChunk(ServeRequest r) {
@@ -622,17 +632,17 @@ public final class Engine {
             if (!backups.isEmpty()) {
                 hooks = beginForward();
             }
-            mirror.start(r, hooks, loadToken(r));
+            layerHooks.start(r, hooks, loadToken(r));
         }
         AbstractTensor last;
         try {
-            last = model.forwardChunk(r.seq, from, to, r.kv, tiers == null ? null : mirror);
+            last = model.forwardChunk(r.seq, from, to, r.kv, layerHooks);
         } finally {
             if (hooks != null) {
                 hooks.endForward(); // a layer never reported stored aborts its backups rather than publishing them
             }
-            if (mirror != null) {
-                mirror.clear();
+            if (layerHooks != null) {
+                layerHooks.clear();
             }
         }
         r.prefixCopied = true;
@@ -649,7 +659,7 @@ public final class Engine {
                 r.firstTokenNs = now;
                 ServeMetrics.record(metrics.ttft, now - r.arrivalNs);
                 r.state = ServeRequest.State.DECODE;
-                append(r, sampler.next(logits, r.params.temperature(), r.params.topP(), r.params.topK(), r.rng));
+                r.append(metrics, sampler.next(logits, r.params.temperature(), r.params.topP(), r.params.topK(), r.rng));
                 return;
             }
         }
@@ -658,50 +668,11 @@ public final class Engine {
 
     private void decodeStep(ServeRequest r) {
         int pos = r.prompt.length + r.generated - 1; // the last sampled token, whose KV is computed now
-        try (AbstractTensor out = model.forwardChunk(r.seq, pos, pos + 1, r.kv, null)) {
-            if (tiers != null) {
-                mirror.storeDecoded(r, pos);
-            }
+        try (AbstractTensor out = model.forwardChunk(r.seq, pos, pos + 1, r.kv, null)) { // KV into its own page
             r.computedTo = pos + 1;
             model.logits(out, logits);
         }
-        append(r, sampler.next(logits, r.params.temperature(), r.params.topP(), r.params.topK(), r.rng));
-    }
-
-    /** Adds a sampled token, finds stop strings, and sends the text that can no longer be part of one. */
-    private void append(ServeRequest r, int token) {
-        long now = System.nanoTime();
-        if (r.lastTokenNs != 0) {
-            ServeMetrics.record(metrics.itl, now - r.lastTokenNs);
-        }
-        r.lastTokenNs = now;
-        r.seq[r.prompt.length + r.generated] = token;
-        r.generated++;
-        metrics.generationTokens.increment();
-        r.text.append(ByteTokenizer.charOf(token));
-        int longest = r.params.longestStop();
-        if (longest > 0) {
-            int searchFrom = Math.max(0, r.text.length() - longest);
-            int best = -1;
-            String found = null;
-            for (String s : r.params.stop()) {
-                int at = r.text.indexOf(s, searchFrom);
-                if (at >= 0 && (best < 0 || at < best)) {
-                    best = at;
-                    found = s;
-                }
-            }
-            if (found != null) {
-                r.text.setLength(best);
-                r.matchedStop = found;
-                r.stopped = true;
-            }
-        }
-        int sendable = done(r) || longest == 0 ? r.text.length() : Math.max(r.emitted, r.text.length() - (longest - 1));
-        if (sendable > r.emitted) {
-            r.sink.onText(r.text.substring(r.emitted, sendable), r.generated);
-            r.emitted = sendable;
-        }
+        r.append(metrics, sampler.next(logits, r.params.temperature(), r.params.topP(), r.params.topK(), r.rng));
     }
 
     private void complete(ServeRequest r) {
@@ -726,8 +697,8 @@ public final class Engine {
         int present = cache.insert(r.seq, 0, end, r.pages, 0);
         RadixNode node = cache.lastInsertNode();
         for (int i = Math.max(r.ownFrom, r.insertedTo / ps); i < present / ps; i++) {
-            // another request inserted these pages first: its copy is the tree's, ours goes back to the pool
-            tiers.pool.freeOne(r.pages[i]);
+            // another request inserted these pages first: its copy is the tree's; ours stays this request's KV (its
+            // attention reads it, r.kvPages) and goes back to the pool when the request ends
             r.pages[i] = -1;
         }
         cache.lock(node);
@@ -833,9 +804,13 @@ public final class Engine {
                     h.endForward();
                 }
             }
-            for (int i = r.ownFrom; i < r.pages.length; i++) {
-                if (r.pages[i] >= 0) {
-                    tiers.pool.freeOne(r.pages[i]);
+            for (int i = 0; i < r.kvPages.length; i++) { // its own pages, and those the tree has a copy of
+                int k = r.kvPages[i];
+                if (k >= 0 && (i >= r.ownFrom || k != r.pages[i])) {
+                    tiers.pool.freeOne(k);
+                }
+                r.kvPages[i] = -1;
+                if (i >= r.ownFrom) {
                     r.pages[i] = -1;
                 }
             }

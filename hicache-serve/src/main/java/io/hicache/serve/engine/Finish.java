@@ -35,7 +35,7 @@ public record Finish(String reason, String matchedStop, int promptTokens, int co
      * @param prefixWaitNs admitted until its prefix was usable: an L3 prefetch, and with {@code previous_batch} loads
      *                     the load itself
      * @param loadWaitNs   time the prefill spent waiting for loaded layers (same-forward loads)
-     * @param prefillNs    the request's own prefill forwards (and the KV mirror, restore included)
+     * @param prefillNs    the request's own prefill forwards (waits for loaded layers included)
      * @param otherStepsNs time between its prefill chunks spent on other requests' steps
      * @param ttftNs       arrival until the first token was sampled
      * @param e2eNs        arrival until the last token

@@ -2,6 +2,7 @@ package io.hicache.serve.engine;
 
 import com.github.tjake.jlama.tensor.KvBufferCache;
 import io.hicache.core.LoadHandle;
+import io.hicache.serve.model.ByteTokenizer;
 import io.hicache.radix.RadixNode;
 import io.hicache.storage.L3Prefetch;
 
@@ -34,6 +35,11 @@ public final class ServeRequest {
     int generated;
     /** Device page of each page position of {@link #seq} (the tree's below {@link #ownFrom}, -1 where dropped). */
     int[] pages;
+    /**
+     * Device page of each page position of its KV buffer, where attention reads and writes (DeviceKvViews): the
+     * tree's below {@link #restored}, its own from there (also where {@link #pages} names the tree's copy).
+     */
+    int[] kvPages;
     /** Page positions from here on are this request's own pages, not yet handed to the tree. */
     int ownFrom;
     /** Page positions from here on were this request's own at admission: it computes their KV into them. */
@@ -46,6 +52,7 @@ public final class ServeRequest {
     int restored;
     /** KV positions computed or restored so far in {@link #kv}. */
     int computedTo;
+    /** Its first prefill chunk ran: the loads its prefix came from were waited for layer by layer. */
     boolean prefixCopied;
     LoadHandle load;
     LoadHandle joined;
@@ -107,6 +114,47 @@ public final class ServeRequest {
     /** Prompt tokens. */
     public int promptTokens() {
         return prompt.length;
+    }
+
+    /** Adds a sampled token, finds stop strings, and sends the text that can no longer be part of one. Engine thread. */
+    void append(ServeMetrics metrics, int token) {
+        long now = System.nanoTime();
+        if (lastTokenNs != 0) {
+            ServeMetrics.record(metrics.itl, now - lastTokenNs);
+        }
+        lastTokenNs = now;
+        seq[prompt.length + generated] = token;
+        generated++;
+        metrics.generationTokens.increment();
+        text.append(ByteTokenizer.charOf(token));
+        int longest = params.longestStop();
+        if (longest > 0) {
+            int searchFrom = Math.max(0, text.length() - longest);
+            int best = -1;
+            String found = null;
+            for (String s : params.stop()) {
+                int at = text.indexOf(s, searchFrom);
+                if (at >= 0 && (best < 0 || at < best)) {
+                    best = at;
+                    found = s;
+                }
+            }
+            if (found != null) {
+                text.setLength(best);
+                matchedStop = found;
+                stopped = true;
+            }
+        }
+        int sendable = done() || longest == 0 ? text.length() : Math.max(emitted, text.length() - (longest - 1));
+        if (sendable > emitted) {
+            sink.onText(text.substring(emitted, sendable), generated);
+            emitted = sendable;
+        }
+    }
+
+    /** Whether it generated all it may: a stop string, or {@code max_new_tokens}. */
+    boolean done() {
+        return stopped || generated >= params.maxNewTokens();
     }
 
     @Override

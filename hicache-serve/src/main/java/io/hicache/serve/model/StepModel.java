@@ -6,6 +6,7 @@ import com.github.tjake.jlama.safetensors.DType;
 import com.github.tjake.jlama.safetensors.WeightLoader;
 import com.github.tjake.jlama.tensor.AbstractTensor;
 import com.github.tjake.jlama.tensor.KvBufferCache;
+import com.github.tjake.jlama.tensor.PagedKvBuffer;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -62,6 +63,14 @@ public final class StepModel extends LlamaModel {
     /** A fresh KV buffer for one request (Jlama's own paged per-sequence memory). Close it when done. */
     public KvBufferCache.KvBuffer newKvBuffer() {
         return kvBufferCache.getEphemeralKvBuffer();
+    }
+
+    /**
+     * A KV buffer over memory the caller owns, {@code pageSize} positions per page (the engine's device pages:
+     * attention reads and writes them in place). Closing it frees nothing; the caller frees its pages.
+     */
+    public KvBufferCache.KvBuffer newKvBuffer(int pageSize, PagedKvBuffer.Pages pages) {
+        return new PagedKvBuffer(kvBufferCache, pageSize, pages);
     }
 
     /**

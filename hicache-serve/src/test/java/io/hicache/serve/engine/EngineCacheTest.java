@@ -156,4 +156,53 @@ class EngineCacheTest {
             assertThat(i.idle()).as(i.toString()).isTrue();
         }
     }
+
+    /**
+     * Attention reads and writes device pages in place, so a request must never write a page the tree shares: a whole
+     * cached prompt of whole pages computes its last page again (into a page of its own), and two requests that
+     * compute the same pages at once keep their own copies until they end. Both give the answers of no cache, and
+     * every page goes back (the engine is idle, no page leaked).
+     */
+    @Test
+    void wholeCachedPromptsAndTwinRequestsNeitherWriteSharedPagesNorLeakThem() throws Exception {
+        String aligned = "p".repeat(16) + "0123456789abcdef" + "ghijklmnopqrstuv"; // 48 tokens: 3 whole pages
+        String twin = "twins share one prompt but neither sees the other's pages until it ends";
+        List<List<String>> answers = new ArrayList<>();
+        for (EngineConfig cfg : List.of(
+                TestServer.config(false, 256, 0, 2, 8, null, LoadOverlap.SAME_FORWARD, WritePolicy.WRITE_THROUGH),
+                TestServer.config(true, 256, 4096, 2, 8, null, LoadOverlap.SAME_FORWARD, WritePolicy.WRITE_THROUGH))) {
+            Engine e = new Engine(cfg, new ServeMetrics());
+            e.start();
+            try {
+                List<String> texts = new ArrayList<>();
+                List<Out> repeats = new ArrayList<>();
+                for (int i = 0; i < 3; i++) {
+                    Out o = serve(e, aligned, 6);
+                    repeats.add(o);
+                    texts.add(o.text());
+                }
+                Sink a = new Sink();
+                Sink b = new Sink();
+                int[] ids = ByteTokenizer.encode(twin);
+                assertThat(e.submit(new ServeRequest(e.nextRequestId(), ids, SamplingParams.greedy(8), System.nanoTime(),
+                    a, "test"))).isEqualTo(Engine.Admission.ACCEPTED);
+                assertThat(e.submit(new ServeRequest(e.nextRequestId(), ids, SamplingParams.greedy(8), System.nanoTime(),
+                    b, "test"))).isEqualTo(Engine.Admission.ACCEPTED);
+                texts.add(a.done.get(120, TimeUnit.SECONDS).text());
+                texts.add(b.done.get(120, TimeUnit.SECONDS).text());
+                texts.add(serve(e, twin, 8).text());
+                if (cfg.radixCache()) {
+                    // the second and third time, the prompt's first 2 pages are restored and its last page computed
+                    assertThat(repeats.get(1).finish().cached().total()).isEqualTo(32);
+                    assertThat(repeats.get(2).finish().cached().total()).isEqualTo(32);
+                }
+                Inspection idle = awaitIdle(e);
+                assertThat(idle.idle()).as(idle.toString()).isTrue();
+                answers.add(texts);
+            } finally {
+                e.shutdown(TimeUnit.SECONDS.toNanos(5));
+            }
+        }
+        assertThat(answers.get(1)).isEqualTo(answers.get(0));
+    }
 }
