@@ -62,7 +62,7 @@ public final class PagedKvBuffer extends KvBufferCache.KvBuffer {
     }
 
     private AbstractTensor row(int layer, int buffer, int position) {
-        return pages.page(layer, buffer, position / pageSize).slice(position % pageSize);
+        return pages.page(layer, buffer, position / pageSize).slice(true, position % pageSize); // cached, as Jlama does
     }
 
     private AbstractTensor[] upto(int layer, int buffer, int upto) {
