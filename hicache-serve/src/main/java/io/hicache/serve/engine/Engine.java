@@ -519,6 +519,9 @@ public final class Engine {
             storageShare(r);
             r.prefetch.consume();
             r.prefetch = null;
+            if (r.state == ServeRequest.State.PREFETCH) {
+                r.state = ServeRequest.State.QUEUED; // no prefetch to wait for if it must now wait for pages
+            }
         }
         int dev = match.devicePageCount();
         int restored = Math.min(match.deviceTokenCount(), (n - 1) / ps * ps);
