@@ -17,8 +17,8 @@ import java.util.function.Consumer;
 
 /**
  * Jlama's {@link LlamaModel} driven one step at a time: a prefill chunk of one sequence or one decode token, with a
- * listener around every transformer block (where the engine mirrors KV into its device pages and calls the cache's
- * hooks). It overrides the public {@code forward(embedding, startPos, kvBuffer, reducer)} with the loop
+ * listener around every transformer block (where the engine waits for loaded layers and calls the cache's hooks),
+ * over Jlama's own KV buffer or one over the caller's pages ({@link #newKvBuffer(int, PagedKvBuffer.Pages)}). It overrides the public {@code forward(embedding, startPos, kvBuffer, reducer)} with the loop
  * {@code AbstractModel.forward} runs, adding the listener calls; the arithmetic is Jlama's, unchanged. Unlike Jlama's
  * {@code batchForward} it does not split a chunk: the engine chooses the chunk size ({@code --chunk-tokens}).
  *
