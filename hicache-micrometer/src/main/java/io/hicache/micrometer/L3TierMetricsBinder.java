@@ -172,6 +172,14 @@ public final class L3TierMetricsBinder implements MeterBinder {
                     "Pages whose write failed or was rejected", "pages");
             case WRITE_BACK_DROPPED_PAGES -> new Meter("hicache.storage.write.dropped",
                     "Write-back pages dropped because the staging area was full", "pages");
+            case CORRUPT_PAGES -> new Meter("hicache.storage.corrupt",
+                    "Pages a read found damaged in the store (rewritten by the next write of each)", "pages");
+            case WRITE_PAGES_KNOWN -> new Meter("hicache.storage.write.known",
+                    "Pages not written because the tier remembered them stored", "pages");
+            case PREFETCH_CUT_BY_SHARE -> new Meter("hicache.storage.prefetch.cut",
+                    "Prefetches cut short by the host share for prefetches", null);
+            case KNOWN_KEYS_RESETS -> new Meter("hicache.storage.known.resets",
+                    "Times the store reported a new epoch and remembered keys were dropped", null);
         };
     }
 }

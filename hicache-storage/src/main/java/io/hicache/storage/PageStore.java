@@ -59,6 +59,20 @@ public interface PageStore extends AutoCloseable {
     /** Removes each key's object and marker ({@link StoreStatus#MISS} when there was none). */
     StoreOp<StoreResult> remove(List<PageKey> keys);
 
+    /** What {@link #epoch()} answers when the store could not be asked (down, backing off, closed). */
+    long EPOCH_UNKNOWN = -1;
+
+    /**
+     * The store's epoch: a value that stays the same while the store keeps what it holds and changes when it loses
+     * everything at once (a server restarted without its data, a flush, a directory emptied), so a client that
+     * remembers which keys are stored knows to forget them all. {@link #EPOCH_UNKNOWN} when the store could not be
+     * asked; 0 from a backend that cannot tell (its epoch never changes). Like every operation it never completes
+     * exceptionally. The default answers 0.
+     */
+    default StoreOp<Long> epoch() {
+        return StoreOp.completed(0L);
+    }
+
     /**
      * Registers a whole region of host memory (the host pool's segment) with the backend once, as
      * Mooncake's {@code register_buffer} does, so later transfers from pages inside it need no per-call

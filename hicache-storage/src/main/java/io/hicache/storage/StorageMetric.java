@@ -42,5 +42,16 @@ public enum StorageMetric {
     /** Pages whose write failed or was rejected (backend unavailable, backing off, closed). */
     WRITE_FAILED_PAGES,
     /** Write-back pages dropped because the staging area was full. */
-    WRITE_BACK_DROPPED_PAGES
+    WRITE_BACK_DROPPED_PAGES,
+    /**
+     * Pages a prefetch's read found damaged (either part: wrong checksum, truncated, bad trailer), counted within
+     * {@link #PREFETCH_PAGES_GONE}; the next write of each puts it again, whatever the existence check says.
+     */
+    CORRUPT_PAGES,
+    /** Pages not written because this tier remembered them stored (no existence check), within {@link #WRITE_PAGES_PRESENT}. */
+    WRITE_PAGES_KNOWN,
+    /** Prefetches given fewer pages than they asked for because the host share for prefetches was used up. */
+    PREFETCH_CUT_BY_SHARE,
+    /** Times the store reported a new epoch (restarted empty, flushed) and the remembered keys were dropped. */
+    KNOWN_KEYS_RESETS
 }

@@ -13,14 +13,32 @@ package io.hicache.storage;
  * @param timeoutPer1kTokensNs    timeout policy: allowance per 1,024 prefetched tokens (>= 0)
  * @param prefetchHostShare       share of the host pool prefetches may hold at once, in (0, 1] (default 0.5)
  * @param writeBackStagingPages   pages write-back may hold copied off evicted host pages, awaiting their put (>= 0)
+ * @param knownKeysMaxAgeNs       how long (cache clock) a key the tier learnt is stored is taken on its word, so a
+ *                                write skips it without asking the store; older ones are asked again (>= 0, default
+ *                                60 s): the store may have lost them (restart, flush, its own eviction)
+ * @param storeEpochCheckNs       how often (cache clock) the tier asks the store for its epoch
+ *                                ({@link PageStore#epoch()}); a new one (restarted empty, flushed) drops every
+ *                                remembered key at once (>= 0, default 1 s; 0: whenever the last check answered)
  */
 public record StorageTierConfig(StorageWritePolicy writePolicy, int hitThreshold, int prefetchThresholdTokens,
                                 PrefetchPolicy prefetchPolicy, long timeoutBaseNs, long timeoutPer1kTokensNs,
-                                double prefetchHostShare, int writeBackStagingPages) {
+                                double prefetchHostShare, int writeBackStagingPages, long knownKeysMaxAgeNs,
+                                long storeEpochCheckNs) {
 
-    /** Defaults: write_through, threshold 2, prefetch above 256 tokens, best_effort, timeout 1 s + 0.1 s/1k, half the pool. */
+    /**
+     * Defaults: write_through, threshold 2, prefetch above 256 tokens, best_effort, timeout 1 s + 0.1 s/1k, half the
+     * pool, remembered keys trusted 60 s, the store's epoch checked every second.
+     */
     public static final StorageTierConfig DEFAULT = new StorageTierConfig(StorageWritePolicy.WRITE_THROUGH, 2, 256,
-            PrefetchPolicy.BEST_EFFORT, 1_000_000_000L, 100_000_000L, 0.5, 4096);
+            PrefetchPolicy.BEST_EFFORT, 1_000_000_000L, 100_000_000L, 0.5, 4096, 60_000_000_000L, 1_000_000_000L);
+
+    /** The configuration of the eight settings before remembered keys aged, with their defaults for the rest. */
+    public StorageTierConfig(StorageWritePolicy writePolicy, int hitThreshold, int prefetchThresholdTokens,
+                             PrefetchPolicy prefetchPolicy, long timeoutBaseNs, long timeoutPer1kTokensNs,
+                             double prefetchHostShare, int writeBackStagingPages) {
+        this(writePolicy, hitThreshold, prefetchThresholdTokens, prefetchPolicy, timeoutBaseNs, timeoutPer1kTokensNs,
+                prefetchHostShare, writeBackStagingPages, 60_000_000_000L, 1_000_000_000L);
+    }
 
     /** Checks every value. */
     public StorageTierConfig {
@@ -43,30 +61,40 @@ public record StorageTierConfig(StorageWritePolicy writePolicy, int hitThreshold
         if (writeBackStagingPages < 0) {
             throw new IllegalArgumentException("writeBackStagingPages must be >= 0, got " + writeBackStagingPages);
         }
+        if (knownKeysMaxAgeNs < 0 || storeEpochCheckNs < 0) {
+            throw new IllegalArgumentException("knownKeysMaxAgeNs and storeEpochCheckNs must be >= 0 ns, got "
+                    + knownKeysMaxAgeNs + " and " + storeEpochCheckNs);
+        }
     }
 
     /** This configuration with another write policy. */
     public StorageTierConfig withWritePolicy(StorageWritePolicy p) {
         return new StorageTierConfig(p, hitThreshold, prefetchThresholdTokens, prefetchPolicy, timeoutBaseNs,
-                timeoutPer1kTokensNs, prefetchHostShare, writeBackStagingPages);
+                timeoutPer1kTokensNs, prefetchHostShare, writeBackStagingPages, knownKeysMaxAgeNs, storeEpochCheckNs);
     }
 
     /** This configuration with another prefetch policy. */
     public StorageTierConfig withPrefetchPolicy(PrefetchPolicy p) {
         return new StorageTierConfig(writePolicy, hitThreshold, prefetchThresholdTokens, p, timeoutBaseNs,
-                timeoutPer1kTokensNs, prefetchHostShare, writeBackStagingPages);
+                timeoutPer1kTokensNs, prefetchHostShare, writeBackStagingPages, knownKeysMaxAgeNs, storeEpochCheckNs);
     }
 
     /** This configuration with another prefetch threshold. */
     public StorageTierConfig withPrefetchThresholdTokens(int tokens) {
         return new StorageTierConfig(writePolicy, hitThreshold, tokens, prefetchPolicy, timeoutBaseNs,
-                timeoutPer1kTokensNs, prefetchHostShare, writeBackStagingPages);
+                timeoutPer1kTokensNs, prefetchHostShare, writeBackStagingPages, knownKeysMaxAgeNs, storeEpochCheckNs);
     }
 
     /** This configuration with another host share. */
     public StorageTierConfig withPrefetchHostShare(double share) {
         return new StorageTierConfig(writePolicy, hitThreshold, prefetchThresholdTokens, prefetchPolicy, timeoutBaseNs,
-                timeoutPer1kTokensNs, share, writeBackStagingPages);
+                timeoutPer1kTokensNs, share, writeBackStagingPages, knownKeysMaxAgeNs, storeEpochCheckNs);
+    }
+
+    /** This configuration with other bounds on remembered keys: their age, and how often the store's epoch is asked. */
+    public StorageTierConfig withKnownKeys(long maxAgeNs, long epochCheckNs) {
+        return new StorageTierConfig(writePolicy, hitThreshold, prefetchThresholdTokens, prefetchPolicy, timeoutBaseNs,
+                timeoutPer1kTokensNs, prefetchHostShare, writeBackStagingPages, maxAgeNs, epochCheckNs);
     }
 
     /** The timeout policy's deadline for a prefetch of {@code tokens} tokens, relative to its start. */

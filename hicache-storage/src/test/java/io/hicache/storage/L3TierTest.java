@@ -43,12 +43,12 @@ class L3TierTest {
     @TempDir
     Path dir;
 
-    private static KeyNamespace namespace() {
+    static KeyNamespace namespace() {
         return KeyNamespace.builder().modelId("toy-model").kvDtype("int8").pageSizeTokens(PAGE)
                 .hostLayout(HostLayout.LAYER_FIRST).build();
     }
 
-    private static int[] tokens(int start, int n) {
+    static int[] tokens(int start, int n) {
         int[] t = new int[n];
         for (int i = 0; i < n; i++) {
             t[i] = start + i;
@@ -428,7 +428,7 @@ class L3TierTest {
     }
 
     /** A toy engine rank: a simulated GPU, its device KV, a device page pool and the cache. Test thread only. */
-    private static final class Engine implements AutoCloseable {
+    static final class Engine implements AutoCloseable {
         final SimulatedCudaRuntime gpu = new SimulatedCudaRuntime();
         final DeviceKvLayout layout;
         final long kvBase;
@@ -491,10 +491,23 @@ class L3TierTest {
 
         /** {@link #forward} up to the end of the forward: the backups, not yet committed. */
         List<BackupHandle> compute(int[] t, int tag) {
+            return compute(t, tag, new int[0]);
+        }
+
+        /**
+         * {@link #forward} of the pages of {@code t} after its first {@code prefix.length}, which the tree holds on
+         * the device in pages {@code prefix} (a load just landed them): only the rest is computed and backed up.
+         */
+        void forwardRest(int[] t, int tag, int[] prefix) {
+            List<BackupHandle> backups = compute(t, tag, prefix);
+            settle(() -> backups.getFirst().state().terminal());
+        }
+
+        private List<BackupHandle> compute(int[] t, int tag, int[] prefix) {
             int pages = t.length / PAGE;
-            int[] dev = new int[pages];
-            assertThat(pool.allocate(pages, dev, 0)).isTrue();
-            for (int i = 0; i < pages; i++) {
+            int[] dev = java.util.Arrays.copyOf(prefix, pages);
+            assertThat(pool.allocate(pages - prefix.length, dev, prefix.length)).isTrue();
+            for (int i = prefix.length; i < pages; i++) {
                 for (int l = 0; l < LAYERS; l++) {
                     MemorySegment s = gpu.deviceMemory(layout.pageAddress(l, 0, dev[i]), layout.pageBytes());
                     for (int x = 0; x < s.byteSize(); x++) {
@@ -505,7 +518,7 @@ class L3TierTest {
                     writeDraft(dev[i], tag, i);
                 }
             }
-            assertThat(cache.insert(t, 0, t.length, dev, 0)).isZero();
+            assertThat(cache.insert(t, 0, t.length, dev, 0)).isEqualTo(prefix.length * PAGE);
             List<BackupHandle> backups = new ArrayList<>();
             assertThat(cache.reserveByPolicy(cache.lastInsertNode(), draftLayout != null, backups)).isEqualTo(1);
             ForwardHooks hooks = cache.beginForward(backups);

@@ -92,6 +92,14 @@ public abstract class AbstractPageStore implements PageStore {
 
     protected abstract void doRemove(List<PageKey> keys, byte[] status) throws Exception;
 
+    /**
+     * The backend's epoch (see {@link PageStore#epoch()}): a value kept in the store itself, created when absent, so
+     * a store that lost everything answers a new one. 0 where the backend cannot tell (the default).
+     */
+    protected long doEpoch() throws Exception {
+        return 0;
+    }
+
     /** Releases the backend's resources; runs once, after every operation has completed. */
     protected abstract void closeBackend();
 
@@ -185,6 +193,23 @@ public abstract class AbstractPageStore implements PageStore {
             @Override
             void fail(byte status) {
                 op.complete(0);
+            }
+        });
+        return op;
+    }
+
+    @Override
+    public final StoreOp<Long> epoch() {
+        StoreOp<Long> op = new StoreOp<>();
+        submit(new Task(op, 1) {
+            @Override
+            void run(byte[] unused) throws Exception {
+                op.complete(doEpoch());
+            }
+
+            @Override
+            void fail(byte status) {
+                op.complete(EPOCH_UNKNOWN);
             }
         });
         return op;

@@ -80,6 +80,9 @@ import java.util.zip.CRC32C;
 public final class RedisPageStore extends AbstractPageStore {
     private static final Logger LOG = LoggerFactory.getLogger(RedisPageStore.class);
     private static final byte[] KEY_PREFIX = "hicache:".getBytes(StandardCharsets.US_ASCII);
+    /** The key of the store's epoch ({@link #epoch()}): not a page key (those are {@code hicache:<64 hex>}). */
+    static final byte[] EPOCH_KEY = "hicache:epoch".getBytes(StandardCharsets.US_ASCII);
+    private static final java.security.SecureRandom EPOCH_RANDOM = new java.security.SecureRandom();
 
     static {
         // Jedis moves bytes through per-connection buffers (8 KiB unless set): pages are large, so read and
@@ -103,6 +106,7 @@ public final class RedisPageStore extends AbstractPageStore {
     private final ThreadLocal<CRC32C> crcs = ThreadLocal.withInitial(CRC32C::new);
     /** A single server's pipeline writes each command as it is appended, so one value buffer per thread serves a batch. */
     private final ThreadLocal<byte[]> values = new ThreadLocal<>();
+    private volatile long usedMemory = -1;
 
     private RedisPageStore(RedisLocation location, StoreConfig config, UnifiedJedis client, boolean cluster) {
         super("redis", "L3 redis store " + location.describe(), config);
@@ -490,6 +494,53 @@ public final class RedisPageStore extends AbstractPageStore {
         }
         page.copyFrom(MemorySegment.ofArray(v), 0);
         return OK;
+    }
+
+    /**
+     * The value of {@link #EPOCH_KEY}, set to a fresh random one when absent ({@code SET NX}, so every client of one
+     * store agrees): a server restarted without its data, or flushed, answers a new epoch. In a cluster the key
+     * lives on one node, so only that node's losses are seen here (the tier's age bound covers the rest).
+     */
+    @Override
+    protected long doEpoch() {
+        byte[] fresh = new byte[16];
+        EPOCH_RANDOM.nextBytes(fresh);
+        client.set(EPOCH_KEY, java.util.HexFormat.of().formatHex(fresh).getBytes(StandardCharsets.US_ASCII),
+                redis.clients.jedis.params.SetParams.setParams().nx());
+        byte[] v = client.get(EPOCH_KEY);
+        usedMemory = usedMemory(client.info("memory"));
+        if (v == null) {
+            return EPOCH_UNKNOWN; // removed between the two commands: asked again later
+        }
+        long h = 1125899906842597L;
+        for (byte b : v) {
+            h = 31 * h + b;
+        }
+        return h == EPOCH_UNKNOWN || h == 0 ? 1 : h;
+    }
+
+    /** {@code used_memory} of an {@code INFO memory} reply, or -1 when it has none. */
+    static long usedMemory(String info) {
+        for (String line : info.split("\r?\n")) {
+            if (line.startsWith("used_memory:")) {
+                try {
+                    return Long.parseLong(line.substring("used_memory:".length()).trim());
+                } catch (NumberFormatException e) {
+                    return -1;
+                }
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * The server's {@code used_memory} as of the last {@link #epoch()} (the tier asks every second by default): what
+     * the server holds, its own overhead and other clients' keys included; -1 before the first answer. In a cluster,
+     * the node that holds the epoch key.
+     */
+    @Override
+    protected long storedBytes() {
+        return usedMemory;
     }
 
     @Override

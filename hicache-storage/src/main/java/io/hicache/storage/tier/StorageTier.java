@@ -76,6 +76,15 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
     private final TierWriter writer;
     private final TierPrefetcher prefetcher;
     private final PrefetchAgreement agreement;
+    private final PageStore store;
+    private final KnownKeys known;
+    private final LongSupplier clockNs;
+    /** The store's epoch question in flight, or null. */
+    private StoreOp<Long> epochOp;
+    /** The last epoch the store answered (valid once {@link #epochSeen}) and when it was last asked (cache clock). */
+    private long epoch;
+    private boolean epochSeen;
+    private long epochAskedNs;
     private boolean closed;
 
     /**
@@ -103,7 +112,10 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         this.cfg = config;
         PageHasher hasher = new PageHasher(controller.tree(), namespace);
         HostViews views = new HostViews(controller);
-        KnownKeys known = new KnownKeys();
+        this.store = store;
+        this.clockNs = clockNs;
+        KnownKeys known = new KnownKeys(clockNs, config.knownKeysMaxAgeNs());
+        this.known = known;
         L3Announcer announcer = new L3Announcer(controller, hasher);
         this.writer = new TierWriter(controller, store, config, metrics, hasher, views, known, announcer,
                 cpSize > 1);
@@ -206,6 +218,7 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         if (closed || ctl.isClosed()) {
             return 0;
         }
+        checkEpoch();
         int work = writer.poll() + prefetcher.poll();
         // rounds while anything awaits the group and the last one moved something: what is pending and what a
         // result moves are agreed state, so every rank opens the same rounds
@@ -220,6 +233,34 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         }
         updateDepths();
         return work;
+    }
+
+    /**
+     * Asks the store for its epoch at most every {@link StorageTierConfig#storeEpochCheckNs()}; a new one (the store
+     * restarted empty or was flushed) drops every remembered key, so the next write of each page asks the store
+     * again and puts what it lost. An unknown answer (store down) changes nothing.
+     */
+    private void checkEpoch() {
+        if (epochOp != null) {
+            if (!epochOp.isDone()) {
+                return;
+            }
+            long e = epochOp.result();
+            epochOp = null;
+            if (e != PageStore.EPOCH_UNKNOWN) {
+                if (epochSeen && e != epoch) {
+                    known.clear();
+                    metrics.increment(io.hicache.storage.StorageMetric.KNOWN_KEYS_RESETS);
+                }
+                epoch = e;
+                epochSeen = true;
+            }
+        }
+        long now = clockNs.getAsLong();
+        if (epochOp == null && (epochAskedNs == 0 || now - epochAskedNs >= cfg.storeEpochCheckNs())) {
+            epochAskedNs = now == 0 ? 1 : now;
+            epochOp = store.epoch();
+        }
     }
 
     /** Prefetches not yet ended plus writes not yet done. */

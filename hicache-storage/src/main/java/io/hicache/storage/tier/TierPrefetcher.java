@@ -117,6 +117,9 @@ final class TierPrefetcher {
             long room = prefetchCapUnits - prefetchUnitsHeld;
             pages = (int) Math.min(pages, room * cpSize);
             units = ((long) pages + cpSize - 1) / cpSize;
+            if (pages > 0 && (long) pages * pageSize > cfg.prefetchThresholdTokens()) {
+                metrics.increment(StorageMetric.PREFETCH_CUT_BY_SHARE);
+            }
         }
         if (pages <= 0 || (long) pages * pageSize <= cfg.prefetchThresholdTokens()) {
             metrics.increment(StorageMetric.PREFETCH_NO_ROOM);
@@ -227,8 +230,8 @@ final class TierPrefetcher {
     private long nextGone(Prefetch p, long after) {
         for (int i = 0; i < p.goneCount; i++) {
             int k = p.goneIndex[i];
-            if (p.ownedOffsets[k] > after && (!known.contains(p.keys.get(k))
-                    || (p.draftKeys != null && !known.contains(p.draftKeys.get(k))))) {
+            if (p.ownedOffsets[k] > after && (known.isSuspect(p.keys.get(k))
+                    || (p.draftKeys != null && known.isSuspect(p.draftKeys.get(k))))) {
                 return p.ownedOffsets[k];
             }
         }
@@ -426,6 +429,9 @@ final class TierPrefetcher {
                     known.forget(p.draftKeys.get(k));
                 }
                 metrics.increment(StorageMetric.PREFETCH_PAGES_GONE);
+                if (r.status(i) == StoreStatus.CORRUPT || (d != null && d.status(i) == StoreStatus.CORRUPT)) {
+                    metrics.increment(StorageMetric.CORRUPT_PAGES);
+                }
                 if (p.goneIndex == null) {
                     p.goneIndex = new int[Math.min(p.present, maxBatch)];
                 } else if (p.goneCount == p.goneIndex.length) {

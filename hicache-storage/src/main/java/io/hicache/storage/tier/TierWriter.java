@@ -374,6 +374,7 @@ final class TierWriter {
             }
             if (known.contains(k) && (draftOut == null || known.contains(hasher.draftKey(k)))) {
                 metrics.increment(StorageMetric.WRITE_PAGES_PRESENT);
+                metrics.increment(StorageMetric.WRITE_PAGES_KNOWN);
                 continue;
             }
             offsetsOut[keys.size()] = offsets[i];
@@ -522,6 +523,12 @@ final class TierWriter {
         int present = Math.min(w.keys.size(), Math.max(0, w.exists.result()));
         if (w.draftExists != null) {
             present = Math.min(present, Math.max(0, w.draftExists.result()));
+        }
+        for (int i = 0; i < present; i++) {
+            // a read found it missing or damaged: the check looks at its length and trailer only, so put it again
+            if (known.isSuspect(w.keys.get(i)) || (w.draftKeys != null && known.isSuspect(w.draftKeys.get(i)))) {
+                present = i;
+            }
         }
         metrics.add(StorageMetric.WRITE_PAGES_PRESENT, present);
         for (int i = 0; i < present; i++) {

@@ -46,7 +46,7 @@ import static io.hicache.storage.StoreTesting.pollUntil;
  * once per JVM into a temporary directory. Where none fits this platform the calling test is skipped with one line
  * naming the package to install. {@code scripts/redis-server-path} chooses the same way for the scripts.
  */
-final class RedisServerProcess implements AutoCloseable {
+public final class RedisServerProcess implements AutoCloseable {
     /** An explicit redis-server to use, ahead of {@code PATH} and the bundled one. */
     static final String OVERRIDE_ENV = "HICACHE_REDIS_SERVER";
     static final String INSTALL = "apt-get update && apt-get install -y redis-server";
@@ -232,7 +232,7 @@ final class RedisServerProcess implements AutoCloseable {
     }
 
     /** Starts a server on a free port; {@code extra} are more {@code --option value} arguments. Returns once it answers. */
-    static RedisServerProcess start(Path dir, String... extra) {
+    public static RedisServerProcess start(Path dir, String... extra) {
         return startWith(binary(), dir, extra);
     }
 
@@ -317,7 +317,7 @@ final class RedisServerProcess implements AutoCloseable {
     }
 
     /** SIGKILL: the server dies at once, mid-command if one is running. */
-    void kill() {
+    public void kill() {
         process.destroyForcibly();
         try {
             process.waitFor(20, TimeUnit.SECONDS);
@@ -328,8 +328,13 @@ final class RedisServerProcess implements AutoCloseable {
     }
 
     /** Starts the same server again (same binary, port, directory and options). */
-    void restart() {
+    public void restart() {
         launch();
+    }
+
+    /** The server's port on 127.0.0.1. */
+    public int port() {
+        return port;
     }
 
     boolean isAlive() {
@@ -359,7 +364,7 @@ final class RedisServerProcess implements AutoCloseable {
     // ---- commands (what the tests used redis-cli for) ----------------------------------------------------------
 
     /** Sends one command on a fresh plain connection; bulk and status replies come back as strings. */
-    Object command(String... commandAndArgs) {
+    public Object command(String... commandAndArgs) {
         return commandWithPassword(null, commandAndArgs);
     }
 
