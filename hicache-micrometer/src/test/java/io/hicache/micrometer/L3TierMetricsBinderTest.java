@@ -221,6 +221,10 @@ class L3TierMetricsBinderTest {
             case WRITE_IO_NS -> "hicache.storage.write.time";
             case WRITE_FAILED_PAGES -> "hicache.storage.write.failed";
             case WRITE_BACK_DROPPED_PAGES -> "hicache.storage.write.dropped";
+            case CORRUPT_PAGES -> "hicache.storage.corrupt";
+            case WRITE_PAGES_KNOWN -> "hicache.storage.write.known";
+            case PREFETCH_CUT_BY_SHARE -> "hicache.storage.prefetch.cut";
+            case KNOWN_KEYS_RESETS -> "hicache.storage.known.resets";
         };
     }
 

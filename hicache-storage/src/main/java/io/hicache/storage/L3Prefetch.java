@@ -49,8 +49,10 @@ public final class L3Prefetch {
 
     /**
      * Whether the request may be scheduled now under the tier's {@link PrefetchPolicy}: at once under best effort,
-     * once done under wait-complete, once done or past its deadline under timeout. A prefetch its request runs
-     * without still finishes and publishes for later requests.
+     * once done under wait-complete, once done or past its deadline under timeout (the default). A prefetch its
+     * request runs without (the first true before it is done) is abandoned: it submits no further store batch,
+     * publishes nothing, and releases its host lease at once when it was still checking existence on a rank alone
+     * (else once its reads are done), so the request's own backup has that room.
      */
     public boolean mayRun() {
         return owner.mayRun(prefetch);

@@ -157,8 +157,12 @@ public final class L3Tier implements AutoCloseable {
      * host pages for them (within the configured share of the host pool) and submits the existence check. Call it
      * once per new request, before deciding to schedule it. Scheduler thread.
      *
-     * @return the prefetch, or null when none started (too short, nothing stored beyond the host-cached prefix is
-     *     known yet, no host room: counted in {@link StorageMetric})
+     * <p>Whether the store has anything is not known here: a prefetch starts (and leases its host pages) whenever
+     * more than the threshold is missing and the host share has room; its existence check then runs on the store's
+     * threads, and one that finds nothing ends with nothing published, releasing its lease.
+     *
+     * @return the prefetch, or null when none started (too short, the matched prefix ends at a node without a
+     *     committed host copy, no host room or host share left: counted in {@link StorageMetric})
      * @throws IllegalArgumentException on a null array or match, a range outside {@code tokens}, or a match this
      *     cache did not make (or whose nodes have left the tree since)
      * @throws IllegalStateException if the tier (or its cache) is closed, or the cache stopped

@@ -24,7 +24,11 @@ public final class PageStores {
      * password or an untrusted certificate fails here with one clear message.
      *
      * @throws IllegalArgumentException naming the problem (never the password) when the location is
-     *                                  malformed, the scheme unknown, or the store cannot be opened
+     *                                  malformed or the scheme unknown
+     * @throws IllegalStateException    with one line naming the endpoint and the cause (never the password) when
+     *                                  a Redis server is unreachable, refuses the credentials or its certificate
+     *                                  is not trusted
+     * @throws java.io.UncheckedIOException when a file store's directory cannot be created, tightened or read
      */
     public static PageStore open(String location, StoreConfig config) {
         if (location == null || location.isBlank()) {

@@ -26,11 +26,13 @@ public record StorageTierConfig(StorageWritePolicy writePolicy, int hitThreshold
                                 long storeEpochCheckNs) {
 
     /**
-     * Defaults: write_through, threshold 2, prefetch above 256 tokens, best_effort, timeout 1 s + 0.1 s/1k, half the
-     * pool, remembered keys trusted 60 s, the store's epoch checked every second.
+     * Defaults: write_through, threshold 2, prefetch above 256 tokens, timeout (a request waits for its prefetch to
+     * end, at most 1 s + 0.1 s per 1,024 prefetched tokens: under best effort the documented admission pattern
+     * {@code if (p == null || p.mayRun())} schedules the request at once and the prefetch never pays), half the pool,
+     * remembered keys trusted 60 s, the store's epoch checked every second.
      */
     public static final StorageTierConfig DEFAULT = new StorageTierConfig(StorageWritePolicy.WRITE_THROUGH, 2, 256,
-            PrefetchPolicy.BEST_EFFORT, 1_000_000_000L, 100_000_000L, 0.5, 4096, 60_000_000_000L, 1_000_000_000L);
+            PrefetchPolicy.TIMEOUT, 1_000_000_000L, 100_000_000L, 0.5, 4096, 60_000_000_000L, 1_000_000_000L);
 
     /** The configuration of the eight settings before remembered keys aged, with their defaults for the rest. */
     public StorageTierConfig(StorageWritePolicy writePolicy, int hitThreshold, int prefetchThresholdTokens,

@@ -26,7 +26,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * An L3 tier that heals: a live tier whose store lost its data (a real redis-server restarted or flushed, or keys
  * deleted behind its back) writes a recomputed prompt again, and a value damaged in place (bytes changed, truncated,
  * a wrong trailer) on Redis and on the file backend is rewritten by the next write of its page, so a fresh engine
- * hits the whole prefix again. Engines go through the facade only ({@link L3TierTest.Engine}).
+ * hits the whole prefix again. Under the default prefetch policy the guide's admission pattern gets the hit from a
+ * local Redis, and a prefetch its request runs without releases its lease so the request's own backup has room.
+ * Engines go through the facade only ({@link L3TierTest.Engine}).
  */
 class L3HealsTest {
     private static final int PAGE = 4;
@@ -134,6 +136,65 @@ class L3HealsTest {
             for (int i = 0; i < PAGES; i++) {
                 assertThat(b.deviceHolds(load.devicePage(i), tag, i)).as("page %d", i).isTrue();
             }
+        }
+    }
+
+    // ---------------------------------------------------------------- prefetch under the default policy
+
+    @Test
+    void theDefaultPolicyWithTheGuidesAdmissionPatternGetsTheHitFromALocalRedis() {
+        int[] t = tokens(4000, PAGES * PAGE);
+        StorageTierConfig cfg = StorageTierConfig.DEFAULT.withPrefetchThresholdTokens(PAGE); // the default policy
+        try (RedisServerProcess r = redis()) {
+            try (Engine a = new Engine(null); PageStore store = open(r)) {
+                L3Tier l3 = L3Tier.attach(a.cache, store, namespace(), cfg);
+                a.forward(t, 7);
+                a.settle(() -> l3.inFlight() == 0);
+            }
+            try (Engine b = new Engine(null); PageStore store = open(r)) {
+                L3Tier l3 = L3Tier.attach(b.cache, store, namespace(), cfg);
+                MatchResult m = b.cache.match(t, 0, t.length, new MatchResult());
+                L3Prefetch p = l3.prefetch(t, 0, t.length, m, 11);
+                assertThat(p).isNotNull();
+                // docs/INTEGRATION.md: each step, schedule the request once `p == null || p.mayRun()`
+                b.settle(() -> p.mayRun());
+                m = b.cache.match(t, 0, t.length, new MatchResult());
+                assertThat(m.hostPageCount()).as("host hits when the request is scheduled").isEqualTo(PAGES);
+                LoadHandle load = b.cache.loadBack(m, 11, Integer.MAX_VALUE, b.pool);
+                assertThat(load).isNotNull();
+                p.consume();
+                b.cache.startLoading();
+                b.settle(() -> load.state() == LoadHandle.State.LOADED || load.state() == LoadHandle.State.FAILED);
+                for (int i = 0; i < PAGES; i++) {
+                    assertThat(b.deviceHolds(load.devicePage(i), 7, i)).as("page %d", i).isTrue();
+                }
+                assertThat(l3.metrics().get(StorageMetric.PREFETCH_TERMINATED_EARLY)).isZero();
+            }
+        }
+    }
+
+    @Test
+    void aPrefetchItsRequestRunsWithoutReleasesItsLeaseSoTheRequestsOwnBackupHasRoom() {
+        // 40 pages, a host pool of 64 of which a prefetch may lease half: the request's own backup needs 40
+        int pages = 40;
+        int[] t = tokens(6000, pages * PAGE);
+        StorageTierConfig bestEffort = StorageTierConfig.DEFAULT.withPrefetchThresholdTokens(PAGE)
+                .withPrefetchPolicy(PrefetchPolicy.BEST_EFFORT);
+        try (RedisServerProcess r = redis(); Engine b = new Engine(null); PageStore store = open(r)) {
+            L3Tier l3 = L3Tier.attach(b.cache, store, namespace(), bestEffort);
+            int free = b.cache.hostPool().freePages();
+            MatchResult m = b.cache.match(t, 0, t.length, new MatchResult());
+            L3Prefetch p = l3.prefetch(t, 0, t.length, m, 12);
+            assertThat(p).isNotNull();
+            assertThat(p.pageCount()).isEqualTo(32); // half the pool
+            assertThat(l3.metrics().get(StorageMetric.PREFETCH_CUT_BY_SHARE)).isEqualTo(1);
+            assertThat(free - b.cache.hostPool().freePages()).as("leased").isEqualTo(32);
+            assertThat(p.mayRun()).isTrue(); // runs without it: the prefetch is abandoned
+            assertThat(b.cache.hostPool().freePages()).as("lease released at once").isEqualTo(free);
+            b.forward(t, 8); // its backup reserves 40 host pages: it must find them
+            b.settle(() -> l3.inFlight() == 0 && p.isDone());
+            assertThat(p.publishedPages()).isZero();
+            assertThat(l3.metrics().get(StorageMetric.WRITE_PAGES_STORED)).isEqualTo(pages);
         }
     }
 

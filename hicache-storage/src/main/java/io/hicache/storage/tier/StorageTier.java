@@ -175,7 +175,8 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
     /**
      * Whether the request of {@code p} may run now under the prefetch policy: at once under best effort, when the
      * prefetch ended under wait-complete, at the ended prefetch or its deadline under timeout. A prefetch the request
-     * runs without is still finished and published for later requests.
+     * runs without (true before it ended) is abandoned: no further store batch, nothing published, its lease released
+     * at once when it was still checking existence on a rank alone, else once its reads are done.
      */
     public boolean mayRun(Prefetch p) {
         return prefetcher.mayRun(p);
@@ -384,6 +385,8 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         RadixNode node;
         boolean cancelled;
         boolean terminatedEarly;
+        /** The lease has ended (published or released); a prefetch abandoned while checking ends it early. */
+        boolean leaseReleased;
         State state = State.CHECKING;
 
         Prefetch(long requestId, int[] tokens, int startPage, int pages, HostTierPort.Lease lease, byte[] hashes,

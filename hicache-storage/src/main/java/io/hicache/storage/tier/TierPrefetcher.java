@@ -169,8 +169,25 @@ final class TierPrefetcher {
         if (run && !p.terminatedEarly) {
             p.terminatedEarly = true;
             metrics.increment(StorageMetric.PREFETCH_TERMINATED_EARLY);
+            abandon(p);
         }
         return run;
+    }
+
+    /**
+     * The request of {@code p} runs without it (it computes the pages itself, so a later publish would be refused or
+     * would hold host pages nobody loads): no further store batch is submitted and nothing is published. On a rank
+     * alone a prefetch still checking existence (no store operation holds its host pages) releases its lease at once,
+     * so the request's own backup finds that room; otherwise the lease goes once its reads are done. (In a CP group
+     * every rank's host budget counts every rank's leases, so the lease ends with the agreed end, as a cancel's.)
+     */
+    private void abandon(Prefetch p) {
+        p.cancelled = true;
+        if (cpSize == 1 && p.state == Prefetch.State.CHECKING && !p.leaseReleased) {
+            ctl.releaseHost(p.lease);
+            p.leaseReleased = true;
+            prefetchUnitsHeld -= p.units;
+        }
     }
 
     /** See {@link StorageTier#cancel}. */
@@ -302,9 +319,10 @@ final class TierPrefetcher {
     /** Shutdown, last step (no store I/O left): releases every lease and host protection. */
     void close(boolean live) {
         for (Prefetch p : prefetches) {
-            if (live) {
+            if (live && !p.leaseReleased) {
                 ctl.releaseHost(p.lease);
             }
+            p.leaseReleased = true;
             p.state = Prefetch.State.ENDED;
         }
         prefetches.clear();
@@ -510,8 +528,12 @@ final class TierPrefetcher {
     }
 
     private void end(Prefetch p, int positions) {
-        prefetchUnitsHeld -= p.units;
         p.state = Prefetch.State.ENDED;
+        if (p.leaseReleased) {
+            return; // abandoned while checking: its lease went then
+        }
+        prefetchUnitsHeld -= p.units;
+        p.leaseReleased = true;
         if (positions <= 0 || p.cancelled) {
             ctl.releaseHost(p.lease);
             return;
