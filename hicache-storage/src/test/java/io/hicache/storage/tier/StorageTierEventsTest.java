@@ -302,7 +302,8 @@ class StorageTierEventsTest {
     /**
      * A write that counted a page as stored (its existence check found it) while a read found it gone is not
      * announced: its stored announcement would follow the removal and leave every router holding a block the store
-     * lost (before, the write-back's whole range was announced stored after the read's "gone").
+     * lost (before, the write-back's whole range was announced stored after the read's "gone"). The page itself is
+     * put again: a check that answers after the read is not taken on its word.
      */
     @org.junit.jupiter.params.ParameterizedTest(name = "cp {0}")
     @org.junit.jupiter.params.provider.ValueSource(ints = {1, 2}) // CP 2: page 5 is rank 1's, the speaker is rank 0
@@ -328,7 +329,10 @@ class StorageTierEventsTest {
             b.drain();
             assertThat(r.seen.subList(r.seen.indexOf("l3 sequence gone 5+1"), r.seen.size()))
                     .noneMatch(e -> storedRunCovers(e, 5));
-            assertThat(store.inner.pageCount()).as("page 5 stays gone").isEqualTo(7);
+            // on a rank alone the held check answers after the read found page 5 gone, and is not taken on its word:
+            // the page is put again (the write still counts as failed, so it is not announced stored after the
+            // removal); in CP 2 page 5 is rank 1's, whose check (not held) answered before the read: it stays gone
+            assertThat(store.inner.pageCount()).as("page 5 written again").isEqualTo(cp == 1 ? 8 : 7);
         }
     }
 
