@@ -26,6 +26,7 @@ public final class StoreConfig {
     private final String redisPassword;
     private final Path redisTlsCaCertificate;
     private final int redisConnections;
+    private final long redisTtlSeconds;
 
     private StoreConfig(Builder b) {
         maxBatchPages = b.maxBatchPages;
@@ -43,6 +44,7 @@ public final class StoreConfig {
         redisPassword = b.redisPassword;
         redisTlsCaCertificate = b.redisTlsCaCertificate;
         redisConnections = b.redisConnections;
+        redisTtlSeconds = b.redisTtlSeconds;
     }
 
     /** Defaults everywhere. */
@@ -136,6 +138,16 @@ public final class StoreConfig {
         return redisConnections;
     }
 
+    /**
+     * Redis: the time to live every put gives its value ({@code SET ... EX}), so a shared server under its default
+     * {@code maxmemory-policy noeviction} sheds pages nobody rewrote instead of refusing writes once full; 0 (the
+     * default): none. A page that expired is a miss (a read that finds it gone announces its removal); each write
+     * of a page restarts its time.
+     */
+    public long redisTtlSeconds() {
+        return redisTtlSeconds;
+    }
+
     @Override
     public String toString() {
         return "StoreConfig{maxBatchPages=" + maxBatchPages + ", ioThreads=" + ioThreads + ", maxQueuedOps="
@@ -146,7 +158,7 @@ public final class StoreConfig {
                 + fileDirectIo + ", fileFsync=" + fileFsync + ", redisTimeoutMs=" + redisTimeoutMs
                 + ", redisUser=" + (redisUser == null ? "-" : "set") + ", redisPassword="
                 + (redisPassword == null ? "-" : "***") + ", redisTlsCaCertificate=" + redisTlsCaCertificate
-                + ", redisConnections=" + redisConnections + "}";
+                + ", redisConnections=" + redisConnections + ", redisTtlSeconds=" + redisTtlSeconds + "}";
     }
 
     /** Builds a {@link StoreConfig}; not thread-safe. */
@@ -166,6 +178,7 @@ public final class StoreConfig {
         private String redisPassword;
         private Path redisTlsCaCertificate;
         private int redisConnections;
+        private long redisTtlSeconds;
 
         private Builder() {
         }
@@ -239,6 +252,12 @@ public final class StoreConfig {
             return this;
         }
 
+        /** See {@link StoreConfig#redisTtlSeconds()}. */
+        public Builder redisTtlSeconds(long v) {
+            redisTtlSeconds = v;
+            return this;
+        }
+
         /**
          * Validates and builds.
          *
@@ -259,6 +278,7 @@ public final class StoreConfig {
                 redisConnections = ioThreads;
             }
             check(redisConnections >= 1, "redisConnections must be >= 1, was " + redisConnections);
+            check(redisTtlSeconds >= 0, "redisTtlSeconds must be >= 0 (0 = none), was " + redisTtlSeconds);
             return new StoreConfig(this);
         }
 

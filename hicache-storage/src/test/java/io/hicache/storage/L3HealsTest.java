@@ -198,6 +198,35 @@ class L3HealsTest {
         }
     }
 
+    @Test
+    void aRedisStoreWithATimeToLiveGivesEveryPutOneAndReportsTheBytesTheServerHolds() {
+        int[] t = tokens(8000, PAGES * PAGE);
+        try (RedisServerProcess r = redis(); Engine a = new Engine(null);
+             PageStore store = PageStores.open("redis://127.0.0.1:" + r.port(),
+                     StoreConfig.builder().redisTtlSeconds(600).build());
+             PageStore plain = open(r)) {
+            assertThat(plain.stats().storedBytes()).as("before the first epoch answer").isEqualTo(-1);
+            L3Tier l3 = L3Tier.attach(a.cache, store, namespace(), EPOCH_ONLY);
+            a.forward(t, 9);
+            a.settle(() -> l3.inFlight() == 0 && store.stats().storedBytes() > 0); // the tier asks the epoch
+            for (PageKey k : PageKeys.chain(namespace().seed(), t, PAGE)) {
+                assertThat((Long) r.command("TTL", "hicache:" + k.hex())).isBetween(1L, 600L);
+            }
+            await(plain.put(List.of(PageKeys.chain(namespace().seed(), tokens(1, PAGE), PAGE)[0]),
+                    List.of(HostPage.of(java.lang.foreign.Arena.ofAuto().allocate(64)))));
+            assertThat(r.command("TTL", "hicache:" + PageKeys.chain(namespace().seed(), tokens(1, PAGE), PAGE)[0]
+                    .hex())).as("no time to live by default").isEqualTo(-1L);
+        }
+    }
+
+    private static void await(StoreOp<StoreResult> op) {
+        try {
+            assertThat(op.await(20, java.util.concurrent.TimeUnit.SECONDS).allOk()).isTrue();
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
     // ---------------------------------------------------------------- damage
 
     /** How a stored value of one page is damaged in place. */

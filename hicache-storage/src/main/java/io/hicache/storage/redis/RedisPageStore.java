@@ -394,6 +394,9 @@ public final class RedisPageStore extends AbstractPageStore {
                 CommandArguments set = (cluster ? new ClusterCommandArguments(Protocol.Command.SET)
                         : new CommandArguments(Protocol.Command.SET)).key(redisKey(keys.get(i)))
                         .add(new Value(encode(keys.get(i), pages.get(i), !cluster)));
+                if (config.redisTtlSeconds() > 0) {
+                    set.add(Protocol.Keyword.EX).add(config.redisTtlSeconds());
+                }
                 replies.add(p.executeCommand(new CommandObject<>(set, BuilderFactory.STRING)));
             }
             sync(p);
