@@ -42,7 +42,9 @@ import java.util.function.LongSupplier;
  * {@link #poll()}
  * (never inside the controller's callbacks, never on the forward path, so a device backup never waits for it). A
  * write first asks the store which of its keys exist and puts only the rest; keys known to be stored are not asked
- * again. While a write reads a node's host pages the node is host-protected (not host-evictable; in a CP group the
+ * again while younger than {@link StorageTierConfig#knownKeysMaxAgeNs()}, and all are forgotten when the store
+ * answers a new {@link PageStore#epoch()} (asked every {@link StorageTierConfig#storeEpochCheckNs()}); a key a read
+ * found missing or damaged is put by the next write of it whatever the existence check says. While a write reads a node's host pages the node is host-protected (not host-evictable; in a CP group the
  * protection is dropped when every rank finished the write, so host eviction picks the same nodes everywhere);
  * write-back copies the evicted pages into a bounded staging area first, since their host pages are freed at once.
  *
