@@ -43,6 +43,11 @@ abstract class ForwardingPageStore<S extends PageStore> implements PageStore {
     }
 
     @Override
+    public StoreOp<Long> epoch() {
+        return inner.epoch();
+    }
+
+    @Override
     public StoreStats stats() {
         return inner.stats();
     }
