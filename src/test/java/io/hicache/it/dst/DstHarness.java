@@ -163,6 +163,8 @@ final class DstHarness implements AutoCloseable {
     boolean closing;
     private final String[] trace = new String[Boolean.getBoolean("hicache.dst.trace") ? 2_000 : 40];
     private long traceCount;
+    /** A running hash of every step traced (all of them, not only the ring's), for {@link #digest()}. */
+    private long traceHash = 0xCBF2_9CE4_8422_2325L;
     final Map<String, Integer> stats = new HashMap<>();
 
     DstHarness(long seed) {
@@ -308,6 +310,23 @@ final class DstHarness implements AutoCloseable {
 
     void trace(String what) {
         trace[(int) (traceCount++ % trace.length)] = what;
+        traceHash = (traceHash ^ what.hashCode()) * 0x0000_0100_0000_01B3L;
+    }
+
+    /**
+     * A fingerprint of the run, taken once after {@link #run()}: the configuration, every traced step, the path
+     * counts and the next draw of each random source (any change in what the engine drew, or in what a step saw,
+     * changes it). Compared across builds to show that a seed replays the same run ({@code scripts/dst --digest}).
+     * Consumes a draw of each random source: call it last.
+     */
+    String digest() {
+        long h = traceHash;
+        h = h * 31 + describe().hashCode();
+        h = h * 31 + traceCount;
+        h = h * 31 + new java.util.TreeMap<>(stats).toString().hashCode();
+        h = h * 31 + rnd.nextLong();
+        h = h * 31 + divergeRnd.nextLong();
+        return String.format("%016x steps=%d", h, traceCount);
     }
 
     /** The last steps, oldest first, for failure messages. */

@@ -9,6 +9,12 @@ import java.util.TreeMap;
  * failure names the seed, the harness's setup, its last steps and the command that replays it.
  */
 final class DstSeeds {
+    /**
+     * {@code -Dhicache.dst.digest=true}: print {@code DST-DIGEST suite seed fingerprint} after each seed that passed
+     * ({@code scripts/dst --digest} collects them), so two builds can be shown to replay every seed the same.
+     */
+    static final boolean DIGESTS = Boolean.getBoolean("hicache.dst.digest");
+
     private DstSeeds() {
     }
 
@@ -49,6 +55,9 @@ final class DstSeeds {
                 System.out.println(suite + " seed " + seed + ": " + h.describe());
             }
             h.run();
+            if (DIGESTS) {
+                System.out.println("DST-DIGEST " + suite + " " + seed + " " + h.digest());
+            }
             h.stats.forEach((k, v) -> totals.merge(k, v, Integer::sum));
         } catch (Throwable t) {
             String config = h == null ? "(construction failed)" : h.describe();

@@ -85,6 +85,11 @@ class LoadOverlapDstTest {
             w.run(220);
             ran = true;
             w.close(true);
+            if (DstSeeds.DIGESTS) {
+                // the path counts and the next draw: any change in what the engine drew or saw changes them
+                System.out.println("DST-DIGEST overlap " + s + " " + String.format("%016x",
+                    w.counts.toString().hashCode() * 31L + w.rnd.nextLong()));
+            }
         } catch (AssertionError | RuntimeException e) {
             if (!ran) {
                 w.close(false);
