@@ -732,6 +732,11 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
+    /** The controller behind this facade, for the test sources' one door ({@code io.hicache.core.CacheInternals}). */
+    HiCacheController controller() {
+        return controller;
+    }
+
     private HiCacheController open() {
         checkOpen();
         return controller;
