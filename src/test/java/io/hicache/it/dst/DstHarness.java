@@ -1,8 +1,9 @@
 package io.hicache.it.dst;
 
+import io.hicache.core.CacheInternals;
 import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupMode;
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.HiCache;
 import io.hicache.core.internal.HostPages;
 import io.hicache.core.internal.LoadOp;
 import io.hicache.core.WritePolicy;
@@ -28,7 +29,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * Deterministic simulation of the backup controller: one real {@link HiCacheController} (with its radix tree,
+ * Deterministic simulation of the backup controller: one real {@link HiCache} (with its radix tree,
  * host pool and allocator) per CP rank on its own {@link SimulatedCudaRuntime}, driven by a scheduler seeded
  * from one number. Every choice (configuration, requests, hook order, agent duty cycles, device advances,
  * polls, aborts, evictions, faults) comes from one {@link SplittableRandom}, so a failing seed replays exactly.
@@ -297,7 +298,7 @@ final class DstHarness implements AutoCloseable {
 
     private boolean degradedEverywhere() {
         for (Rank rank : ranks) {
-            if (!rank.ctl.groupState().degraded()) {
+            if (!rank.cache.groupState().degraded()) {
                 return false;
             }
         }
@@ -409,9 +410,9 @@ final class DstHarness implements AutoCloseable {
         trace((submitter ? "submitter" : "completion") + ".doWork rank " + rank.r);
         try {
             if (submitter) {
-                rank.ctl.submitterAgent().doWork();
+                CacheInternals.stepSubmitter(rank.cache);
             } else {
-                rank.ctl.completionAgent().doWork();
+                CacheInternals.stepCompletion(rank.cache);
             }
         } catch (RuntimeException e) {
             throw e;
@@ -439,7 +440,7 @@ final class DstHarness implements AutoCloseable {
 
     private void pollStep(Rank rank) {
         trace("poll rank " + rank.r);
-        rank.ctl.poll();
+        rank.cache.poll();
         rank.polls++;
         if (loads) {
             loadSteps.onLoadsPolled(rank);
@@ -536,8 +537,8 @@ final class DstHarness implements AutoCloseable {
             }
         }
         for (Rank rank : ranks) {
-            if (rank.ctl.backupsInFlight() > 0 || rank.ctl.completionAgent().inFlight() > 0
-                || rank.ctl.loadsInFlight() > 0) {
+            if (rank.cache.backupsInFlight() > 0 || CacheInternals.completionInFlight(rank.cache) > 0
+                || rank.cache.loadsInFlight() > 0) {
                 return false;
             }
         }
@@ -583,9 +584,9 @@ final class DstHarness implements AutoCloseable {
         }
         StringBuilder sb = new StringBuilder("did not drain:");
         for (Rank rank : ranks) {
-            sb.append(" rank ").append(rank.r).append(" inFlight=").append(rank.ctl.backupsInFlight())
-                .append(" completionInFlight=").append(rank.ctl.completionAgent().inFlight())
-                .append(" loadsInFlight=").append(rank.ctl.loadsInFlight());
+            sb.append(" rank ").append(rank.r).append(" inFlight=").append(rank.cache.backupsInFlight())
+                .append(" completionInFlight=").append(CacheInternals.completionInFlight(rank.cache))
+                .append(" loadsInFlight=").append(rank.cache.loadsInFlight());
         }
         for (LoadRec rec : loadSteps.loadRecs) {
             sb.append(" load ").append(rec.id).append(':');
@@ -624,12 +625,12 @@ final class DstHarness implements AutoCloseable {
                 }
             }
             for (Rank rank : ranks) {
-                if (!rank.ctl.groupState().degraded()) {
-                    fail("rank " + rank.r + ": the schedules diverged but its group is " + rank.ctl.groupState());
+                if (!rank.cache.groupState().degraded()) {
+                    fail("rank " + rank.r + ": the schedules diverged but its group is " + rank.cache.groupState());
                 }
             }
-            count("group." + (ranks[0].ctl.groupState().cause() == io.hicache.core.cp.GroupState.Cause.DIVERGED
-                ? "diverged" : "degraded." + ranks[0].ctl.groupState().cause()));
+            count("group." + (ranks[0].cache.groupState().cause() == io.hicache.core.cp.GroupState.Cause.DIVERGED
+                ? "diverged" : "degraded." + ranks[0].cache.groupState().cause()));
         }
         checks.checkSettled();
         // (v1) no node committed on one rank only: every rank holds host values for the same token prefixes (where the
@@ -674,7 +675,7 @@ final class DstHarness implements AutoCloseable {
                 fail("rank " + rank.r + " keeps " + rank.tree.nodeCount() + " nodes after evicting everything:" + nodes);
             }
             rank.tree.checkInvariants();
-            rank.ctl.allocator().checkAllFree();
+            CacheInternals.hostAllocator(rank.cache).checkAllFree();
         }
         if (devices.freeDevice.freePages() != devicePages) {
             fail("device pages lost: " + devices.freeDevice.freePages() + " of " + devicePages
@@ -711,7 +712,7 @@ final class DstHarness implements AutoCloseable {
 
     /** Frees every host-only leaf's pages straight into the allocator (end of run; bypasses the host budget). */
     private void evictAllHost(Rank rank) {
-        evictAllHost(rank.tree, rank.ctl.allocator());
+        evictAllHost(rank.tree, CacheInternals.hostAllocator(rank.cache));
     }
 
     /**
@@ -767,7 +768,7 @@ final class DstHarness implements AutoCloseable {
         closing = true;
         for (Rank rank : ranks) {
             try {
-                rank.ctl.close();
+                rank.cache.close();
             } catch (RuntimeException ignored) {
                 // best effort after a failure
             }
@@ -785,8 +786,8 @@ final class DstHarness implements AutoCloseable {
         closing = true;
         try {
             for (Rank rank : ranks) {
-                rank.ctl.close();
-                rank.ctl.close();
+                rank.cache.close();
+                rank.cache.close();
                 if (rank.rt.stickyErrorCode() != 0) {
                     continue; // a poisoned context frees nothing, as on a real device
                 }

@@ -1,5 +1,6 @@
 package io.hicache.it.dst;
 
+import io.hicache.core.CacheInternals;
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
@@ -204,7 +205,7 @@ final class EngineSteps {
                             continue;
                         }
                         boolean draft = rank.r == odd ? !withDraft : withDraft;
-                        Backup b = rank.ctl.reserve(last[rank.r], draft);
+                        Backup b = CacheInternals.backup(rank.cache.reserve(last[rank.r], draft));
                         if (b != null) {
                             per.get(rank.r).add(b);
                         }
@@ -217,8 +218,8 @@ final class EngineSteps {
                         continue;
                     }
                     boolean draft = rank.r == odd ? !withDraft : withDraft;
-                    long skippedBefore = rank.ctl.metrics().snapshot().skipped();
-                    rank.ctl.reserveByPolicy(last[rank.r], draft, per.get(rank.r));
+                    long skippedBefore = rank.cache.metrics().skipped();
+                    CacheInternals.reserveByPolicy(rank.cache, last[rank.r], draft, per.get(rank.r));
                     checkNoSilentSkip(rank, last[rank.r], skippedBefore);
                 }
                 trace("reserveByPolicy -> " + per.get(sure).size());
@@ -260,7 +261,7 @@ final class EngineSteps {
                 AbortReason reason = ENGINE_REASONS[rnd.nextInt(ENGINE_REASONS.length)];
                 trace("abort RESERVED seq " + rec.seq + " " + reason);
                 for (int r = 0; r < cp; r++) {
-                    ranks[r].ctl.abort(rec.b[r], reason);
+                    ranks[r].cache.abort(rec.b[r], reason);
                     per.get(r).remove(idx);
                 }
             }
@@ -279,7 +280,7 @@ final class EngineSteps {
         boolean noSlot = false;
         for (Rank rank : ranks) {
             try {
-                h[rank.r] = rank.ctl.beginForward(per.get(rank.r));
+                h[rank.r] = CacheInternals.forward(rank.cache.beginForward(per.get(rank.r)));
             } catch (IllegalStateException e) {
                 // every slot is leased (forwards in flight, or handles that have not let go): the engine drops
                 // this forward's reservations on every rank and runs it without backups
@@ -295,13 +296,13 @@ final class EngineSteps {
             for (Rec rec : forwardRecs) {
                 for (Rank rank : ranks) {
                     if (rec.b[rank.r] != null) {
-                        rank.ctl.abort(rec.b[rank.r], AbortReason.ENGINE);
+                        rank.cache.abort(rec.b[rank.r], AbortReason.ENGINE);
                     }
                 }
             }
             for (Rank rank : ranks) {
                 if (h[rank.r] == null) {
-                    h[rank.r] = rank.ctl.beginForward(List.of());
+                    h[rank.r] = CacheInternals.forward(rank.cache.beginForward(List.of()));
                     counts[rank.r] = 0;
                 }
             }
@@ -324,7 +325,7 @@ final class EngineSteps {
         for (Rec rec : forwardRecs) {
             for (Rank rank : ranks) {
                 if (rec.b[rank.r] != null) {
-                    rank.ctl.abort(rec.b[rank.r], reason);
+                    rank.cache.abort(rec.b[rank.r], reason);
                 }
             }
         }
@@ -335,7 +336,7 @@ final class EngineSteps {
             if (!req.last[rank.r].isRoot()) {
                 rank.tree.unlock(req.last[rank.r]);
             }
-            int w = rank.ctl.withdrawUncomputed(req.tokens, 0, req.tokens.length, computed, reason, (arr, off, n) -> {
+            int w = rank.cache.withdrawUncomputed(req.tokens, 0, req.tokens.length, computed, reason, (arr, off, n) -> {
                 for (int i = 0; i < n; i++) {
                     harness.devices.releaseDevice(rank, arr[off + i]);
                 }
@@ -361,7 +362,7 @@ final class EngineSteps {
     /** Whether any rank released a sealed backup past its time limit (its host state may differ from the others'). */
     private boolean releasedPastTimeLimit() {
         for (Rank rank : ranks) {
-            if (rank.ctl.metrics().snapshot().abortedBy(AbortReason.AGREEMENT_TIMEOUT) > 0) {
+            if (rank.cache.metrics().abortedBy(AbortReason.AGREEMENT_TIMEOUT) > 0) {
                 return true;
             }
         }
@@ -389,7 +390,7 @@ final class EngineSteps {
             if (rank.tree.insert(tokens, 0, tokens.length, dev, 0) != 0) {
                 fail("rank " + rank.r + ": a fresh sequence was found present");
             }
-            bs[rank.r] = rank.ctl.reserve(rank.tree.lastInsertNode(), withDraft);
+            bs[rank.r] = CacheInternals.backup(rank.cache.reserve(rank.tree.lastInsertNode(), withDraft));
         }
         int made = 0;
         for (Backup b : bs) {
@@ -403,7 +404,7 @@ final class EngineSteps {
             // the rank that skipped has more host room than the others: the engine drops what it got
             for (Rank rank : ranks) {
                 if (bs[rank.r] != null) {
-                    rank.ctl.abort(bs[rank.r], AbortReason.ENGINE);
+                    rank.cache.abort(bs[rank.r], AbortReason.ENGINE);
                 }
             }
             register(bs, group);
@@ -430,7 +431,7 @@ final class EngineSteps {
                 notBackedUp++;
             }
         }
-        long counted = rank.ctl.metrics().snapshot().skipped() - skippedBefore;
+        long counted = rank.cache.metrics().skipped() - skippedBefore;
         if (counted != notBackedUp) {
             fail("rank " + rank.r + ": reserveByPolicy left " + notBackedUp + " nodes of the path without a backup but"
                 + " counted " + counted + " as skipped");
@@ -538,7 +539,7 @@ final class EngineSteps {
                     long kernelNs = 1_000L + rnd.nextInt(20_000);
                     trace("forward " + f.id + " target layer " + layer + (kind == Forward.TARGET ? " + hook" : " WITHOUT hook") + " tag " + tag);
                     for (Rank rank : ranks) {
-                        rank.rt.simulateKernel(rank.ctl.computeStream(), kernelNs);
+                        rank.rt.simulateKernel(rank.cache.computeStream(), kernelNs);
                         queueWrite(rank, false, layer, f.req.newPages, tag);
                         if (kind == Forward.TARGET && hook(f, rank, false, layer)) {
                             if (mode == BackupMode.LAYERED) {
@@ -554,7 +555,7 @@ final class EngineSteps {
                     int tag = harness.nextTag++;
                     trace("forward " + f.id + " draft layer " + layer + (kind == Forward.DRAFT ? " + hook" : " WITHOUT hook") + " tag " + tag);
                     for (Rank rank : ranks) {
-                        rank.rt.simulateKernel(rank.ctl.computeStream(), 500 + rnd.nextInt(5_000));
+                        rank.rt.simulateKernel(rank.cache.computeStream(), 500 + rnd.nextInt(5_000));
                         queueWrite(rank, true, layer, f.req.newPages, tag);
                         if (kind == Forward.DRAFT && hook(f, rank, true, layer)) {
                             if (mode == BackupMode.LAYERED) {
@@ -579,7 +580,7 @@ final class EngineSteps {
                         }
                         Request req = f.req;
                         int r = rank.r;
-                        rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> req.computeDone[r] = true);
+                        rank.rt.launchHostFunc(rank.cache.computeStream(), () -> req.computeDone[r] = true);
                     }
                     f.req.ended = true;
                     opens.remove(f);
@@ -662,7 +663,7 @@ final class EngineSteps {
         for (int pg : pages) {
             tags[layer][pg] = tag;
         }
-        rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> {
+        rank.rt.launchHostFunc(rank.cache.computeStream(), () -> {
             for (int pg : pages) {
                 rank.writeDevice(isDraft, layer, pg, tag);
             }
@@ -703,7 +704,7 @@ final class EngineSteps {
         count(parent ? "abort.parentWithChildrenInFlight" : "abort");
         for (Rank rank : ranks) {
             if (rec.b[rank.r] != null) {
-                rank.ctl.abort(rec.b[rank.r], reason);
+                rank.cache.abort(rec.b[rank.r], reason);
             }
         }
     }
@@ -756,7 +757,7 @@ final class EngineSteps {
         for (Rank rank : ranks) {
             List<Integer> got = new ArrayList<>();
             freed.add(got);
-            int e = rank.ctl.evictDevice(pages, (arr, off, n) -> {
+            int e = rank.cache.evictDevice(pages, (arr, off, n) -> {
                 for (int i = 0; i < n; i++) {
                     harness.devices.releaseDevice(rank, arr[off + i]);
                     got.add(arr[off + i]);

@@ -1,5 +1,6 @@
 package io.hicache.it.dst;
 
+import io.hicache.core.CacheInternals;
 import io.hicache.core.AbortReason;
 import io.hicache.core.BackupListener;
 import io.hicache.core.BackupState;
@@ -150,11 +151,11 @@ final class Invariants {
                     + "while they were queued: " + rank.rt.useAfterFreeReports());
             }
             checkRank(rank);
-            if (!harness.stickyInjected && !rank.ctl.isClosed()) {
+            if (!harness.stickyInjected && !rank.cache.isClosed()) {
                 checkDevicePages(rank);
             }
         }
-        long hostEvicted = ranks[0].ctl.metrics().get(io.hicache.core.metrics.Metric.HOST_PAGES_EVICTED);
+        long hostEvicted = ranks[0].cache.metric(io.hicache.core.metrics.Metric.HOST_PAGES_EVICTED);
         if (hostEvicted != hostPagesEvictedSeen && !harness.loadSteps.loadRecs.isEmpty()) {
             count("load.hostEvictionWhileLoading"); // (l5) is checked under pressure
         }
@@ -317,7 +318,7 @@ final class Invariants {
     }
 
     private void checkRank(Rank rank) {
-        if (rank.ctl.isClosed()) {
+        if (rank.cache.isClosed()) {
             return;
         }
         try {
@@ -397,7 +398,7 @@ final class Invariants {
                 used.set(h);
             }
         }
-        var alloc = rank.ctl.allocator();
+        var alloc = CacheInternals.hostAllocator(rank.cache);
         if (alloc.allocatedPages() != used.cardinality()) {
             violations.add("rank " + rank.r + " allocator holds " + alloc.allocatedPages() + " pages but the tree and "
                 + "backups in flight reference " + used.cardinality());
@@ -408,9 +409,9 @@ final class Invariants {
             }
         }
         long most = java.util.Arrays.stream(budget).max().orElse(0);
-        if (rank.ctl.stickyError() == null && !harness.manualHostEviction) {
-            if (rank.ctl.hostBudgetUsedPages() != most) {
-                violations.add("rank " + rank.r + " host budget says " + rank.ctl.hostBudgetUsedPages()
+        if (rank.cache.stickyError() == null && !harness.manualHostEviction) {
+            if (rank.cache.hostPool().budgetUsedPages() != most) {
+                violations.add("rank " + rank.r + " host budget says " + rank.cache.hostPool().budgetUsedPages()
                     + " pages used on its fullest rank but committed values and backups in flight need " + most);
             }
             if (budget[rank.r] != alloc.allocatedPages()) {

@@ -1,5 +1,6 @@
 package io.hicache.it.dst;
 
+import io.hicache.core.CacheInternals;
 import io.hicache.core.LoadListener;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.internal.HostPages;
@@ -186,7 +187,7 @@ final class LoadSteps {
         LoadOp[] ops = new LoadOp[cp];
         for (Rank rank : ranks) {
             rank.allocator.beginCall();
-            ops[rank.r] = rank.ctl.loadBack(m[rank.r], id, quota, rank.allocator);
+            ops[rank.r] = CacheInternals.load(rank.cache.loadBack(m[rank.r], id, quota, rank.allocator));
             if (!rank.allocator.scriptDone()) {
                 fail("rank " + rank.r + " asked its device allocator less often than rank 0");
             }
@@ -277,7 +278,7 @@ final class LoadSteps {
                 installH2dFault(rank, b, faultLayer);
             }
             long before = rank.rt.opsIssued();
-            long token = rank.ctl.startLoading();
+            long token = rank.cache.startLoading();
             long after = rank.rt.opsIssued();
             if (rank.r == faultRank) {
                 rank.rt.failCopiesMatching(null, null);
@@ -348,10 +349,10 @@ final class LoadSteps {
 
     private void provokeRingReuse() {
         for (Rank rank : ranks) {
-            int inFlight = rank.ctl.loadsInFlight();
+            int inFlight = rank.cache.loadsInFlight();
             long ops = rank.rt.opsIssued();
             try {
-                long token = rank.ctl.startLoading();
+                long token = rank.cache.startLoading();
                 fail("rank " + rank.r + " startLoading reused event set " + ringNext + " still in use (no poll since it "
                     + "was issued) and returned token " + token);
             } catch (IllegalStateException e) {
@@ -359,9 +360,9 @@ final class LoadSteps {
                     fail("rank " + rank.r + " ring reuse threw " + e + " without saying the set is still in use");
                 }
             }
-            if (rank.ctl.loadsInFlight() != inFlight || rank.rt.opsIssued() != ops) {
+            if (rank.cache.loadsInFlight() != inFlight || rank.rt.opsIssued() != ops) {
                 fail("rank " + rank.r + " a refused startLoading changed state: loads in flight " + inFlight + " -> "
-                    + rank.ctl.loadsInFlight() + ", device ops " + ops + " -> " + rank.rt.opsIssued());
+                    + rank.cache.loadsInFlight() + ", device ops " + ops + " -> " + rank.rt.opsIssued());
             }
         }
         for (LoadRec rec : queuedLoads) {
@@ -401,18 +402,18 @@ final class LoadSteps {
                         continue;
                     }
                     if (isDraft) {
-                        rank.ctl.waitDraftLayer(b.token[rank.r], l);
+                        rank.cache.waitDraftLayer(b.token[rank.r], l);
                     } else {
-                        rank.ctl.waitLayer(b.token[rank.r], l);
+                        rank.cache.waitLayer(b.token[rank.r], l);
                     }
                     int layer = l;
                     int idx = recordIndex(l, isDraft);
-                    rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> observeLayer(rank, b, isDraft, layer, idx));
-                    rank.rt.simulateKernel(rank.ctl.computeStream(), 500 + rnd.nextInt(10_000));
+                    rank.rt.launchHostFunc(rank.cache.computeStream(), () -> observeLayer(rank, b, isDraft, layer, idx));
+                    rank.rt.simulateKernel(rank.cache.computeStream(), 500 + rnd.nextInt(10_000));
                 }
             }
             int r = rank.r;
-            rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> {
+            rank.rt.launchHostFunc(rank.cache.computeStream(), () -> {
                 for (LoadRec rec : b.recs) {
                     rec.computeDone[r] = true;
                 }

@@ -1,7 +1,7 @@
 package io.hicache.it.dst;
 
-import io.hicache.core.internal.ControllerBuilder;
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.CacheInternals;
+import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
@@ -36,7 +36,7 @@ final class Rank {
     final long draftBase;
     final MemorySegment targetDev;
     final MemorySegment draftDev;
-    final HiCacheController ctl;
+    final HiCache cache;
     final RadixTree tree;
     /** Tag of the newest write queued for (layer, device page); the bytes follow once it runs. */
     final int[][] devTagT;
@@ -96,7 +96,7 @@ final class Rank {
             draft = null;
             draftDev = null;
         }
-        ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+        HiCache.Builder hb = HiCache.builder().runtime(rt).targetLayout(target)
             .draftLayout(draft).hostPages(h.hostPages).hostLayout(h.hostLayout).threadingMode(ThreadingMode.INVOKER)
             .clock(rt::nowNs).leaseNs(h.leaseNs).checkThread(false).writePolicy(h.policy).backupMode(h.mode)
             .coalesce(coalesce).batchedCopies(batched).listener(h.checks.listener(this))
@@ -114,13 +114,13 @@ final class Rank {
                 .loadOverlap(io.hicache.core.LoadOverlap.PREVIOUS_BATCH, "DST model of batch-ahead loads");
         }
         try {
-            ctl = hb.build();
+            cache = hb.build();
         } catch (RuntimeException e) {
             rt.close();
             throw e;
         }
-        loadStream = ctl.loadStream().handle();
-        tree = ctl.tree();
+        loadStream = cache.loadStream().handle();
+        tree = CacheInternals.tree(cache);
         devTagT = new int[h.layers][h.devicePages];
         devTagD = new int[Math.max(h.draftLayers, 0)][h.devicePages];
         expT = new long[h.hostPages][h.layers];
@@ -169,7 +169,7 @@ final class Rank {
         int tag = (int) (expected >>> 32);
         int devPage = (int) expected;
         DeviceKvLayout l = isDraft ? draft : target;
-        HostKvPool pool = isDraft ? ctl.draftHostPool() : ctl.hostPool();
+        HostKvPool pool = isDraft ? CacheInternals.hostPool(cache, true) : CacheInternals.hostPool(cache, false);
         MemorySegment seg = pool.segment();
         long base = pool.baseAddress();
         long words = l.pageBytes() / 8;
@@ -196,7 +196,7 @@ final class Rank {
         DeviceKvLayout l = isDraft ? draft : target;
         MemorySegment dev = isDraft ? draftDev : targetDev;
         long devBase = isDraft ? draftBase : targetBase;
-        HostKvPool pool = isDraft ? ctl.draftHostPool() : ctl.hostPool();
+        HostKvPool pool = isDraft ? CacheInternals.hostPool(cache, true) : CacheInternals.hostPool(cache, false);
         MemorySegment host = pool.segment();
         long hostBase = pool.baseAddress();
         long pitch = pool.tokenPitchBytes();
@@ -218,7 +218,7 @@ final class Rank {
 
     void closeQuietly() {
         try {
-            ctl.close();
+            cache.close();
         } catch (RuntimeException ignored) {
             // cleanup after a failed construction
         }
