@@ -1,11 +1,11 @@
 package io.hicache.it.dst;
 
+import io.hicache.core.CacheInternals;
 import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
 import io.hicache.core.DevicePageAllocator;
 import io.hicache.core.internal.ForwardHandle;
-import io.hicache.core.internal.ControllerBuilder;
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.HiCache;
 import io.hicache.core.internal.LoadOp;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
@@ -85,18 +85,18 @@ class LoadBackLayoutTest {
                 for (int p : original) {
                     rank.writeAllLayers(p, ORIGINAL_TAG);
                 }
-                rank.ctl.tree().insert(tokens, 0, tokens.length, original, 0);
+                CacheInternals.tree(rank.cache).insert(tokens, 0, tokens.length, original, 0);
                 List<Backup> mine = new ArrayList<>();
-                rank.ctl.reserveByPolicy(rank.ctl.tree().lastInsertNode(), withDraft, mine);
+                CacheInternals.reserveByPolicy(rank.cache, CacheInternals.tree(rank.cache).lastInsertNode(), withDraft, mine);
                 assertThat(mine).isNotEmpty();
                 backups.add(mine);
-                ForwardHandle h = rank.ctl.beginForward(mine);
+                ForwardHandle h = CacheInternals.forward(rank.cache.beginForward(mine));
                 for (int l = 0; l < LAYERS; l++) {
-                    rank.rt.simulateKernel(rank.ctl.computeStream(), 2_000);
+                    rank.rt.simulateKernel(rank.cache.computeStream(), 2_000);
                     h.targetLayerStored(l);
                 }
                 for (int d = 0; withDraft && d < DRAFT_LAYERS; d++) {
-                    rank.rt.simulateKernel(rank.ctl.computeStream(), 1_000);
+                    rank.rt.simulateKernel(rank.cache.computeStream(), 1_000);
                     h.draftLayerStored(d);
                 }
                 h.endForward();
@@ -105,7 +105,7 @@ class LoadBackLayoutTest {
             assertThat(backups.stream().flatMap(List::stream)).allMatch(b -> b.state() == BackupState.COMMITTED);
             // 2. evict from the device and overwrite the old pages
             for (Rank rank : ranks) {
-                assertThat(rank.ctl.evictDevice(SEQ_PAGES, (pages, off, n) -> { })).isEqualTo(SEQ_PAGES);
+                assertThat(rank.cache.evictDevice(SEQ_PAGES, (pages, off, n) -> { })).isEqualTo(SEQ_PAGES);
                 for (int p : original) {
                     rank.writeAllLayers(p, GARBAGE_TAG);
                 }
@@ -116,19 +116,19 @@ class LoadBackLayoutTest {
             // 3. load back into other pages; the forward waits per layer
             LoadOp[] ops = new LoadOp[cp];
             for (Rank rank : ranks) {
-                MatchResult m = rank.ctl.tree().match(tokens, 0, tokens.length, new MatchResult());
+                MatchResult m = CacheInternals.tree(rank.cache).match(tokens, 0, tokens.length, new MatchResult());
                 assertThat(m.devicePageCount()).isZero();
                 assertThat(m.hostPageCount()).isEqualTo(SEQ_PAGES);
-                ops[rank.r] = rank.ctl.loadBack(m, 1, Integer.MAX_VALUE, new SecondHalf());
+                ops[rank.r] = CacheInternals.load(rank.cache.loadBack(m, 1, Integer.MAX_VALUE, new SecondHalf()));
                 assertThat(ops[rank.r]).isNotNull();
-                long token = rank.ctl.startLoading();
+                long token = rank.cache.startLoading();
                 for (int l = 0; l < LAYERS; l++) {
-                    rank.ctl.waitLayer(token, l);
-                    rank.rt.simulateKernel(rank.ctl.computeStream(), 1_000);
+                    rank.cache.waitLayer(token, l);
+                    rank.rt.simulateKernel(rank.cache.computeStream(), 1_000);
                 }
                 for (int d = 0; withDraft && d < DRAFT_LAYERS; d++) {
-                    rank.ctl.waitDraftLayer(token, d);
-                    rank.rt.simulateKernel(rank.ctl.computeStream(), 1_000);
+                    rank.cache.waitDraftLayer(token, d);
+                    rank.rt.simulateKernel(rank.cache.computeStream(), 1_000);
                 }
             }
             runUntil(ranks, () -> Stream.of(ops).allMatch(op -> op.state() == LoadOp.State.LOADED
@@ -158,12 +158,12 @@ class LoadBackLayoutTest {
                             .as("rank %d draft layer %d chain page %d (device page %d)", rank.r, d, i, dev).isTrue();
                     }
                 }
-                long d2h = rank.ctl.metrics().get(Metric.D2H_TARGET_BYTES) + rank.ctl.metrics().get(Metric.D2H_DRAFT_BYTES);
+                long d2h = rank.cache.metric(Metric.D2H_TARGET_BYTES) + rank.cache.metric(Metric.D2H_DRAFT_BYTES);
                 long expected = owned * (rank.target.pageBytes() * rank.target.bufferCount() * LAYERS
                     + (withDraft ? rank.draft.pageBytes() * rank.draft.bufferCount() * DRAFT_LAYERS : 0));
                 assertThat(d2h).isEqualTo(expected);
-                assertThat(rank.ctl.metrics().get(Metric.H2D_BYTES)).isEqualTo(d2h);
-                rank.ctl.tree().checkInvariants();
+                assertThat(rank.cache.metric(Metric.H2D_BYTES)).isEqualTo(d2h);
+                CacheInternals.tree(rank.cache).checkInvariants();
             }
         } finally {
             for (Rank rank : ranks) {
@@ -178,8 +178,8 @@ class LoadBackLayoutTest {
     private static void runUntil(Rank[] ranks, java.util.function.BooleanSupplier done) {
         for (int i = 0; i < 10_000; i++) {
             for (Rank rank : ranks) {
-                rank.ctl.doAgentWork();
-                rank.ctl.poll();
+                rank.cache.doAgentWork();
+                rank.cache.poll();
             }
             if (done.getAsBoolean()) {
                 return;
@@ -219,7 +219,7 @@ class LoadBackLayoutTest {
         final long draftBase;
         final MemorySegment targetDev;
         final MemorySegment draftDev;
-        final HiCacheController ctl;
+        final HiCache cache;
 
         Rank(int r, int cp, InProcessRankAgreement agreement, HostLayout layout, AttentionKind kind, boolean withDraft) {
             this.r = r;
@@ -240,13 +240,13 @@ class LoadBackLayoutTest {
                 draft = null;
                 draftDev = null;
             }
-            ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+            HiCache.Builder hb = HiCache.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(4 * SEQ_PAGES).hostLayout(layout).threadingMode(ThreadingMode.INVOKER)
                 .clock(rt::nowNs).leaseNs(0).checkThread(false).loadThresholdTokens(1);
             if (cp > 1) {
                 hb.cpGroup(cp, r, OwnerLanes.Standard.ZIGZAG, agreement);
             }
-            ctl = hb.build();
+            cache = hb.build();
         }
 
         private MemorySegment area(boolean isDraft) {
@@ -295,7 +295,7 @@ class LoadBackLayoutTest {
         @Override
         public void close() {
             try {
-                ctl.close();
+                cache.close();
                 rt.deviceFree(targetBase);
                 if (draftBase != 0) {
                     rt.deviceFree(draftBase);

@@ -1,5 +1,6 @@
 package io.hicache.it.dst;
 
+import io.hicache.core.CacheInternals;
 import io.hicache.core.AbortReason;
 import io.hicache.core.DevicePageAllocator;
 import io.hicache.core.LoadHandle;
@@ -9,7 +10,7 @@ import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.internal.Backup;
 import io.hicache.core.internal.ForwardHandle;
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.HiCache;
 import io.hicache.core.internal.HostPages;
 import io.hicache.core.internal.LoadOp;
 import io.hicache.core.internal.memory.HostKvPool;
@@ -153,7 +154,7 @@ class LoadOverlapDstTest {
             final long draftBase;
             final DeviceKvLayout target;
             final DeviceKvLayout draft;
-            final HiCacheController ctl;
+            final HiCache cache;
             final DevicePagePool free;
 
             Rank(int r, InProcessRankAgreement agreement, InProcessRankAgreement loadAgreement) {
@@ -174,13 +175,13 @@ class LoadOverlapDstTest {
                     draftBase = 0;
                     draft = null;
                 }
-                io.hicache.core.internal.ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+                HiCache.Builder hb = HiCache.builder().runtime(rt).targetLayout(target)
                     .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.INVOKER).clock(rt::nowNs)
                     .leaseNs(0).checkThread(false).loadThresholdTokens(PAGE).loadListener(this).maxForwardsInFlight(64);
                 if (cp > 1) {
                     hb.cpGroup(cp, r, OwnerLanes.Standard.ROUND_ROBIN, agreement, loadAgreement);
                 }
-                ctl = hb.build();
+                cache = hb.build();
                 free = new DevicePagePool(devicePages);
             }
 
@@ -267,7 +268,7 @@ class LoadOverlapDstTest {
             /** True when each pair's device page holds its host page's bytes of {@code layer} (draft or target). */
             boolean pairsMatch(int[] pairs, boolean isDraft, int layer, StringBuilder why) {
                 DeviceKvLayout l = isDraft ? draft : target;
-                HostKvPool pool = isDraft ? ctl.draftHostPool() : ctl.hostPool();
+                HostKvPool pool = isDraft ? CacheInternals.hostPool(cache, true) : CacheInternals.hostPool(cache, false);
                 for (int i = 0; i < pairs.length; i += 2) {
                     for (int b = 0; b < l.bufferCount(); b++) {
                         MemorySegment d = rt.deviceMemory(l.pageAddress(layer, b, pairs[i]), l.pageBytes());
@@ -338,7 +339,7 @@ class LoadOverlapDstTest {
                     }
                 }
                 int[] pages = new int[256];
-                RadixTestAccess.forEachNode(ctl.tree(), n -> {
+                RadixTestAccess.forEachNode(CacheInternals.tree(cache), n -> {
                     if (!n.hasDeviceValue()) {
                         return;
                     }
@@ -365,7 +366,7 @@ class LoadOverlapDstTest {
             }
 
             void close() {
-                ctl.close();
+                cache.close();
                 if (rt.stickyErrorCode() == 0) {
                     rt.deviceFree(targetBase);
                     if (draftBase != 0) {
@@ -411,7 +412,7 @@ class LoadOverlapDstTest {
             check();
             for (Metric metric : new Metric[] {Metric.BACKUPS_COMMITTED, Metric.HOST_PAGES_EVICTED,
                 Metric.RESERVE_NO_ROOM, Metric.LOAD_INVALIDATED_PAGES, Metric.LOADS_REFUSED}) {
-                long v = ranks[0].ctl.metrics().get(metric);
+                long v = ranks[0].cache.metric(metric);
                 if (v > 0) {
                     counts.merge("metric." + metric, v, Long::sum);
                 }
@@ -434,7 +435,7 @@ class LoadOverlapDstTest {
                     return true;
                 }
                 for (Rank rank : ranks) {
-                    rank.ctl.poll();
+                    rank.cache.poll();
                 }
             }
             return consistent();
@@ -474,9 +475,9 @@ class LoadOverlapDstTest {
 
         void check() {
             for (Rank rank : ranks) {
-                rank.ctl.tree().checkInvariants();
+                CacheInternals.tree(rank.cache).checkInvariants();
                 // host copies contiguous from the root, the evictable count exact (what the facade's check adds)
-                rank.ctl.tree().checkHostContiguity();
+                CacheInternals.tree(rank.cache).checkHostContiguity();
                 rank.checkOwnership();
             }
             for (LoadOp[] ops : loads) {
@@ -509,13 +510,13 @@ class LoadOverlapDstTest {
             }
             MatchResult[] m = new MatchResult[cp];
             for (int r = 0; r < cp; r++) {
-                m[r] = ranks[r].ctl.tree().match(tokens, 0, tokens.length, new MatchResult());
+                m[r] = CacheInternals.tree(ranks[r].cache).match(tokens, 0, tokens.length, new MatchResult());
             }
             Req q = new Req();
             if (m[0].hostPageCount() > 0 && rnd.nextInt(5) != 0) {
                 LoadOp[] ops = new LoadOp[cp];
                 for (int r = 0; r < cp; r++) {
-                    ops[r] = ranks[r].ctl.loadBack(m[r], tag, Integer.MAX_VALUE, ranks[r]);
+                    ops[r] = CacheInternals.load(ranks[r].cache.loadBack(m[r], tag, Integer.MAX_VALUE, ranks[r]));
                 }
                 for (int r = 1; r < cp; r++) {
                     assertThat(ops[r] == null).as("loadBack on rank %d vs rank 0", r).isEqualTo(ops[0] == null);
@@ -525,9 +526,9 @@ class LoadOverlapDstTest {
                     q.deps.add(ops);
                     int faultRank = rnd.nextInt(4) == 0 ? rnd.nextInt(cp) : -1;
                     for (int r = 0; r < cp; r++) {
-                        long h2d = ranks[r].ctl.metrics().get(Metric.H2D_BYTES);
+                        long h2d = ranks[r].cache.metric(Metric.H2D_BYTES);
                         startLoading(ranks[r], r == faultRank);
-                        if (r == faultRank && ranks[r].ctl.metrics().get(Metric.H2D_BYTES) > h2d) {
+                        if (r == faultRank && ranks[r].cache.metric(Metric.H2D_BYTES) > h2d) {
                             faulted.get(r).put(ops[r], true); // a rank that owns none of the pages copies nothing
                         }
                     }
@@ -536,13 +537,13 @@ class LoadOverlapDstTest {
                     }
                 }
                 for (int r = 0; r < cp; r++) {
-                    m[r] = ranks[r].ctl.tree().match(tokens, 0, tokens.length, new MatchResult());
+                    m[r] = CacheInternals.tree(ranks[r].cache).match(tokens, 0, tokens.length, new MatchResult());
                 }
             }
             if (m[0].loadingNode() != null) {
                 LoadOp[] joined = new LoadOp[cp];
                 for (int r = 0; r < cp; r++) {
-                    joined[r] = ranks[r].ctl.joinLoad(m[r]);
+                    joined[r] = CacheInternals.load(ranks[r].cache.joinLoad(m[r]));
                 }
                 if (q.deps.isEmpty() || q.deps.get(0)[0] != joined[0]) {
                     q.deps.add(joined);
@@ -562,9 +563,9 @@ class LoadOverlapDstTest {
             RadixNode[] prefixLock = new RadixNode[cp];
             for (int r = 0; r < cp; r++) {
                 prefixLock[r] = m[r].lastDeviceNode(); // the engine holds its prefix while it makes room
-                ranks[r].ctl.tree().lock(prefixLock[r]);
+                CacheInternals.tree(ranks[r].cache).lock(prefixLock[r]);
                 if (ranks[r].free.freePages() < fresh) {
-                    ranks[r].ctl.evictDevice(fresh - ranks[r].free.freePages(), ranks[r]);
+                    ranks[r].cache.evictDevice(fresh - ranks[r].free.freePages(), ranks[r]);
                 }
             }
             boolean room = true;
@@ -594,20 +595,20 @@ class LoadOverlapDstTest {
                     q.last[r] = prefixLock[r].isRoot() ? null : prefixLock[r];
                     continue;
                 }
-                int present = ranks[r].ctl.tree().insert(tokens, 0, tokens.length, dev, 0);
+                int present = CacheInternals.tree(ranks[r].cache).insert(tokens, 0, tokens.length, dev, 0);
                 if (present != prefix * PAGE) {
                     violations.add("rank " + r + " insert found " + present + " tokens present, match " + prefix * PAGE);
                 }
-                q.last[r] = ranks[r].ctl.tree().lastInsertNode();
-                ranks[r].ctl.tree().lock(q.last[r]);
-                ranks[r].ctl.tree().unlock(prefixLock[r]);
+                q.last[r] = CacheInternals.tree(ranks[r].cache).lastInsertNode();
+                CacheInternals.tree(ranks[r].cache).lock(q.last[r]);
+                CacheInternals.tree(ranks[r].cache).unlock(prefixLock[r]);
                 if (r == 0 && m[0].loadingNode() != null) {
                     count("insertBelowLoading");
                 }
                 for (int p : freshPages) {
                     ranks[r].writePage(p, tag * 1000 + p);
                 }
-                ranks[r].ctl.reserveByPolicy(q.last[r], draftLayers > 0, mine);
+                CacheInternals.reserveByPolicy(ranks[r].cache, q.last[r], draftLayers > 0, mine);
             }
             for (int r = 1; r < cp; r++) {
                 if (reserved.get(r).size() != reserved.get(0).size()) {
@@ -644,7 +645,7 @@ class LoadOverlapDstTest {
 
         private boolean busyForwards() {
             for (Rank rank : ranks) {
-                if (rank.ctl.backupsInFlight() >= 24) {
+                if (rank.cache.backupsInFlight() >= 24) {
                     return true;
                 }
             }
@@ -658,7 +659,7 @@ class LoadOverlapDstTest {
             try {
                 for (int i = 0; ; i++) {
                     try {
-                        rank.ctl.startLoading();
+                        rank.cache.startLoading();
                         return;
                     } catch (IllegalStateException e) {
                         if (!e.getMessage().contains("still in use") || i > 10_000) {
@@ -682,20 +683,20 @@ class LoadOverlapDstTest {
             long layerNs = 500L + rnd.nextInt(20_000);
             for (int r = 0; r < cp; r++) {
                 Rank rank = ranks[r];
-                ForwardHandle h = rank.ctl.beginForward(reserved.get(r));
+                ForwardHandle h = CacheInternals.forward(rank.cache.beginForward(reserved.get(r)));
                 for (int l = 0; l < layers; l++) {
                     waitAndCheck(q, rank, false, l);
-                    rank.rt.simulateKernel(rank.ctl.computeStream(), layerNs);
+                    rank.rt.simulateKernel(rank.cache.computeStream(), layerNs);
                     h.targetLayerStored(l);
                 }
                 for (int l = 0; l < draftLayers; l++) {
                     waitAndCheck(q, rank, true, l);
-                    rank.rt.simulateKernel(rank.ctl.computeStream(), layerNs / 4);
+                    rank.rt.simulateKernel(rank.cache.computeStream(), layerNs / 4);
                     h.draftLayerStored(l);
                 }
                 h.endForward();
                 if (r == 0) {
-                    rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> q.forwardDone = true);
+                    rank.rt.launchHostFunc(rank.cache.computeStream(), () -> q.forwardDone = true);
                 }
             }
         }
@@ -704,9 +705,9 @@ class LoadOverlapDstTest {
             for (LoadOp[] ops : q.deps) {
                 LoadOp op = ops[rank.r];
                 if (isDraft) {
-                    rank.ctl.waitDraftLayer(op.consumer(), layer);
+                    rank.cache.waitDraftLayer(op.consumer(), layer);
                 } else {
-                    rank.ctl.waitLayer(op.consumer(), layer);
+                    rank.cache.waitLayer(op.consumer(), layer);
                 }
             }
             // the pages each load brings that this request reads, with their host pages, taken now: the request
@@ -718,7 +719,7 @@ class LoadOverlapDstTest {
                 mine.add(ops[rank.r]);
                 pairs.add(rank.loadedPairs(ops[rank.r], isDraft, q.used[rank.r]));
             }
-            rank.rt.launchHostFunc(rank.ctl.computeStream(), () -> {
+            rank.rt.launchHostFunc(rank.cache.computeStream(), () -> {
                 for (int i = 0; i < mine.size(); i++) {
                     LoadOp op = mine.get(i);
                     if (faulted.get(rank.r).containsKey(op) || op.state() == LoadHandle.State.FAILED) {
@@ -745,10 +746,10 @@ class LoadOverlapDstTest {
                 }
             }
             for (Rank rank : ranks) {
-                rank.ctl.doAgentWork();
+                rank.cache.doAgentWork();
             }
             for (Rank rank : ranks) {
-                rank.ctl.poll();
+                rank.cache.poll();
             }
         }
 
@@ -766,7 +767,7 @@ class LoadOverlapDstTest {
         private void unlock(Req q) {
             for (int r = 0; r < cp; r++) {
                 if (q.last[r] != null) {
-                    ranks[r].ctl.tree().unlock(q.last[r]); // a no-op on a node a failed load invalidated
+                    CacheInternals.tree(ranks[r].cache).unlock(q.last[r]); // a no-op on a node a failed load invalidated
                 }
             }
         }
@@ -775,7 +776,7 @@ class LoadOverlapDstTest {
             int pages = 1 + rnd.nextInt(16);
             int first = -1;
             for (Rank rank : ranks) {
-                int n = rank.ctl.evictDevice(pages, rank);
+                int n = rank.cache.evictDevice(pages, rank);
                 if (first < 0) {
                     first = n;
                 } else if (n != first) {
@@ -791,7 +792,7 @@ class LoadOverlapDstTest {
             Backup[] b = backups.remove(rnd.nextInt(backups.size()));
             boolean any = false;
             for (int r = 0; r < cp; r++) {
-                any |= ranks[r].ctl.abort(b[r], AbortReason.REQUEST_CANCELLED);
+                any |= ranks[r].cache.abort(b[r], AbortReason.REQUEST_CANCELLED);
             }
             if (any) {
                 count("backup.aborted");
@@ -802,7 +803,7 @@ class LoadOverlapDstTest {
             for (int i = 0; i < 200_000; i++) {
                 boolean busy = false;
                 for (Rank rank : ranks) {
-                    busy |= rank.ctl.backupsInFlight() > 0 || rank.ctl.loadsInFlight() > 0;
+                    busy |= rank.cache.backupsInFlight() > 0 || rank.cache.loadsInFlight() > 0;
                 }
                 if (!busy) {
                     return;

@@ -1,13 +1,13 @@
 package io.hicache.it.dst;
 
+import io.hicache.core.CacheInternals;
 import io.hicache.core.AbortReason;
 import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupListener;
 import io.hicache.core.BackupMode;
 import io.hicache.core.BackupState;
 import io.hicache.core.internal.ForwardHandle;
-import io.hicache.core.internal.ControllerBuilder;
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.HiCache;
 import io.hicache.core.internal.HostPages;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
@@ -200,7 +200,7 @@ class ThreadedBackupTest {
         final long draftBase;
         final MemorySegment targetDev;
         final MemorySegment draftDev;
-        final HiCacheController ctl;
+        final HiCache cache;
         final AtomicIntegerArray[] devTagT = new AtomicIntegerArray[LAYERS];
         final AtomicIntegerArray[] devTagD = new AtomicIntegerArray[DRAFT_LAYERS];
         final BlockingQueue<Job> jobs = new ArrayBlockingQueue<>(1024);
@@ -239,7 +239,7 @@ class ThreadedBackupTest {
             draftBase = rt.deviceMalloc(db.packedBytes());
             draft = db.packedFrom(draftBase).build();
             draftDev = rt.deviceMemory(draftBase, db.packedBytes());
-            ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+            HiCache.Builder hb = HiCache.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(HOST_PAGES).threadingMode(ThreadingMode.DEDICATED)
                 .idleStrategy(() -> new BackoffIdleStrategy(10, 10, 1_000, 50_000)).clock(rt::nowNs).leaseNs(0)
                 .writePolicy(WritePolicy.WRITE_THROUGH).backupMode(BackupMode.LAYERED)
@@ -247,7 +247,7 @@ class ThreadedBackupTest {
             if (group.cp > 1) {
                 hb.cpGroup(group.cp, r, OwnerLanes.Standard.ZIGZAG, agreement);
             }
-            ctl = hb.build();
+            cache = hb.build();
             for (int l = 0; l < LAYERS; l++) {
                 devTagT[l] = new AtomicIntegerArray(DEVICE_PAGES);
             }
@@ -286,7 +286,7 @@ class ThreadedBackupTest {
             int tag = (int) (expected >>> 32);
             int devPage = (int) expected;
             DeviceKvLayout l = isDraft ? draft : target;
-            HostKvPool pool = isDraft ? ctl.draftHostPool() : ctl.hostPool();
+            HostKvPool pool = isDraft ? CacheInternals.hostPool(cache, true) : CacheInternals.hostPool(cache, false);
             MemorySegment seg = pool.segment();
             for (int buf = 0; buf < l.bufferCount(); buf++) {
                 long off = pool.pageAddress(layer, buf, hostPage) - pool.baseAddress();
@@ -352,13 +352,13 @@ class ThreadedBackupTest {
                     for (int op : job.plan) {
                         boolean isDraft = op < 0;
                         int layer = isDraft ? -op - 1 : op;
-                        rt.simulateKernel(ctl.computeStream(), 1_000 + rnd.nextInt(8_000));
+                        rt.simulateKernel(cache.computeStream(), 1_000 + rnd.nextInt(8_000));
                         int tag = forwardTag++;
                         int[] pages = job.newPages;
                         for (int pg : pages) {
                             (isDraft ? devTagD : devTagT)[layer].set(pg, tag);
                         }
-                        rt.launchHostFunc(ctl.computeStream(), () -> {
+                        rt.launchHostFunc(cache.computeStream(), () -> {
                             for (int pg : pages) {
                                 write(isDraft, layer, pg, tag);
                             }
@@ -382,7 +382,7 @@ class ThreadedBackupTest {
                         }
                     }
                     job.h.endForward();
-                    rt.launchHostFunc(ctl.computeStream(), () -> job.computeDone = true);
+                    rt.launchHostFunc(cache.computeStream(), () -> job.computeDone = true);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -416,7 +416,7 @@ class ThreadedBackupTest {
                     throwViolations();
                 }
                 drain();
-                group.stats.merge("noRoom", (int) ctl.metrics().get(io.hicache.core.metrics.Metric.RESERVE_NO_ROOM),
+                group.stats.merge("noRoom", (int) cache.metric(io.hicache.core.metrics.Metric.RESERVE_NO_ROOM),
                     Integer::sum);
                 checkEnd();
             } catch (Throwable t) {
@@ -426,7 +426,7 @@ class ThreadedBackupTest {
                 jobs.offer(Job.STOP);
                 try {
                     forward.join(TimeUnit.SECONDS.toMillis(30));
-                    ctl.close();
+                    cache.close();
                 } catch (Throwable ignored) {
                     // reported through the leak check below
                 }
@@ -455,7 +455,7 @@ class ThreadedBackupTest {
         /** Polls until every rank shows every backup in the same tree-visible state; finishes requests done everywhere. */
         private void converge() throws Exception {
             while (true) {
-                ctl.poll();
+                cache.poll();
                 throwViolations();
                 long[] s = new long[registered.size()];
                 for (int i = 0; i < s.length; i++) {
@@ -490,7 +490,7 @@ class ThreadedBackupTest {
                 if (ok) {
                     for (int i = 0; i < finish; i++) {
                         Job j = requests.poll();
-                        ctl.tree().unlock(j.last);
+                        CacheInternals.tree(cache).unlock(j.last);
                     }
                     return;
                 }
@@ -501,7 +501,7 @@ class ThreadedBackupTest {
         private void engineStep(int step) throws Exception {
             SplittableRandom op = new SplittableRandom(SEED * 1_000_003L + step);
             int kind = op.nextInt(100);
-            RadixTree tree = ctl.tree();
+            RadixTree tree = CacheInternals.tree(cache);
             if (kind < 55) {
                 request(op, step, tree);
             } else if (kind < 75) {
@@ -515,7 +515,7 @@ class ThreadedBackupTest {
                 }
                 if (!live.isEmpty()) {
                     Backup b = live.get(op.nextInt(live.size()));
-                    ctl.abort(b, op.nextBoolean() ? AbortReason.REQUEST_CANCELLED : AbortReason.PREEMPTED);
+                    cache.abort(b, op.nextBoolean() ? AbortReason.REQUEST_CANCELLED : AbortReason.PREEMPTED);
                     if (r == 0) {
                         group.count("abort");
                     }
@@ -570,7 +570,7 @@ class ThreadedBackupTest {
             }
             List<Backup> backups = new ArrayList<>();
             if (group.groupInFlight < MAX_FORWARDS_WITH_BACKUPS) {
-                ctl.reserveByPolicy(last, op.nextInt(4) != 0, backups);
+                CacheInternals.reserveByPolicy(cache, last, op.nextInt(4) != 0, backups);
             }
             Integer other = group.reservedPerStep.putIfAbsent(step, backups.size());
             if (other != null && other != backups.size()) {
@@ -584,7 +584,7 @@ class ThreadedBackupTest {
                 boolean takeDraft = d < DRAFT_LAYERS && (t == LAYERS || op.nextInt(3) == 0);
                 plan[n] = takeDraft ? -(d++) - 1 : t++;
             }
-            ForwardHandle h = ctl.beginForward(backups);
+            ForwardHandle h = CacheInternals.forward(cache.beginForward(backups));
             Job job = new Job(h, backups, Arrays.copyOfRange(dev, dupPages, pages), plan, last);
             for (int i = 0; i < backups.size(); i++) {
                 registered.add(backups.get(i));
@@ -601,7 +601,7 @@ class ThreadedBackupTest {
         }
 
         private void evict(int pages) {
-            ctl.evictDevice(pages, (arr, off, n) -> {
+            cache.evictDevice(pages, (arr, off, n) -> {
                 for (int i = 0; i < n; i++) {
                     int page = arr[off + i];
                     for (Backup b : registered) {
@@ -646,7 +646,7 @@ class ThreadedBackupTest {
         }
 
         private void checkEnd() {
-            RadixTree tree = ctl.tree();
+            RadixTree tree = CacheInternals.tree(cache);
             tree.checkInvariants();
             BitSet used = new BitSet();
             RadixTestAccess.forEachNode(tree, n -> {
@@ -682,20 +682,20 @@ class ThreadedBackupTest {
                     }
                 }
             });
-            if (ctl.allocator().allocatedPages() != used.cardinality()) {
-                violations.add("rank " + r + " allocator holds " + ctl.allocator().allocatedPages()
+            if (CacheInternals.hostAllocator(cache).allocatedPages() != used.cardinality()) {
+                violations.add("rank " + r + " allocator holds " + CacheInternals.hostAllocator(cache).allocatedPages()
                     + " host pages but the tree references " + used.cardinality());
             }
             throwViolations();
             // everything comes back: device pages through eviction, host pages through host eviction
             for (int round = 0; round < 64 && tree.nodeCount() > 0; round++) {
                 evict(Integer.MAX_VALUE);
-                DstHarness.evictAllHost(tree, ctl.allocator());
+                DstHarness.evictAllHost(tree, CacheInternals.hostAllocator(cache));
             }
             throwViolations();
             assertThat(tree.nodeCount()).as("rank %d nodes left", r).isZero();
             assertThat(freeDevice.freePages()).as("rank %d device pages back", r).isEqualTo(DEVICE_PAGES);
-            ctl.allocator().checkAllFree();
+            CacheInternals.hostAllocator(cache).checkAllFree();
         }
     }
 }
