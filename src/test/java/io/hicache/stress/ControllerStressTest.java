@@ -1,11 +1,11 @@
 package io.hicache.stress;
 
+import io.hicache.core.CacheInternals;
 import io.hicache.core.AbortReason;
 import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
 import io.hicache.core.internal.ForwardHandle;
-import io.hicache.core.internal.ControllerBuilder;
-import io.hicache.core.internal.HiCacheController;
+import io.hicache.core.HiCache;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.InProcessRankAgreement;
@@ -14,6 +14,7 @@ import io.hicache.core.memory.AttentionKind;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.metrics.Metric;
+import io.hicache.core.metrics.MetricsSnapshot;
 import io.hicache.cuda.CudaError;
 import io.hicache.cuda.simulated.SimulatedCudaConfig;
 import io.hicache.cuda.simulated.SimulatedCudaRuntime;
@@ -90,7 +91,7 @@ class ControllerStressTest {
             }
             r.finish(live);
             r.checkInvariants();
-            assertThat(r.ctl.tree().hostPagesPending()).isZero();
+            assertThat(CacheInternals.tree(r.cache).hostPagesPending()).isZero();
             for (Backup b : live) {
                 assertThat(b.state()).isIn(BackupState.COMMITTED, BackupState.ABORTED);
             }
@@ -100,10 +101,10 @@ class ControllerStressTest {
         assertThat(r.leaks()).as("simulated device after close").isEqualTo("clean");
         assertThat(HostKvPool.openPoolBytes()).isEqualTo(openBefore);
         System.out.printf("stress single-rank seed=%d seconds=%d ops=%d %s%n", seed, seconds() / 2, ops, r.figures());
-        assertThat(r.ctl.metrics().get(Metric.BACKUPS_COMMITTED)).isPositive();
+        assertThat(r.cache.metric(Metric.BACKUPS_COMMITTED)).isPositive();
         if (r.stallsStarted > 0) {
             // a forward stalled past its lease while its thread went on hooking: the lease fired
-            assertThat(r.ctl.metrics().abortedBy(AbortReason.LEASE_EXPIRED)).as("lease aborts").isPositive();
+            assertThat(r.cache.metrics().abortedBy(AbortReason.LEASE_EXPIRED)).as("lease aborts").isPositive();
         }
     }
 
@@ -168,7 +169,7 @@ class ControllerStressTest {
             }
             System.out.printf("stress cp=2 seed=%d seconds=%d ops=%d rank0{%s} rank1{%s} abortsAgreedAcrossRanks=%d%n",
                 seed, seconds() / 2, ops[0] + ops[1], ranks[0].figures(), ranks[1].figures(), agreedAborts);
-            assertThat(ranks[0].ctl.metrics().get(Metric.BACKUPS_COMMITTED)).isPositive();
+            assertThat(ranks[0].cache.metric(Metric.BACKUPS_COMMITTED)).isPositive();
         } finally {
             for (Rank r : ranks) {
                 r.close();
@@ -189,7 +190,7 @@ class ControllerStressTest {
         final DeviceKvLayout draft;
         final long targetBase;
         final long draftBase;
-        final HiCacheController ctl;
+        final HiCache cache;
         final DevicePagePool pool = new DevicePagePool(DEVICE_PAGES);
         final BlockingQueue<Forward> forwards = new ArrayBlockingQueue<>(64);
         /** Scheduler-owned: the stalled forwards whose thread waits for their lease to be revoked. */
@@ -229,14 +230,14 @@ class ControllerStressTest {
                 .pageSizeTokens(PAGE).bytesPerTokenPerBuffer(16).pageCount(DEVICE_PAGES);
             draftBase = rt.deviceMalloc(db.packedBytes());
             draft = db.packedFrom(draftBase).build();
-            ControllerBuilder hb = HiCacheController.builder().runtime(rt).targetLayout(target)
+            HiCache.Builder hb = HiCache.builder().runtime(rt).targetLayout(target)
                 .draftLayout(draft).hostPages(hostPages).threadingMode(ThreadingMode.DEDICATED)
                 .writePolicy(WritePolicy.WRITE_THROUGH).clock(rt::nowNs).leaseNs(epochs ? 0 : LEASE_NS)
                 .checkThread(false).maxForwardsInFlight(8);
             if (cp > 1) {
                 hb.cpGroup(cp, rank, OwnerLanes.Standard.ROUND_ROBIN, agreement);
             }
-            ctl = hb.build();
+            cache = hb.build();
             device = new Thread(this::runDevice, "device-" + rank);
             forward = new Thread(this::runForwards, "forward-" + rank);
         }
@@ -276,7 +277,7 @@ class ControllerStressTest {
                             if (l == stallAt) {
                                 stall(f);
                             }
-                            rt.simulateKernel(ctl.computeStream(), 2_000);
+                            rt.simulateKernel(cache.computeStream(), 2_000);
                             if (l != skipTarget) {
                                 h.targetLayerStored(l);
                             }
@@ -310,7 +311,7 @@ class ControllerStressTest {
          * and goes on hooking its now revoked handle. Bounded by wall time: a lease that never fires fails the test.
          */
         void stall(Forward f) throws InterruptedException {
-            rt.simulateKernel(ctl.computeStream(), 3 * LEASE_NS);
+            rt.simulateKernel(cache.computeStream(), 3 * LEASE_NS);
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (!f.leaseSeen().get()) {
                 if (System.nanoTime() > until) {
@@ -346,7 +347,7 @@ class ControllerStressTest {
         /** One free-running scheduler step (single rank). Returns operations done. */
         int randomStep(SplittableRandom rnd, List<Backup> live, boolean allowAbort) throws InterruptedException {
             int ops = 0;
-            ctl.poll();
+            cache.poll();
             noteStalls();
             ops++;
             int what = rnd.nextInt(10);
@@ -354,7 +355,7 @@ class ControllerStressTest {
                 RadixNode last = insert(rnd);
                 if (last != null) {
                     List<Backup> list = new ArrayList<>();
-                    ctl.reserveByPolicy(last, rnd.nextBoolean(), list);
+                    CacheInternals.reserveByPolicy(cache, last, rnd.nextBoolean(), list);
                     ops += 2;
                     if (!list.isEmpty()) {
                         begin(list, live);
@@ -363,12 +364,12 @@ class ControllerStressTest {
                 }
             } else if (what < 7 && allowAbort && !live.isEmpty()) {
                 Backup b = live.get(rnd.nextInt(live.size()));
-                if (ctl.abort(b, rnd.nextBoolean() ? AbortReason.ENGINE : AbortReason.PREEMPTED)) {
+                if (cache.abort(b, rnd.nextBoolean() ? AbortReason.ENGINE : AbortReason.PREEMPTED)) {
                     aborted++;
                 }
                 ops++;
             } else if (what < 8) {
-                evictedPages += ctl.evictDevice(1 + rnd.nextInt(16), pool);
+                evictedPages += cache.evictDevice(1 + rnd.nextInt(16), pool);
                 ops++;
             }
             if (live.size() > 4096) {
@@ -386,14 +387,14 @@ class ControllerStressTest {
                     return;
                 }
                 try {
-                    h = ctl.beginForward(list);
+                    h = CacheInternals.forward(cache.beginForward(list));
                     break;
                 } catch (IllegalStateException e) {
                     if (!e.getMessage().contains("forwards with backups in flight")) {
                         throw e;
                     }
                     failIfBroken();
-                    ctl.poll(); // the engine waits for a slot
+                    cache.poll(); // the engine waits for a slot
                     noteStalls();
                     Thread.onSpinWait();
                 }
@@ -425,7 +426,7 @@ class ControllerStressTest {
                     continue;
                 }
                 List<Backup> list = new ArrayList<>();
-                ctl.reserveByPolicy(last, rnd.nextBoolean(), list);
+                CacheInternals.reserveByPolicy(cache, last, rnd.nextBoolean(), list);
                 ops++;
                 if (!list.isEmpty()) {
                     batches.add(list);
@@ -437,7 +438,7 @@ class ControllerStressTest {
             }
             drain();
             if (rnd.nextInt(3) == 0) {
-                evictedPages += ctl.evictDevice(1 + rnd.nextInt(32), pool);
+                evictedPages += cache.evictDevice(1 + rnd.nextInt(32), pool);
                 ops++;
             }
             return ops;
@@ -447,7 +448,7 @@ class ControllerStressTest {
             int pages = 1 + rnd.nextInt(8);
             int prefix = rnd.nextInt(6);
             if (pool.freePages() < pages) {
-                evictedPages += ctl.evictDevice(pages - pool.freePages(), pool);
+                evictedPages += cache.evictDevice(pages - pool.freePages(), pool);
                 if (pool.freePages() < pages) {
                     return null;
                 }
@@ -460,20 +461,20 @@ class ControllerStressTest {
             for (int i = 0; i < pages; i++) {
                 dev[i] = pool.poll();
             }
-            int dupTokens = ctl.tree().insert(tokens, 0, tokens.length, dev, 0);
+            int dupTokens = CacheInternals.tree(cache).insert(tokens, 0, tokens.length, dev, 0);
             pool.free(dev, 0, dupTokens / PAGE);
-            return ctl.tree().lastInsertNode();
+            return CacheInternals.tree(cache).lastInsertNode();
         }
 
         /** Polls until nothing is in flight (bounded by wall time: a stuck controller fails the test). */
         void drain() {
             long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (ctl.backupsInFlight() > 0 || ctl.loadsInFlight() > 0 || !forwards.isEmpty()) {
+            while (cache.backupsInFlight() > 0 || cache.loadsInFlight() > 0 || !forwards.isEmpty()) {
                 failIfBroken();
-                ctl.poll();
+                cache.poll();
                 noteStalls();
                 if (System.nanoTime() > until) {
-                    throw new AssertionError("rank " + rank + " did not drain: " + ctl.backupsInFlight()
+                    throw new AssertionError("rank " + rank + " did not drain: " + cache.backupsInFlight()
                         + " backups in flight, " + forwards.size() + " forwards queued");
                 }
                 Thread.onSpinWait();
@@ -486,16 +487,16 @@ class ControllerStressTest {
         }
 
         void checkInvariants() {
-            ctl.tree().checkInvariants();
+            CacheInternals.tree(cache).checkInvariants();
             if (cp == 1) {
-                assertThat((long) ctl.allocator().allocatedPages()).as("allocator == committed + pending pages")
-                    .isEqualTo(ctl.tree().hostPagesCommitted() + ctl.tree().hostPagesPending());
+                assertThat((long) CacheInternals.hostAllocator(cache).allocatedPages()).as("allocator == committed + pending pages")
+                    .isEqualTo(CacheInternals.tree(cache).hostPagesCommitted() + CacheInternals.tree(cache).hostPagesPending());
             }
-            assertThat(ctl.hostBudgetUsedPages()).isLessThanOrEqualTo(ctl.hostBudgetCapacityPages());
+            assertThat(cache.hostPool().budgetUsedPages()).isLessThanOrEqualTo(cache.hostPool().budgetCapacityPages());
         }
 
         String figures() {
-            var m = ctl.metrics();
+            MetricsSnapshot.View m = cache.metricsView();
             return String.format("reserved=%d committed=%d aborted=%d(engine=%d preempted=%d cuda=%d lease=%d "
                     + "targetMissing=%d draftMissing=%d rankFailed=%d) noRoom=%d forwards=%d cudaErrorsSurvived=%d "
                     + "deviceOpsFailed=%d hostPagesEvicted=%d devicePagesEvicted=%d d2hBytes=%d commitP99Ns=%d "
@@ -506,7 +507,7 @@ class ControllerStressTest {
                 m.abortedBy(AbortReason.DRAFT_LAYER_MISSING), m.abortedBy(AbortReason.RANK_FAILED),
                 m.get(Metric.RESERVE_NO_ROOM), forwardsDone, m.get(Metric.CUDA_ERRORS), rt.opsFailed(),
                 m.get(Metric.HOST_PAGES_EVICTED), evictedPages,
-                m.get(Metric.D2H_TARGET_BYTES) + m.get(Metric.D2H_DRAFT_BYTES), m.commitLatencyNs().quantile(0.99),
+                m.get(Metric.D2H_TARGET_BYTES) + m.get(Metric.D2H_DRAFT_BYTES), m.commitLatency().quantileNs(0.99),
                 stallsStarted, stallsHookedAfterRevocation);
         }
 
@@ -514,7 +515,7 @@ class ControllerStressTest {
             running = false;
             forward.join(10_000);
             try {
-                ctl.close();
+                cache.close();
             } finally {
                 device.join(10_000);
                 if (rt.stickyErrorCode() == 0) {
