@@ -67,6 +67,14 @@ public final class HiCache implements AutoCloseable {
         this.controller = controller;
     }
 
+    /**
+     * The controller behind this facade, for the project's test door in this package (the deterministic suites read
+     * internal state for their invariants through it). Package-private: no module, and no engine, reaches it.
+     */
+    HiCacheController controller() {
+        return controller;
+    }
+
     /** A builder; see {@link Builder} for the required settings. */
     public static Builder builder() {
         return new Builder();
@@ -730,11 +738,6 @@ public final class HiCache implements AutoCloseable {
         if (controller.isClosed()) {
             throw new IllegalStateException("HiCache is closed");
         }
-    }
-
-    /** The controller behind this facade, for the test sources' one door ({@code io.hicache.core.CacheInternals}). */
-    HiCacheController controller() {
-        return controller;
     }
 
     private HiCacheController open() {
