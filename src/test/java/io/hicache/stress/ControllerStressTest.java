@@ -461,9 +461,9 @@ class ControllerStressTest {
             for (int i = 0; i < pages; i++) {
                 dev[i] = pool.poll();
             }
-            int dupTokens = CacheInternals.tree(cache).insert(tokens, 0, tokens.length, dev, 0);
+            int dupTokens = cache.insert(tokens, 0, tokens.length, dev, 0);
             pool.free(dev, 0, dupTokens / PAGE);
-            return CacheInternals.tree(cache).lastInsertNode();
+            return cache.lastInsertNode();
         }
 
         /** Polls until nothing is in flight (bounded by wall time: a stuck controller fails the test). */

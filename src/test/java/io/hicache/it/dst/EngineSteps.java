@@ -161,12 +161,12 @@ final class EngineSteps {
         int dup = -1;
         RadixNode[] last = new RadixNode[cp];
         for (Rank rank : ranks) {
-            int d = rank.tree.insert(tokens, 0, tokens.length, dev, 0);
+            int d = rank.cache.insert(tokens, 0, tokens.length, dev, 0);
             if (dup >= 0 && d != dup) {
                 fail("insert found " + d + " tokens present on rank " + rank.r + " but " + dup + " on rank 0");
             }
             dup = d;
-            last[rank.r] = rank.tree.lastInsertNode();
+            last[rank.r] = rank.cache.lastInsertNode();
         }
         int dupPages = dup / pageSize;
         for (int i = 0; i < dupPages; i++) {
@@ -181,7 +181,7 @@ final class EngineSteps {
         Request req = new Request(last, cp, newPages, tokens, dupPages);
         if (!last[0].isRoot()) {
             for (Rank rank : ranks) {
-                rank.tree.lock(last[rank.r]);
+                rank.cache.lock(last[rank.r]);
             }
         }
         requests.add(req);
@@ -334,7 +334,7 @@ final class EngineSteps {
         int withdrawn = -1;
         for (Rank rank : ranks) {
             if (!req.last[rank.r].isRoot()) {
-                rank.tree.unlock(req.last[rank.r]);
+                rank.cache.unlock(req.last[rank.r]);
             }
             int w = rank.cache.withdrawUncomputed(req.tokens, 0, req.tokens.length, computed, reason, (arr, off, n) -> {
                 for (int i = 0; i < n; i++) {
@@ -387,10 +387,10 @@ final class EngineSteps {
         Backup[] bs = new Backup[cp];
         for (Rank rank : ranks) {
             harness.devices.takeDevice(rank, dev[0]);
-            if (rank.tree.insert(tokens, 0, tokens.length, dev, 0) != 0) {
+            if (rank.cache.insert(tokens, 0, tokens.length, dev, 0) != 0) {
                 fail("rank " + rank.r + ": a fresh sequence was found present");
             }
-            bs[rank.r] = CacheInternals.backup(rank.cache.reserve(rank.tree.lastInsertNode(), withDraft));
+            bs[rank.r] = CacheInternals.backup(rank.cache.reserve(rank.cache.lastInsertNode(), withDraft));
         }
         int made = 0;
         for (Backup b : bs) {
@@ -829,7 +829,7 @@ final class EngineSteps {
             if (done) {
                 if (!req.last[0].isRoot()) {
                     for (Rank rank : ranks) {
-                        rank.tree.unlock(req.last[rank.r]);
+                        rank.cache.unlock(req.last[rank.r]);
                     }
                 }
                 it.remove();

@@ -85,9 +85,9 @@ class LoadBackLayoutTest {
                 for (int p : original) {
                     rank.writeAllLayers(p, ORIGINAL_TAG);
                 }
-                CacheInternals.tree(rank.cache).insert(tokens, 0, tokens.length, original, 0);
+                rank.cache.insert(tokens, 0, tokens.length, original, 0);
                 List<Backup> mine = new ArrayList<>();
-                CacheInternals.reserveByPolicy(rank.cache, CacheInternals.tree(rank.cache).lastInsertNode(), withDraft, mine);
+                CacheInternals.reserveByPolicy(rank.cache, rank.cache.lastInsertNode(), withDraft, mine);
                 assertThat(mine).isNotEmpty();
                 backups.add(mine);
                 ForwardHandle h = CacheInternals.forward(rank.cache.beginForward(mine));

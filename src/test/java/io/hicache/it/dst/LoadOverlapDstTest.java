@@ -563,7 +563,7 @@ class LoadOverlapDstTest {
             RadixNode[] prefixLock = new RadixNode[cp];
             for (int r = 0; r < cp; r++) {
                 prefixLock[r] = m[r].lastDeviceNode(); // the engine holds its prefix while it makes room
-                CacheInternals.tree(ranks[r].cache).lock(prefixLock[r]);
+                ranks[r].cache.lock(prefixLock[r]);
                 if (ranks[r].free.freePages() < fresh) {
                     ranks[r].cache.evictDevice(fresh - ranks[r].free.freePages(), ranks[r]);
                 }
@@ -595,13 +595,13 @@ class LoadOverlapDstTest {
                     q.last[r] = prefixLock[r].isRoot() ? null : prefixLock[r];
                     continue;
                 }
-                int present = CacheInternals.tree(ranks[r].cache).insert(tokens, 0, tokens.length, dev, 0);
+                int present = ranks[r].cache.insert(tokens, 0, tokens.length, dev, 0);
                 if (present != prefix * PAGE) {
                     violations.add("rank " + r + " insert found " + present + " tokens present, match " + prefix * PAGE);
                 }
-                q.last[r] = CacheInternals.tree(ranks[r].cache).lastInsertNode();
-                CacheInternals.tree(ranks[r].cache).lock(q.last[r]);
-                CacheInternals.tree(ranks[r].cache).unlock(prefixLock[r]);
+                q.last[r] = ranks[r].cache.lastInsertNode();
+                ranks[r].cache.lock(q.last[r]);
+                ranks[r].cache.unlock(prefixLock[r]);
                 if (r == 0 && m[0].loadingNode() != null) {
                     count("insertBelowLoading");
                 }
@@ -767,7 +767,7 @@ class LoadOverlapDstTest {
         private void unlock(Req q) {
             for (int r = 0; r < cp; r++) {
                 if (q.last[r] != null) {
-                    CacheInternals.tree(ranks[r].cache).unlock(q.last[r]); // a no-op on a node a failed load invalidated
+                    ranks[r].cache.unlock(q.last[r]); // a no-op on a node a failed load invalidated
                 }
             }
         }

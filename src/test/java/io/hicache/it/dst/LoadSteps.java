@@ -510,7 +510,7 @@ final class LoadSteps {
                     }
                 }
                 RadixNode last = op.node(op.nodeCount() - 1);
-                rank.tree.lock(last);
+                rank.cache.lock(last);
                 rec.locked[r] = last;
             } else {
                 count("load.failed");
@@ -544,7 +544,7 @@ final class LoadSteps {
                         + "read other bytes than the host copy on chain pages " + bad);
                 }
                 if (rec.locked[r] != null) {
-                    rank.tree.unlock(rec.locked[r]);
+                    rank.cache.unlock(rec.locked[r]);
                     rec.locked[r] = null;
                 }
                 recOfOp.remove(rec.op[r]);

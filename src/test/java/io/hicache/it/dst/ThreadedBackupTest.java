@@ -490,7 +490,7 @@ class ThreadedBackupTest {
                 if (ok) {
                     for (int i = 0; i < finish; i++) {
                         Job j = requests.poll();
-                        CacheInternals.tree(cache).unlock(j.last);
+                        cache.unlock(j.last);
                     }
                     return;
                 }
@@ -503,7 +503,7 @@ class ThreadedBackupTest {
             int kind = op.nextInt(100);
             RadixTree tree = CacheInternals.tree(cache);
             if (kind < 55) {
-                request(op, step, tree);
+                request(op, step);
             } else if (kind < 75) {
                 evict(1 + op.nextInt(16));
             } else if (kind < 79) {
@@ -534,7 +534,7 @@ class ThreadedBackupTest {
             return t;
         }
 
-        private void request(SplittableRandom op, int step, RadixTree tree) throws Exception {
+        private void request(SplittableRandom op, int step) throws Exception {
             int pages = 1 + op.nextInt(8);
             int shared = op.nextInt(pages + 1);
             int[] tokens = family(op.nextInt(4), pages);
@@ -559,12 +559,12 @@ class ThreadedBackupTest {
             for (int i = 0; i < pages; i++) {
                 dev[i] = freeDevice.poll();
             }
-            int dupPages = tree.insert(tokens, 0, tokens.length, dev, 0) / PAGE_SIZE;
+            int dupPages = cache.insert(tokens, 0, tokens.length, dev, 0) / PAGE_SIZE;
             for (int i = 0; i < dupPages; i++) {
                 freeDevice.free(dev[i]);
             }
-            RadixNode last = tree.lastInsertNode();
-            tree.lock(last);
+            RadixNode last = cache.lastInsertNode();
+            cache.lock(last);
             for (int tries = 0; tries < 100_000 && group.groupInFlight >= MAX_FORWARDS_WITH_BACKUPS; tries++) {
                 converge(); // back-pressure: wait, polling in lockstep, for a forward's copies to finish
             }
