@@ -239,6 +239,17 @@ public final class Main implements Callable<Integer> {
                 description = "Tokens per KV page, a power of two dividing --block-tokens (default: up to 64).")
         Integer pageSize;
 
+        @Option(names = "--engine-profile", paramLabel = "FILE",
+                description = "Time the serving engine's own schedule with this measured profile (scripts/serve "
+                        + "--calibrate writes it) in place of --model and --gpu; needs --device-capacity-tokens "
+                        + "(docs/SIMULATION.md, \"Engine profiles\").")
+        Path engineProfile;
+
+        @Option(names = "--max-running", paramLabel = "N",
+                description = "With --engine-profile: requests the engine runs at once (default: the profile's "
+                        + "scheduler.max_running).")
+        Integer maxRunning;
+
         @Option(names = "--model", paramLabel = "NAME", description = "Model preset: llama3-70b (default), llama3-8b, deepseek-v3.")
         ModelPreset model;
 

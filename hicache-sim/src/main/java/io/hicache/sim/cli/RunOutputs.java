@@ -36,7 +36,8 @@ final class RunOutputs {
         List<SimulationEngine> engines = new ArrayList<>();
         for (int i = 0; i < plan.configs.size(); i++) {
             // fails before any replay when an engine is missing
-            engines.add(plan.storage != null // the storage tier runs in the timed engine
+            engines.add(plan.profile != null ? new io.hicache.sim.engine.ServingEngine(plan.servings.get(i), plan.profile)
+                    : plan.storage != null // the storage tier runs in the timed engine
                     ? new io.hicache.sim.engine.ServingEngine(plan.servings.get(i), plan.storage)
                     : env.engines().create(plan.configs.get(i), plan.servings.get(i)));
         }
@@ -196,7 +197,9 @@ final class RunOutputs {
         }
         if (plan.kind == Main.Kind.REPLAY && first.backupMode() != BackupMode.NONE) {
             SimConfig none = first.withBackupMode(BackupMode.NONE);
-            SimResult r = env.engines().create(none, plan.servings.getFirst()).run(none, plan.trace,
+            SimResult r = (plan.profile != null
+                    ? new io.hicache.sim.engine.ServingEngine(plan.servings.getFirst(), plan.profile)
+                    : env.engines().create(none, plan.servings.getFirst())).run(none, plan.trace,
                     Main.progress(env));
             rows.add(new HtmlReport.Row("no backup (baseline)", r, true));
             table.add("no backup (baseline)", r);

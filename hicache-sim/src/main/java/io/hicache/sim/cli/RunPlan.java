@@ -53,12 +53,16 @@ final class RunPlan {
     final Path jfrFile;
     final Path summaryFile;
     final io.hicache.sim.StorageOptions storage;
+    /** The engine profile the runs are timed with ({@code --engine-profile}), or null for the presets. */
+    final io.hicache.sim.model.EngineProfile profile;
 
     private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs,
                     List<ServingConfig> servings, List<String> labels, List<Integer> groups, int kneeProbe,
                     boolean deviceSweep, KvFootprint kv, double tolerance, Path jsonFile, Path htmlFile, Path jfrFile,
-                    Path summaryFile, io.hicache.sim.StorageOptions storage) {
+                    Path summaryFile, io.hicache.sim.StorageOptions storage,
+                    io.hicache.sim.model.EngineProfile profile) {
         this.storage = storage;
+        this.profile = profile;
         this.env = env;
         this.kind = kind;
         this.trace = trace;
@@ -116,11 +120,22 @@ final class RunPlan {
         if (blockTokens < 1) {
             throw usage(cl, "--block-tokens must be >= 1, got " + blockTokens);
         }
+        var profile = ProfilePlan.read(cl, o, so, z, env);
         int pageSize = o.pageSize == null ? SimConfig.defaultPageSize(blockTokens) : o.pageSize;
-        var model = o.model == null ? io.hicache.sim.model.ModelPreset.DEFAULT : o.model;
+        if (profile != null) {
+            ProfilePlan.checkBlockTokens(cl, o.blockTokens, formatBlock);
+            pageSize = ProfilePlan.pageSize(cl, o.pageSize, profile);
+            if (o.deviceCapacity == null) {
+                throw usage(cl, "--engine-profile needs --device-capacity-tokens: the engine's device KV pool in "
+                        + "tokens (its --device-tokens)");
+            }
+        }
+        var model = profile != null ? ProfilePlan.STAND_IN
+                : o.model == null ? io.hicache.sim.model.ModelPreset.DEFAULT : o.model;
         var gpu = o.gpu == null ? io.hicache.sim.model.GpuPreset.DEFAULT : o.gpu;
         int cp = o.cp == null ? 1 : o.cp;
-        ServingConfig serving = serving(cl, so, model, gpu, kind, o.cacheOnly);
+        ServingConfig serving = profile != null ? ProfilePlan.serving(cl, so, profile, kind)
+                : serving(cl, so, model, gpu, kind, o.cacheOnly);
         long device;
         KvFootprint.DeviceSource deviceSource = KvFootprint.DeviceSource.GPU_ROOM;
         List<Long> devices = new ArrayList<>();
@@ -163,6 +178,10 @@ final class RunPlan {
                     deviceSource);
         } catch (IllegalArgumentException e) {
             throw usage(cl, e.getMessage());
+        }
+        if (profile != null) {
+            kv = ProfilePlan.footprint(profile, device);
+            ProfilePlan.checkTrace(cl, trace, profile, device);
         }
         List<Long> hosts = new ArrayList<>();
         if (o.hostCapacity != null) {
@@ -319,7 +338,7 @@ final class RunPlan {
         Path jfr = o.jfrFile == null ? null : env.workDir().resolve(o.jfrFile);
         Path summary = z.summaryJson == null ? null : env.workDir().resolve(z.summaryJson);
         return new RunPlan(env, kind, trace, List.copyOf(configs), List.copyOf(servings), List.copyOf(labels),
-                List.copyOf(groups), probe, deviceSweep, kv, tolerance, json, html, jfr, summary, storage);
+                List.copyOf(groups), probe, deviceSweep, kv, tolerance, json, html, jfr, summary, storage, profile);
     }
 
     private static int draftLayersOf(Main.SimOptions o, io.hicache.sim.model.ModelPreset model) {

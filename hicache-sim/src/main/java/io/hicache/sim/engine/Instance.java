@@ -103,7 +103,7 @@ final class Instance {
         this.fleet = fleet;
         SimConfig config = fleet.config;
         this.cp = config.cp();
-        this.layers = config.model().layers();
+        this.layers = fleet.layers;
         this.draftLayers = config.draftLayers();
         this.idlePasses = cp == 1 ? 1 : 4;
         this.hostCapacityPages = hostCapacityPages;
@@ -123,12 +123,18 @@ final class Instance {
                 this::nowNs, cp, config.pageSize(), layers, fleet.trueBytesPerSimByte);
         try {
             for (int r = 0; r < cp; r++) {
-                rt[r] = new SimulatedCudaRuntime(SimulatedCudaConfig.builder()
+                SimulatedCudaConfig.Builder device = SimulatedCudaConfig.builder()
                         .seed(config.seed() * 31 + r + 1_000_003L * index)
                         .copyLaunchLatencyNs(config.gpu().copyLaunchLatencyNs()).pcieBytesPerSecond(linkBytesPerSecond)
                         .sharedPcieLink(fleet.serving.sharedCopyEngine()).batchedCopySupported(true).deviceMemoryFill((byte) 0)
-                        .moveBytes(false) // one-byte stand-ins for pages nobody reads: only copy time matters
-                        .build());
+                        .moveBytes(false); // one-byte stand-ins for pages nobody reads: only copy time matters
+                if (fleet.profile != null) { // the engine's measured rates: loads and backups apart
+                    device.copyLaunchLatencyNs(fleet.timing.copyLatencyNs())
+                            .hostToDeviceBytesPerSecond(linkBytesPerSecond)
+                            .deviceToHostBytesPerSecond(Math.max(1, Math.round(fleet.profile.backup().bytesPerS()
+                                    / fleet.trueBytesPerSimByte)));
+                }
+                rt[r] = new SimulatedCudaRuntime(device.build());
                 DeviceKvLayout.Builder tb = DeviceKvLayout.builder(AttentionKind.MLA).layerCount(layers)
                         .pageSizeTokens(1).bytesPerTokenPerBuffer(1).pageCount(devicePagesCount);
                 targetBase[r] = rt[r].deviceMalloc(tb.packedBytes());
@@ -148,7 +154,7 @@ final class Instance {
                         .backupMode(config.backupMode() == BackupMode.NONE ? io.hicache.core.BackupMode.LAYERED
                                 : config.backupMode().core())
                         .eviction(config.eviction(), config.eviction())
-                        .loadBatchesInFlight(StepScheduler.LOAD_RING)
+                        .loadBatchesInFlight(fleet.loadRing)
                         .loadOverlap(config.loadOverlap(), "simulated engine with --load-overlap previous-batch");
                 if (draft != null) {
                     b.draftLayout(draft);
@@ -414,6 +420,9 @@ final class Instance {
         if (prefill.isEmpty() && decodes == 0 && !backupsWaiting) {
             return false;
         }
+        if (fleet.timing != null) {
+            return startProfiledStep(now, prefill, waits);
+        }
         // the chunks' whole pages join the tree before the forward, so their backups join its hooks
         long prefillTokens = 0;
         double attnPairs = 0;
@@ -437,7 +446,38 @@ final class Instance {
         boolean carries = !scheduler.pendingBackups(0).isEmpty();
         if (waits || carries) {
             stepWaits = waits;
-            enqueueForward(layerNs);
+            enqueueForward(layerNs, 0);
+        } else {
+            deviceStep = false;
+            stepEndNs = now + durationNs;
+        }
+        return true;
+    }
+
+    /**
+     * Starts a step of the profiled engine ({@link ProfiledTiming}): the prefill chunk's forward (at most one), then
+     * the decode forwards and the step's overhead. On the devices the chunk's forward is its layers, each waiting for
+     * its load and then reporting its KV stored, as the engine's layer hooks do; the decodes follow as one kernel.
+     */
+    private boolean startProfiledStep(long now, List<ServedRequest> prefill, boolean waits) {
+        ProfiledTiming t = fleet.timing;
+        long prefillNs = 0;
+        for (int i = 0; i < prefill.size(); i++) {
+            ServedRequest q = prefill.get(i);
+            long context = fleet.promptTokens(q.prefilledSim);
+            long fresh = fleet.promptTokens(q.prefilledSim + q.chunkSim) - context;
+            prefillNs += t.prefillNs(fresh, context, q.prefilledSim + q.chunkSim >= q.targetSim);
+            scheduler.insertChunk(q);
+        }
+        long layerNs = prefillNs / layers;
+        long tailNs = prefillNs - layerNs * layers + scheduler.profiledDecodeNs(t) + t.stepOverheadNs;
+        long durationNs = layerNs * layers + tailNs;
+        stepping = true;
+        steps++;
+        busyNs += durationNs;
+        if (waits || !scheduler.pendingBackups(0).isEmpty()) {
+            stepWaits = waits;
+            enqueueForward(layerNs, tailNs);
         } else {
             deviceStep = false;
             stepEndNs = now + durationNs;
@@ -454,8 +494,11 @@ final class Instance {
         scheduler.completeStep(now);
     }
 
-    /** Enqueues a step as one forward on every rank: a kernel and the hooks per layer, carrying the waiting backups. */
-    private void enqueueForward(long layerNs) {
+    /**
+     * Enqueues a step as one forward on every rank: a kernel and the hooks per layer, carrying the waiting backups,
+     * then a kernel of {@code tailNs} (the profiled engine's decode forwards; 0 for none).
+     */
+    private void enqueueForward(long layerNs, long tailNs) {
         // the timeline prefers a forward whose layers wait for a load, so the load lane shows beside compute
         boolean capture = timeline != null && timeline.wants(deviceForwards)
                 && (stepWaits || !sameForward || deviceForwards < ServingEngine.TIMELINE_FORWARD
@@ -484,6 +527,9 @@ final class Instance {
         for (int r = 0; r < cp; r++) {
             hooks[r].endForward();
             hooks[r] = null;
+            if (tailNs > 0) {
+                rt[r].simulateKernel(computeStreams[r], tailNs);
+            }
             rt[r].launchHostFunc(computeStreams[r], computeDoneFn);
         }
         deviceStep = true;

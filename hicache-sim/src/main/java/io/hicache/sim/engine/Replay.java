@@ -42,6 +42,16 @@ final class Replay {
     final boolean withDraft;
     /** Largest prefill chunk of one request, in simulated tokens. */
     final int chunkSim;
+    /** The engine profile the steps are timed with, or null for the roofline of the presets. */
+    final io.hicache.sim.model.EngineProfile profile;
+    /** The profiled engine's forward costs, or null (see {@link #profile}). */
+    final ProfiledTiming timing;
+    /** Target layers of the model on the simulated devices. */
+    final int layers;
+    /** Load batches in flight per rank; the caches are built with the same limit. */
+    final int loadRing;
+    /** Requests an instance runs at once with a profile ({@code max_running}); unlimited without. */
+    final int maxRunning;
 
     private final TraceSource trace;
     private final ProgressListener progress;
@@ -86,7 +96,22 @@ final class Replay {
 
     Replay(SimConfig config, ServingConfig serving, TraceSource trace, ProgressListener progress,
            io.hicache.sim.StorageOptions storageOptions) {
+        this(config, serving, trace, progress, storageOptions, null);
+    }
+
+    Replay(SimConfig config, ServingConfig serving, TraceSource trace, ProgressListener progress,
+           io.hicache.sim.StorageOptions storageOptions, io.hicache.sim.model.EngineProfile profile) {
         serving.checkModel(config.model());
+        this.profile = profile;
+        this.timing = profile == null ? null : new ProfiledTiming(profile);
+        if (profile != null && (config.cp() != 1 || config.draftLayers() != 0 || serving.tp() != 1
+                || storageOptions != null || profile.pageSize() != config.pageSize())) {
+            throw new IllegalArgumentException("an engine profile runs one process without CP, draft layers, TP or an "
+                    + "L3 tier, at the profile's page size " + profile.pageSize());
+        }
+        this.layers = profile == null ? config.model().layers() : profile.model().layers();
+        this.loadRing = profile == null ? StepScheduler.LOAD_RING : ProfiledTiming.LOAD_RING;
+        this.maxRunning = profile == null ? Integer.MAX_VALUE : profile.maxRunning();
         this.config = config;
         this.serving = serving;
         this.followUps = serving.closedLoop() ? new FollowUps() : null;
@@ -98,8 +123,9 @@ final class Replay {
         this.promptTokensPerSimToken = (double) blockSize / config.blockTokens();
         this.gpusPerRank = serving.tp();
         double kvShare = config.model().kvShardedByTp() ? 1.0 / serving.tp() : 1.0;
-        this.trueBytesPerSimByte = config.model().kvBytesPerTokenPerLayer() * kvShare * (double) pageSize
-                * promptTokensPerSimToken;
+        double bytesPerTokenPerLayer = profile == null ? config.model().kvBytesPerTokenPerLayer() * kvShare
+                : (double) profile.kvBytesPerToken() / layers;
+        this.trueBytesPerSimByte = bytesPerTokenPerLayer * pageSize * promptTokensPerSimToken;
         this.backupsEnabled = config.backupMode() != BackupMode.NONE && config.hasHostTier()
                 && config.hostCapacityTokens() >= pageSize;
         this.withDraft = config.draftLayers() > 0;
@@ -121,7 +147,8 @@ final class Replay {
         int devicePagesCount = (int) Math.max(1, devicePagesWanted);
         int cp = config.cp();
         int hostPagesPerRank = (int) Math.max(1, (hostPagesWanted + cp - 1) / cp);
-        this.linkBytesPerSecond = Math.max(1, Math.round(serving.hostLinkBytesPerSecond(
+        this.linkBytesPerSecond = profile != null ? Math.max(1, Math.round(profile.load().bytesPerS()
+                / trueBytesPerSimByte)) : Math.max(1, Math.round(serving.hostLinkBytesPerSecond(
                 config.gpu().hostLinkBytesPerSecond() * compute.linkEfficiency(), serving.tp() * config.cp())
                 / trueBytesPerSimByte));
         this.instances = new Instance[serving.instances()];
@@ -213,7 +240,7 @@ final class Replay {
     private void arrive(Request r, long t) {
         int[] keys = expander.pageKeys(r, pageSize);
         ServedRequest q = new ServedRequest(r, keys, expander.tokenCount(r), t);
-        if (r.coversAnswer()) {
+        if (r.coversAnswer() && profile == null) { // an engine answers with its own tokens, not the trace's
             q.answerKeys = expander.conversationPageKeys(r, pageSize);
         }
         inputTokens += r.inputLength();

@@ -97,12 +97,14 @@ public final class ServingEngine implements SimulationEngine {
 
     private final ServingConfig serving;
     private final io.hicache.sim.StorageOptions storage;
+    private final io.hicache.sim.model.EngineProfile profile;
     private RunStats lastRun;
 
     /** An engine serving each configuration with {@link ServingConfig#defaults} for its model and GPU. */
     public ServingEngine() {
         this.serving = null;
         this.storage = null;
+        this.profile = null;
     }
 
     /**
@@ -112,6 +114,30 @@ public final class ServingEngine implements SimulationEngine {
     public ServingEngine(ServingConfig serving, io.hicache.sim.StorageOptions storage) {
         this.serving = serving;
         this.storage = storage;
+        this.profile = null;
+    }
+
+    /**
+     * The <b>profiled engine</b>: serves as the engine that {@code profile} was measured on schedules, in place of the
+     * roofline of the model and GPU presets (hicache-serve's {@code Engine.step()}: per step one prefill chunk of the
+     * oldest request still prefilling, then one decode token of every decoding request, each a forward of one sequence
+     * timed by the profile; admission FCFS while fewer than {@code max_running} run, with device pages for prompt and
+     * output reserved at once; loads and backups at the profile's copy rates; see docs/SIMULATION.md, "Engine
+     * profiles"). The cache path (the real controller on the simulated device, hit accounting) is the same as the
+     * roofline engine's. The configuration's model preset only stands in: the profile gives the layers and KV bytes.
+     * A run refuses ({@link IllegalArgumentException}) a configuration with CP, draft layers, TP or an L3 tier, or
+     * whose page size is not the profile's.
+     *
+     * @param serving the deployment: instances, router, chunk size, SLOs (its TP must be 1)
+     * @param profile the engine's measured costs and scheduler limits
+     */
+    public ServingEngine(ServingConfig serving, io.hicache.sim.model.EngineProfile profile) {
+        if (serving == null || profile == null) {
+            throw new IllegalArgumentException("serving config and profile must not be null");
+        }
+        this.serving = serving;
+        this.storage = null;
+        this.profile = profile;
     }
 
     /** An engine serving with {@code serving}. */
@@ -121,6 +147,7 @@ public final class ServingEngine implements SimulationEngine {
         }
         this.serving = serving;
         this.storage = null;
+        this.profile = null;
     }
 
     @Override
@@ -130,7 +157,7 @@ public final class ServingEngine implements SimulationEngine {
                     + "use CacheOnlyEngine");
         }
         ServingConfig sc = serving != null ? serving : ServingConfig.defaults(config.model(), config.gpu());
-        Replay replay = new Replay(config, sc, trace, progress, storage);
+        Replay replay = new Replay(config, sc, trace, progress, storage, profile);
         try {
             return replay.execute();
         } finally {

@@ -55,6 +55,8 @@ final class StepScheduler {
     private boolean dirty;
     private int nextOutputKey;
     private final int outputKeyStride;
+    /** What the client sees beyond the engine's clock per request (the profiled engine's HTTP layer), ns. */
+    private final long requestOverheadNs;
 
     /** Hit counts of the requests admitted here. */
     final HitStats hits;
@@ -87,6 +89,7 @@ final class StepScheduler {
         this.hits = new HitStats(fleet.config.blockTokens());
         this.nextOutputKey = Integer.MAX_VALUE - index;
         this.outputKeyStride = fleet.serving.instances();
+        this.requestOverheadNs = fleet.timing == null ? 0 : fleet.timing.requestOverheadNs;
     }
 
     // ------------------------------------------------------------------ queues
@@ -184,6 +187,9 @@ final class StepScheduler {
         queuedLoads.clear();
         pruneLoadSets();
         holdLoaded();
+        if (fleet.profile != null) {
+            return formProfiledBatch(now, force);
+        }
         int budget = fleet.serving.maxBatchTokens();
         // 1. decode: every running request past its prefill gets one token, growing its KV page by page
         boolean preempted = false;
@@ -245,6 +251,73 @@ final class StepScheduler {
             }
         }
         return preempted || taken > 0 || !stepPrefill.isEmpty();
+    }
+
+    /**
+     * The profiled engine's step (hicache-serve's {@code Engine.step()}): admissions from the head of the queue while
+     * fewer than {@code max_running} run (a request whose host hit is loading is passed over; one without device pages
+     * stops the queue), then one chunk of the oldest running request still prefilling, and one decode token of every
+     * decoding request. Pages for prompt and output are reserved at admission, as the engine does, so decoding never
+     * preempts.
+     */
+    private boolean formProfiledBatch(long now, boolean force) {
+        int maxRunning = fleet.maxRunning;
+        int taken = 0;
+        for (int i = 0; i < waiting.size() && running.size() < maxRunning;) {
+            ServedRequest q = waiting.get(i);
+            int admitted = admit(q, force);
+            if (admitted < 0) {
+                admissionPageWaits++;
+                break;
+            }
+            if (admitted == 0) {
+                i++;
+                continue;
+            }
+            waiting.remove(i);
+            running.add(q);
+            taken++;
+            if (q.firstScheduledNs < 0) {
+                q.firstScheduledNs = now;
+            }
+            if (force) {
+                break;
+            }
+        }
+        decodeContext = 0;
+        boolean chunk = false;
+        for (int i = 0; i < running.size(); i++) {
+            ServedRequest q = running.get(i);
+            if (q.inPrefill()) {
+                if (!chunk) {
+                    chunk = true;
+                    q.chunkSim = Math.min(q.targetSim - q.prefilledSim, fleet.chunkSim);
+                    stepPrefill.add(q);
+                }
+            } else {
+                growForDecode(q); // pages were reserved at admission: never preempts
+                stepDecode.add(q);
+                decodeContext += q.request.inputLength() + q.decoded;
+            }
+        }
+        return taken > 0 || chunk;
+    }
+
+    /** The profiled engine's decode forwards of this step: one per decoding request, over its KV so far. */
+    long profiledDecodeNs(ProfiledTiming t) {
+        long ns = 0;
+        for (int i = 0; i < stepDecode.size(); i++) {
+            ServedRequest q = stepDecode.get(i);
+            ns += t.decodeNs(q.request.inputLength() + q.decoded - 1L);
+        }
+        return ns;
+    }
+
+    /** Pages admission reserves: the prompt's; with a profile, prompt and output together, as the engine does. */
+    private int admissionPages(ServedRequest q) {
+        int sim = fleet.profile == null ? q.targetSim
+                : q.targetSim + fleet.decodedSim(Math.max(1, q.request.outputLength()));
+        return ceilPages(sim);
     }
 
     /**
@@ -314,7 +387,7 @@ final class StepScheduler {
         }
         int devicePrefix = match[0].devicePageCount();
         if (match[0].hostPageCount() > 0 && fleet.backupsEnabled && !q.loadDone && !force) {
-            if (!ledger.hasRoom(ceilPages(q.targetSim) - devicePrefix, match)) {
+            if (!ledger.hasRoom(admissionPages(q) - devicePrefix, match)) {
                 return -1; // no room for the loaded and the computed pages together: wait (SGLang's check first)
             }
             int loading = loadBack(q);
@@ -330,15 +403,17 @@ final class StepScheduler {
                 q.waitFor[r] = inStep(caches[r].joinLoad(match[r]), r, q);
             }
         }
-        int totalPages = ceilPages(q.targetSim);
+        int totalPages = admissionPages(q);
         int newPages = totalPages - devicePrefix;
         if (q.pages.length < totalPages + 1) {
             q.pages = new int[Math.max(totalPages + 1, q.pages.length * 2)];
         }
         System.arraycopy(match[0].devicePages(), 0, q.pages, 0, devicePrefix);
         if (allocate(newPages, q.pages, devicePrefix, true)) {
-            // leave room after the prompt for the answer's pages, so they follow it and copy as one range
-            ledger.skip(ceilPages(fleet.decodedSim(q.request.outputLength())));
+            if (fleet.profile == null) {
+                // leave room after the prompt for the answer's pages, so they follow it and copy as one range
+                ledger.skip(ceilPages(fleet.decodedSim(q.request.outputLength())));
+            }
             q.noPages = false;
             q.pageCount = totalPages;
             q.ownedFrom = devicePrefix;
@@ -355,13 +430,15 @@ final class StepScheduler {
             }
             return -1;
         }
-        // a full hit still computes its last token (the logits of the next one), as SGLang matches len - 1
+        // a full hit still computes its last token (the logits of the next one), as SGLang matches len - 1; the
+        // serving engine restores whole pages only, so it computes the prompt's last page again
         int prefixSim = devicePrefix * pageSize;
         if (prefixSim >= q.targetSim) {
-            prefixSim = q.targetSim - 1;
+            int restored = fleet.profile == null ? q.targetSim - 1 : (q.targetSim - 1) / pageSize * pageSize;
             if (!q.admittedOnce) {
-                lastTokenRecomputeSim++; // a readmission's chunks count as recomputed already
+                lastTokenRecomputeSim += q.targetSim - restored; // a readmission's chunks count as recomputed already
             }
+            prefixSim = restored;
         }
         q.prefilledSim = prefixSim;
         if (!q.admittedOnce) {
@@ -431,7 +508,7 @@ final class StepScheduler {
      *     the load (the head of the queue waits for pages)
      */
     private int loadBack(ServedRequest q) {
-        if (loadSets.size() >= LOAD_RING) {
+        if (loadSets.size() >= fleet.loadRing) {
             return 0; // every load event set is busy; try again at the next step
         }
         long refused = caches[0].metric(Metric.LOADS_REFUSED);
@@ -692,7 +769,7 @@ final class StepScheduler {
         q.decoded++;
         outputTokens++;
         if (q.firstTokenNs < 0) {
-            q.firstTokenNs = now;
+            q.firstTokenNs = now + requestOverheadNs;
         }
         if (q.decoded >= Math.max(1, q.request.outputLength())) {
             finish(q, now);
@@ -706,7 +783,7 @@ final class StepScheduler {
      * next forward that runs the hooks.
      */
     private void finish(ServedRequest q, long now) {
-        q.finishNs = now;
+        q.finishNs = now + requestOverheadNs;
         running.remove(q);
         if (!q.noPages) {
             int kv = kvSim(q);
