@@ -48,7 +48,8 @@ final class ProfilePlan {
             throw RunPlan.usage(cl, "--max-running must be >= 1, got " + o.maxRunning);
         }
         try {
-            EngineProfile p = EngineProfile.read(env.workDir().resolve(o.engineProfile));
+            EngineProfile p = EngineProfile.read(o.engineProfile.isAbsolute() ? o.engineProfile
+                    : env.workDir().resolve(o.engineProfile));
             return o.maxRunning == null ? p : p.withMaxRunning(o.maxRunning);
         } catch (IllegalArgumentException e) {
             throw RunPlan.usage(cl, "--engine-profile: " + e.getMessage());
@@ -111,6 +112,40 @@ final class ProfilePlan {
                     so.tierWeights == null ? TierWeights.UNIT : TierWeights.parse(so.tierWeights));
         } catch (IllegalArgumentException e) {
             throw RunPlan.usage(cl, e.getMessage());
+        }
+    }
+
+    /**
+     * Writes the runs' JSON as {@link io.hicache.sim.report.JsonReport} does, with the profile in place of the stand-in
+     * presets: {@code model} is the profile's model id, {@code gpu} is {@code "engine-profile"}, and
+     * {@code engine_profile} says which profile and scheduler limits timed the run.
+     */
+    static void writeJson(java.nio.file.Path file, java.util.List<io.hicache.sim.report.SimResult> results,
+                          boolean asArray, EngineProfile p, String profileFile) {
+        var mapper = new com.fasterxml.jackson.databind.ObjectMapper();
+        var array = mapper.createArrayNode();
+        for (io.hicache.sim.report.SimResult r : results) {
+            try {
+                var n = (com.fasterxml.jackson.databind.node.ObjectNode) mapper.readTree(
+                        io.hicache.sim.report.JsonReport.toJson(r));
+                n.put("model", p.model().id());
+                n.put("gpu", "engine-profile");
+                var e = n.putObject("engine_profile");
+                e.put("file", profileFile);
+                e.put("engine", p.engine());
+                e.put("page_size", p.pageSize());
+                e.put("max_running", p.maxRunning());
+                e.put("context_tokens", p.model().contextTokens());
+                array.add(n);
+            } catch (com.fasterxml.jackson.core.JsonProcessingException ex) {
+                throw new IllegalStateException("cannot re-read the JSON report: " + ex.getMessage(), ex);
+            }
+        }
+        try {
+            String text = mapper.writerWithDefaultPrettyPrinter().writeValueAsString(asArray ? array : array.get(0));
+            java.nio.file.Files.writeString(file, text + System.lineSeparator());
+        } catch (java.io.IOException ex) {
+            throw new java.io.UncheckedIOException("cannot write JSON report " + file + ": " + ex.getMessage(), ex);
         }
     }
 

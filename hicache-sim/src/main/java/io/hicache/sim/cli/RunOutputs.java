@@ -43,6 +43,13 @@ final class RunOutputs {
         }
         SimConfig first = plan.configs.getFirst();
         env.out().println(plan.kv.header(plan.servings.getFirst().instances(), !first.cacheOnly()));
+        String assumptions = first.cacheOnly() ? null : plan.profile != null
+                ? io.hicache.sim.report.Assumptions.profiled(plan.profileFile, plan.profile.engine(),
+                        plan.profile.model().id())
+                : io.hicache.sim.report.Assumptions.roofline();
+        if (assumptions != null) {
+            env.out().println(assumptions);
+        }
         env.out().println();
         List<SimResult> results = new ArrayList<>();
         SummaryTable table = new SummaryTable(plan.kv);
@@ -89,7 +96,10 @@ final class RunOutputs {
         for (String w : warnings) {
             env.out().println(w);
         }
-        if (plan.jsonFile != null) {
+        if (plan.jsonFile != null && plan.profile != null) {
+            ProfilePlan.writeJson(plan.jsonFile, results, plan.kind != Main.Kind.REPLAY, plan.profile, plan.profileFile);
+            env.out().println("wrote " + plan.jsonFile);
+        } else if (plan.jsonFile != null) {
             JsonReport.write(plan.jsonFile, results, plan.kind != Main.Kind.REPLAY);
             env.out().println("wrote " + plan.jsonFile);
         }
@@ -100,7 +110,7 @@ final class RunOutputs {
         }
         if (plan.htmlFile != null) {
             HtmlReport.write(plan.htmlFile, report(commandLine, results, baselines,
-                    new HtmlReport.Answer(plan.kv, headline, answer, rec, warnings)));
+                    new HtmlReport.Answer(plan.kv, headline, answer, rec, warnings), assumptions));
             env.out().println("wrote " + plan.htmlFile);
         }
         return CommandLine.ExitCode.OK;
@@ -214,7 +224,7 @@ final class RunOutputs {
     }
 
     private HtmlReport.Report report(String commandLine, List<SimResult> results, List<HtmlReport.Row> baselines,
-                                     HtmlReport.Answer answer) {
+                                     HtmlReport.Answer answer, String assumptions) {
         List<HtmlReport.Row> rows = new ArrayList<>();
         for (int i = 0; i < results.size(); i++) {
             boolean baseline = (plan.kind == Main.Kind.COMPARE && plan.configs.get(i).backupMode() == BackupMode.NONE)
@@ -230,6 +240,6 @@ final class RunOutputs {
         }
         String title = "HiCache simulator: " + plan.kind.name().toLowerCase(Locale.ROOT);
         return new HtmlReport.Report(title, commandLine, rows,
-                plan.kind == Main.Kind.SWEEP && !plan.deviceSweep ? results : List.of(), timelines, answer);
+                plan.kind == Main.Kind.SWEEP && !plan.deviceSweep ? results : List.of(), timelines, answer, assumptions);
     }
 }

@@ -55,6 +55,8 @@ final class RunPlan {
     final io.hicache.sim.StorageOptions storage;
     /** The engine profile the runs are timed with ({@code --engine-profile}), or null for the presets. */
     final io.hicache.sim.model.EngineProfile profile;
+    /** The profile's file as the command line gave it (null without a profile). */
+    final String profileFile;
 
     private RunPlan(Main.Env env, Main.Kind kind, TraceSource trace, List<SimConfig> configs,
                     List<ServingConfig> servings, List<String> labels, List<Integer> groups, int kneeProbe,
@@ -63,6 +65,7 @@ final class RunPlan {
                     io.hicache.sim.model.EngineProfile profile) {
         this.storage = storage;
         this.profile = profile;
+        this.profileFile = profile == null ? null : profile.source();
         this.env = env;
         this.kind = kind;
         this.trace = trace;

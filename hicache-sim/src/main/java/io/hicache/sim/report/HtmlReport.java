@@ -58,15 +58,23 @@ public final class HtmlReport {
      * @param rows      the table, configurations then baselines
      * @param sweep     points of the hit-ratio vs host-capacity chart (empty: no chart)
      * @param timelines timeline panels (empty: a note says why)
+     * @param answer    what the run concluded (null: nothing stated)
+     * @param assumptions where the times come from ({@link Assumptions}), shown under the header; null: not shown
      */
     public record Report(String title, String command, List<Row> rows, List<SimResult> sweep,
-                         List<Timeline> timelines, Answer answer) {
+                         List<Timeline> timelines, Answer answer, String assumptions) {
         /** Copies the lists. */
         public Report {
             rows = List.copyOf(rows);
             sweep = List.copyOf(sweep);
             timelines = List.copyOf(timelines);
             answer = answer == null ? Answer.NONE : answer;
+        }
+
+        /** A report without an assumptions line. */
+        public Report(String title, String command, List<Row> rows, List<SimResult> sweep, List<Timeline> timelines,
+                      Answer answer) {
+            this(title, command, rows, sweep, timelines, answer, null);
         }
 
         /** A report without a stated answer (capacities in tokens only). */
@@ -127,8 +135,8 @@ public final class HtmlReport {
             h.append("<p class=\"meta\">trace <b>").append(esc(first.trace())).append("</b> · ")
                     .append(first.requests()).append(" requests · ").append(fmtInt(first.inputTokens()))
                     .append(" prompt tokens · ").append(fmtInt(first.blocks())).append(" blocks · model <b>")
-                    .append(esc(first.config().model().cliName())).append("</b> · gpu <b>")
-                    .append(esc(first.config().gpu().cliName())).append("</b> · page ")
+                    .append(esc(kv != null ? kv.model() : first.config().model().cliName())).append("</b> · gpu <b>")
+                    .append(esc(kv != null ? kv.gpu() : first.config().gpu().cliName())).append("</b> · page ")
                     .append(first.config().pageSize()).append(" · block tokens ").append(first.config().blockTokens())
                     .append("</p>\n");
             if (kv != null) {
@@ -140,6 +148,9 @@ public final class HtmlReport {
                                 + "weights)" : " (the GPUs' room: " + esc(Units.tokens(kv.gpuRoomTokens())) + " tokens)")
                         .append("</p>\n");
             }
+        }
+        if (report.assumptions() != null) {
+            h.append("<p class=\"meta assumptions\">").append(esc(report.assumptions())).append("</p>\n");
         }
         h.append("</header>\n<main>\n");
         if (!answer.warnings().isEmpty()) {
