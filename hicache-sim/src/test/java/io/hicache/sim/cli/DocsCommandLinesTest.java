@@ -39,7 +39,7 @@ class DocsCommandLinesTest {
     private static final Pattern LAUNCHER = Pattern.compile("(?<![\\w./-])(?:\\./)?hicache-sim(?:\\.sh)?(?![\\w/.-])");
     /** Tools whose flags the docs cite beside the simulator's. */
     private static final List<String> OTHER_TOOLS = List.of("SGLang", "sglang", "vLLM", "Dynamo", "bench_multiturn",
-            "LMCache", "Mooncake");
+            "LMCache", "Mooncake", "hicache-serve");
 
     record Command(String file, int line, String text) {
         @Override
