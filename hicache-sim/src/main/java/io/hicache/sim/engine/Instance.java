@@ -469,7 +469,7 @@ final class Instance {
             prefillNs += t.prefillNs(fresh, context, q.prefilledSim + q.chunkSim >= q.targetSim);
             scheduler.insertChunk(q);
         }
-        long layerNs = prefillNs / layers;
+        long layerNs = prefillNs / layers; // the rest of the division runs in the tail, before the decodes
         long tailNs = prefillNs - layerNs * layers + scheduler.profiledDecodeNs(t) + t.stepOverheadNs;
         long durationNs = layerNs * layers + tailNs;
         stepping = true;

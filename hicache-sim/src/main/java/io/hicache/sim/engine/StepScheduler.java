@@ -57,6 +57,9 @@ final class StepScheduler {
     private final int outputKeyStride;
     /** What the client sees beyond the engine's clock per request (the profiled engine's HTTP layer), ns. */
     private final long requestOverheadNs;
+    /** With a profile: each decode forward's time in this step, in {@link #stepDecode}'s order, and their sum. */
+    private long[] decodeNs = new long[16];
+    private long stepDecodeTotalNs;
 
     /** Hit counts of the requests admitted here. */
     final HitStats hits;
@@ -293,6 +296,9 @@ final class StepScheduler {
                     chunk = true;
                     q.chunkSim = Math.min(q.targetSim - q.prefilledSim, fleet.chunkSim);
                     stepPrefill.add(q);
+                    if (q.prefilledSim + q.chunkSim >= q.targetSim && q.request.outputLength() > 1) {
+                        stepDecode.add(q); // as the engine: its first decode in the step its prefill ends
+                    }
                 }
             } else {
                 growForDecode(q); // pages were reserved at admission: never preempts
@@ -303,13 +309,21 @@ final class StepScheduler {
         return taken > 0 || chunk;
     }
 
-    /** The profiled engine's decode forwards of this step: one per decoding request, over its KV so far. */
+    /**
+     * The profiled engine's decode forwards of this step, in the engine's order: one per decoding request, over its
+     * KV so far (the prompt and every token but the last sampled); each one's time is kept for {@link #completeStep}.
+     */
     long profiledDecodeNs(ProfiledTiming t) {
+        if (decodeNs.length < stepDecode.size()) {
+            decodeNs = new long[Math.max(stepDecode.size(), decodeNs.length * 2)];
+        }
         long ns = 0;
         for (int i = 0; i < stepDecode.size(); i++) {
             ServedRequest q = stepDecode.get(i);
-            ns += t.decodeNs(q.request.inputLength() + q.decoded - 1L);
+            decodeNs[i] = t.decodeNs(q.request.inputLength() + Math.max(1, q.decoded) - 1L);
+            ns += decodeNs[i];
         }
+        stepDecodeTotalNs = ns;
         return ns;
     }
 
@@ -744,8 +758,16 @@ final class StepScheduler {
 
     // ------------------------------------------------------------------ the end of a step
 
-    /** The step ended at {@code now}: chunks count as prefilled, tokens come out, requests finish. */
+    /**
+     * The step ended at {@code now}: chunks count as prefilled, tokens come out, requests finish. With a profile each
+     * token comes out when its forward ends within the step (the chunk's first, then the decodes in order, then the
+     * step's overhead), as the engine streams it; without, every token at the step's end.
+     */
     void completeStep(long now) {
+        long t = now;
+        if (fleet.timing != null) {
+            t = now - fleet.timing.stepOverheadNs - stepDecodeTotalNs; // the chunk's forward ended here
+        }
         for (int i = 0; i < stepPrefill.size(); i++) {
             ServedRequest q = stepPrefill.get(i);
             q.prefilledSim += q.chunkSim;
@@ -755,12 +777,16 @@ final class StepScheduler {
             }
             q.chunkSim = 0;
             if (!q.inPrefill()) {
-                emitToken(q, now); // the prefill's last chunk yields the next token
+                emitToken(q, t); // the prefill's last chunk yields the next token
             }
         }
         for (int i = 0; i < stepDecode.size(); i++) {
-            emitToken(stepDecode.get(i), now);
+            if (fleet.timing != null) {
+                t += decodeNs[i];
+            }
+            emitToken(stepDecode.get(i), t);
         }
+        stepDecodeTotalNs = 0;
         stepPrefill.clear();
         stepDecode.clear();
     }

@@ -70,17 +70,21 @@ class ProfiledEngineTest {
         return PROFILE.stepOverheadMs();
     }
 
-    /** TTFT: the chunks' forwards, the logits and a step overhead each, and the request overhead; then the decodes. */
+    /**
+     * TTFT: the chunks' forwards, a step overhead after each but the last, the logits and the request overhead (the
+     * token streams when the chunk's forward ends); the first decode runs in the step the prefill ends, and each
+     * token comes out when its forward ends.
+     */
     @Test
     void aLoneRequestTakesTheProfilesSum() throws IOException {
         TraceSource t = trace("""
                 {"timestamp": 0, "input_length": 1000, "output_length": 4, "hash_ids": [1, 2]}
                 """);
-        double ttft = PROFILE.requestOverheadMs() + PROFILE.logitsMs();
+        double ttft = PROFILE.requestOverheadMs() + PROFILE.logitsMs() - stepMs();
         for (int from = 0; from < 1000; from += 256) {
             ttft += PROFILE.forwardMs(Math.min(256, 1000 - from), from) + stepMs();
         }
-        double decodes = 0;
+        double decodes = -stepMs();
         for (int d = 1; d < 4; d++) {
             decodes += PROFILE.forwardMs(1, 1000 + d - 1) + PROFILE.logitsMs() + stepMs();
         }
@@ -101,8 +105,8 @@ class ProfiledEngineTest {
                 {"timestamp": 10000, "input_length": 512, "output_length": 1, "hash_ids": [1]}
                 """);
         SimResult r = run(config(100_000, 0), t, PROFILE);
-        double first = PROFILE.forwardMs(256, 0) + PROFILE.forwardMs(256, 256) + 2 * stepMs();
-        double second = PROFILE.forwardMs(16, 512 - 16) + stepMs();
+        double first = PROFILE.forwardMs(256, 0) + PROFILE.forwardMs(256, 256) + stepMs();
+        double second = PROFILE.forwardMs(16, 512 - 16);
         double overheads = PROFILE.logitsMs() + PROFILE.requestOverheadMs();
         assertThat(r.serving().ttftMs().max()).isCloseTo(first + overheads, within(1e-3));
         assertThat(r.serving().ttftMs().mean()).isCloseTo((first + second) / 2 + overheads, within(1e-3));
@@ -121,7 +125,7 @@ class ProfiledEngineTest {
         SimResult three = run(config(100_000, 0), t, PROFILE.withMaxRunning(3));
         assertThat(three.serving().queueMs().max()).isZero();
         // with one running, the last waits for the two before it to finish
-        double service = PROFILE.forwardMs(200, 0) + PROFILE.logitsMs() + stepMs();
+        double service = PROFILE.forwardMs(200, 0) + PROFILE.logitsMs(); // its first decode in the same step
         for (int d = 1; d < 8; d++) {
             service += PROFILE.forwardMs(1, 200 + d - 1) + PROFILE.logitsMs() + stepMs();
         }
