@@ -5,8 +5,10 @@
  * <p>Exported: what a program that runs simulations from Java needs, and nothing else:
  * {@code io.hicache.sim} (the configuration {@code SimConfig}, {@code ServingConfig} and {@code StorageOptions}, the
  * {@code SimulationEngine} interface, its factories and the cache-only engine), {@code io.hicache.sim.engine} (the
- * timed {@code ServingEngine} and {@code SimKvEvents}, which attaches a KV-event publisher), {@code io.hicache.sim.model}
- * (model and GPU presets), {@code io.hicache.sim.trace} (trace sources and readers) and {@code io.hicache.sim.report}
+ * timed {@code ServingEngine}, also as the profiled engine, and {@code SimKvEvents}, which attaches a KV-event
+ * publisher), {@code io.hicache.sim.model} (model and GPU presets, and the {@code EngineProfile} measured on a serving
+ * engine), {@code io.hicache.sim.trace} (trace sources and readers, the {@code TokenExpander} and the {@code VocabRemap}
+ * that turns its tokens into an engine's vocabulary for a client replaying a trace) and {@code io.hicache.sim.report}
  * (the results and their JSON and HTML reports). Not exported: {@code io.hicache.sim.cli} (the command line, opened
  * to picocli only; launched, never linked) and {@code io.hicache.sim.convert} (the {@code convert} command's log
  * converters and tokenizers).

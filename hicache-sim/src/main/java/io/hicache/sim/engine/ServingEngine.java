@@ -66,6 +66,12 @@ import java.util.List;
  *   ({@link io.hicache.sim.model.ComputeModel#stepLayerNs(long, double, int, long, int, int)}).</li>
  * </ul>
  *
+ * <h2>The profiled engine</h2>
+ * Built with an {@link io.hicache.sim.model.EngineProfile} ({@link #ServingEngine(ServingConfig,
+ * io.hicache.sim.model.EngineProfile)}), the engine times the schedule of the serving engine the profile was measured
+ * on instead of the batching and roofline above (see that constructor; docs/SIMULATION.md, "Engine profiles"); the
+ * cache path, the checks and the results are the same.
+ *
  * <h2>Real memory, true timing</h2>
  * The simulated device moves real bytes, which for a 70B model would be 320 KiB per token. The engine
  * therefore keeps <em>one page as one byte per layer</em>: the controller's tree works on page keys (each
