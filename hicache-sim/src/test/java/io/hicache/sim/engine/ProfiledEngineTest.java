@@ -31,7 +31,7 @@ import static org.assertj.core.api.Assertions.within;
  * profile; admission up to {@code max_running}; the cache path is the simulator's own.
  */
 class ProfiledEngineTest {
-    static final EngineProfile PROFILE = EngineProfile.parse("""
+    static final String PROFILE_JSON = """
             {"format": "hicache-engine-profile", "version": 1, "engine": "test",
              "model": {"id": "tiny", "layers": 4, "hidden": 256, "heads": 4, "kv_heads": 2, "ffn": 512,
                        "vocab": 1000, "context_tokens": 8192},
@@ -41,7 +41,8 @@ class ProfiledEngineTest {
                             "ms": [[2.0, 2.5, 4.0], [6.0, 8.0, 14.0], [20.0, 26.0, 44.0]]},
              "logits_ms": 0.3, "step_overhead_ms": 0.05, "request_overhead_ms": 1.0,
              "load": {"bytes_per_s": 1e9, "fixed_ms": 0.1}, "backup": {"bytes_per_s": 1e9, "fixed_ms": 0.1}}
-            """, "test");
+            """;
+    static final EngineProfile PROFILE = EngineProfile.parse(PROFILE_JSON, "test");
 
     @TempDir
     Path dir;
@@ -155,6 +156,32 @@ class ProfiledEngineTest {
         SimResult bound = new CacheOnlyEngine().run(config(200_000, 0).withCacheOnly(true), t, ProgressListener.NONE);
         assertThat(profiled.tokenHitRatio()).isPositive().isEqualTo(bound.tokenHitRatio());
         assertThat(profiled.blockHitRatio()).isEqualTo(bound.blockHitRatio());
+    }
+
+    /** A host hit is loaded at the profile's load rate: a slower link delays its first token, not its hits. */
+    @Test
+    void hostLoadsTakeTheProfilesLoadTime() throws IOException {
+        // conversation 1's prefix is pushed to the host by conversation 2, then its second turn loads it back
+        TraceSource t = trace("""
+                {"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}
+                {"timestamp": 1000, "input_length": 1024, "output_length": 1, "hash_ids": [3, 4]}
+                {"timestamp": 2000, "input_length": 1040, "output_length": 1, "hash_ids": [1, 2, 5]}
+                """);
+        EngineProfile slow = EngineProfile.parse(PROFILE_JSON.replace("\"load\": {\"bytes_per_s\": 1e9",
+                "\"load\": {\"bytes_per_s\": 1e7"), "slow");
+        for (io.hicache.core.LoadOverlap overlap : io.hicache.core.LoadOverlap.values()) {
+            SimConfig c = config(1100, 100_000).withLoadOverlap(overlap);
+            SimResult fast = run(c, t, PROFILE);
+            SimResult slowRun = run(c, t, slow);
+            long loaded = fast.hostHitTokens();
+            assertThat(loaded).as("%s", overlap).isGreaterThanOrEqualTo(512);
+            assertThat(slowRun.hostHitTokens()).isEqualTo(loaded);
+            assertThat(slowRun.deviceHitTokens()).isEqualTo(fast.deviceHitTokens());
+            // the loaded tokens' KV at 1e7 B/s: the loaded request's first token waits for it, at 1e9 B/s it does not
+            double loadMs = loaded * 4096 / 1e7 * 1e3;
+            assertThat(slowRun.serving().ttftMs().max()).isGreaterThan(loadMs);
+            assertThat(fast.serving().ttftMs().max()).isLessThan(loadMs / 2);
+        }
     }
 
     @Test
