@@ -470,7 +470,11 @@ final class Instance {
             scheduler.insertChunk(q);
         }
         long layerNs = prefillNs / layers; // the rest of the division runs in the tail, before the decodes
-        long tailNs = prefillNs - layerNs * layers + scheduler.profiledDecodeNs(t) + t.stepOverheadNs;
+        long decodesNs = scheduler.profiledDecodeNs(t);
+        boolean computes = !prefill.isEmpty() || scheduler.stepDecodeCount() > 0;
+        // a copy-only forward (backups of finished requests, nothing to compute) is no engine step: the engine
+        // starts those copies when the request finishes
+        long tailNs = prefillNs - layerNs * layers + decodesNs + (computes ? t.stepOverheadNs : 0);
         long durationNs = layerNs * layers + tailNs;
         stepping = true;
         steps++;

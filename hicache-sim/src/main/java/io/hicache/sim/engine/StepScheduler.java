@@ -765,7 +765,7 @@ final class StepScheduler {
      */
     void completeStep(long now) {
         long t = now;
-        if (fleet.timing != null) {
+        if (fleet.timing != null && (!stepPrefill.isEmpty() || !stepDecode.isEmpty())) {
             t = now - fleet.timing.stepOverheadNs - stepDecodeTotalNs; // the chunk's forward ended here
         }
         for (int i = 0; i < stepPrefill.size(); i++) {
