@@ -22,7 +22,10 @@ import java.util.SplittableRandom;
  * <p>A trace whose pages outnumber what {@code vocab^pageSize} can tell apart (only with a tiny vocabulary and page
  * size) fails with {@link IllegalStateException} at the first page beyond, rather than folding it.
  *
- * <p>Typical use, one per replay, in the trace's order (the expander numbers blocks in first-seen order):
+ * <p>Typical use, one expander and one remap per replay. The requests may be expanded in any order (the simulator
+ * expands a held follow-up turn when it arrives): the expander numbers blocks in first-seen order, which changes the
+ * ids but never which blocks are equal, so the hits are the same.
+ *
  * <pre>{@code
  * TokenExpander expander = new TokenExpander(request.blockSize());
  * VocabRemap remap = VocabRemap.forVocabulary(engineVocab, enginePageSize, seed);
