@@ -54,6 +54,7 @@ public record ServeConfig(EngineConfig engine, String host, int port, String api
                              [--storage-write-policy write_through|write_through_selective|write_back]
                              [--prefetch-policy timeout|best_effort|wait_complete] [--prefetch-threshold-tokens 64]
                              [--api-key KEY (or $HICACHE_API_KEY)] [--max-body-bytes 16777216] [--shutdown-grace-s 30]
+                             [--calibrate PROFILE.json (measure the engine, write its profile, exit)]
         Serves a seeded Llama on Jlama with HiCache as its prefix cache, behind SGLang's /generate and OpenAI's
         /v1/completions and /v1/chat/completions; docs/SERVING.md has the details.""";
 

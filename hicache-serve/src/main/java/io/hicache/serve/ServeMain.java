@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * stdout once {@code GET /health} answers, and serves until SIGTERM or SIGINT: then it stops accepting, lets running
  * requests finish for {@code --shutdown-grace-s}, aborts the rest, waits for backups and L3 writes in flight, closes
  * the cache and exits 0. A bad command line prints one line and exits 2; a failed start prints one line and exits 1.
+ * With {@code --calibrate FILE} it measures the engine instead and writes its profile ({@link Calibrate}).
  */
 public final class ServeMain {
     private ServeMain() {
@@ -23,11 +24,18 @@ public final class ServeMain {
 
     public static void main(String[] args) {
         ServeConfig cfg;
+        String calibrate;
         try {
-            cfg = ServeConfig.parse(args, System.getenv());
+            var split = Calibrate.split(args);
+            calibrate = split.getValue();
+            cfg = ServeConfig.parse(split.getKey().toArray(String[]::new), System.getenv());
         } catch (ServeConfig.UsageException e) {
             System.err.println(e.getMessage().startsWith("usage:") ? e.getMessage() : "serve: " + e.getMessage());
             System.exit(e.getMessage().startsWith("usage:") ? 0 : 2);
+            return;
+        }
+        if (!calibrate.isEmpty()) {
+            System.exit(Calibrate.run(cfg, java.nio.file.Path.of(calibrate)));
             return;
         }
         long t0 = System.nanoTime();

@@ -37,6 +37,10 @@ public final class BenchServe {
     }
 
     public static void main(String[] args) throws Exception {
+        if (TraceBench.wanted(args)) {
+            TraceBench.main(args);
+            return;
+        }
         Options o;
         try {
             o = parse(args);

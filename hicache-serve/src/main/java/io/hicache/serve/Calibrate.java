@@ -1,0 +1,299 @@
+package io.hicache.serve;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.hicache.serve.engine.Calibration;
+import io.hicache.serve.engine.EngineConfig;
+import io.hicache.serve.engine.Engine;
+import io.hicache.serve.engine.ServeMetrics;
+import io.hicache.serve.http.HttpServer;
+import io.hicache.serve.model.ModelSpec;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+
+/**
+ * {@code scripts/serve --calibrate OUT.json [engine flags]}: measures the engine on synthetic shapes (never a trace)
+ * and writes its engine profile (docs/SERVING.md, "Calibration"; the format is the simulator's
+ * {@code --engine-profile}). The model-level figures come from {@link Calibration}; the per-step and per-request
+ * overheads from a few tiny requests through the real HTTP path of an engine started here with the given flags: a
+ * one-token answer's time to first token, less one forward of its prompt and the logits, is a request's overhead plus
+ * one step's; the time per token after the first, less a decode forward and the logits, is a step's overhead. The
+ * profile is written to a temporary file in the same folder and renamed: nothing half-written. Runs on the main
+ * thread; exit 0, 1 (a measurement or the write failed), 2 (bad flags).
+ */
+public final class Calibrate {
+    /** Figures are medians of this many repeats. */
+    static final int REPEATS = 3;
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private Calibrate() {
+    }
+
+    /** Runs the calibration for {@code cfg}, writing {@code out}; returns the exit status. */
+    static int run(ServeConfig cfg, Path out) {
+        Path abs = out.toAbsolutePath();
+        if (abs.getParent() != null && !Files.isDirectory(abs.getParent())) {
+            System.err.println("serve: --calibrate: no such folder " + abs.getParent());
+            return 2;
+        }
+        long t0 = System.nanoTime();
+        EngineConfig e = cfg.engine();
+        try {
+            Calibration.Result m = Calibration.measure(e, REPEATS, Calibrate::progress);
+            progress("per-step and per-request overheads through HTTP");
+            double[] over = overheads(cfg, m);
+            Map<String, Object> profile = profile(e, m, over[0], over[1], (System.nanoTime() - t0) / 1e9);
+            write(abs, profile);
+            System.out.printf(Locale.ROOT, "serve: wrote the engine profile %s (%.0f s): step overhead %.3f ms, request "
+                + "overhead %.3f ms, logits %.3f ms, decode at context 0 %.3f ms%n", out, (System.nanoTime() - t0) / 1e9,
+                over[0], over[1], m.logitsMs(), m.forward().ms()[0][0]);
+            return 0;
+        } catch (IOException | RuntimeException ex) {
+            if (Boolean.getBoolean("hicache.debug")) {
+                ex.printStackTrace();
+            }
+            System.err.println("serve: calibration failed: " + (ex.getMessage() == null ? ex.toString() : ex.getMessage()));
+            return 1;
+        }
+    }
+
+    /** The profile in the contract's format (docs/SERVING.md, "Calibration"). */
+    static Map<String, Object> profile(EngineConfig e, Calibration.Result m, double stepMs, double requestMs,
+                                       double seconds) {
+        ModelSpec s = e.model();
+        Map<String, Object> p = new LinkedHashMap<>();
+        p.put("format", "hicache-engine-profile");
+        p.put("version", 1);
+        p.put("engine", "hicache-serve (Jlama " + s.id() + ", one sequence per forward)");
+        Map<String, Object> model = new LinkedHashMap<>();
+        model.put("id", s.id());
+        model.put("layers", s.layers());
+        model.put("hidden", s.hidden());
+        model.put("heads", s.heads());
+        model.put("kv_heads", s.kvHeads());
+        model.put("ffn", s.ffn());
+        model.put("vocab", s.vocab());
+        model.put("context_tokens", s.contextTokens());
+        p.put("model", model);
+        p.put("page_size", e.pageSize());
+        p.put("kv_bytes_per_token", m.kvBytesPerToken());
+        Map<String, Object> sched = new LinkedHashMap<>();
+        sched.put("chunk_tokens", e.chunkTokens());
+        sched.put("max_running", e.maxRunning());
+        sched.put("policy", "per step: one prefill chunk (<= chunk_tokens) of the oldest prefilling request, then one "
+            + "decode token for every decoding request; each a forward of one sequence; FCFS admission up to "
+            + "max_running, device pages reserved for the prompt and the most it may generate");
+        p.put("scheduler", sched);
+        Map<String, Object> fwd = new LinkedHashMap<>();
+        fwd.put("tokens", m.forward().tokens());
+        fwd.put("context", m.forward().context());
+        fwd.put("ms", round(m.forward().ms()));
+        p.put("forward_ms", fwd);
+        p.put("logits_ms", round(m.logitsMs()));
+        p.put("step_overhead_ms", round(stepMs));
+        p.put("request_overhead_ms", round(requestMs));
+        p.put("load", copy(m.load()));
+        p.put("backup", copy(m.backup()));
+        Map<String, Object> cal = new LinkedHashMap<>();
+        cal.put("date", Instant.now().toString());
+        cal.put("machine", System.getProperty("os.arch") + ", " + Runtime.getRuntime().availableProcessors()
+            + " processors, Java " + Runtime.version());
+        cal.put("runs", m.repeats());
+        cal.put("notes", String.format(Locale.ROOT, "synthetic shapes only (random ids, no trace); medians of %d "
+            + "repeats after a JIT warm-up; overheads from tiny requests over HTTP; took %.0f s", m.repeats(), seconds));
+        p.put("calibration", cal);
+        return p;
+    }
+
+    private static Map<String, Object> copy(Calibration.Copy c) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("bytes_per_s", Math.round(c.bytesPerS()));
+        m.put("fixed_ms", round(c.fixedMs()));
+        return m;
+    }
+
+    /**
+     * {@code [step overhead, request overhead]} in ms, from an engine with {@code cfg}'s flags on a free port, sent
+     * tiny requests of fresh random ids (no cache hit): five one-token answers (TTFT) and three of 33 tokens (the
+     * time per token after the first).
+     */
+    static double[] overheads(ServeConfig cfg, Calibration.Result m) throws IOException {
+        Engine engine = new Engine(cfg.engine(), new ServeMetrics());
+        engine.start();
+        HttpServer http = new HttpServer(engine, "127.0.0.1", 0, null, cfg.maxBodyBytes());
+        try {
+            int port = http.start();
+            HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(10)).build();
+            String url = "http://127.0.0.1:" + port + "/generate";
+            SplittableRandom rnd = new SplittableRandom(5);
+            int vocab = cfg.engine().model().vocab();
+            int prompt = 16;
+            int decode = 33;
+            for (int i = 0; i < 3; i++) {
+                timed(client, url, ids(rnd, prompt, vocab), 4);
+            }
+            double[] ttft = new double[5];
+            for (int i = 0; i < ttft.length; i++) {
+                ttft[i] = timed(client, url, ids(rnd, prompt, vocab), 1)[0];
+            }
+            double[] perToken = new double[REPEATS];
+            for (int i = 0; i < perToken.length; i++) {
+                double[] t = timed(client, url, ids(rnd, prompt, vocab), decode);
+                perToken[i] = (t[1] - t[0]) / (decode - 1);
+            }
+            Calibration.Grid g = m.forward();
+            double decodeMs = interpolate(g, 1, prompt + decode / 2.0);
+            double step = Math.max(0, median(perToken) - decodeMs - m.logitsMs());
+            double request = Math.max(0, median(ttft) - interpolate(g, prompt, 0) - m.logitsMs() - step);
+            return new double[] {step, request};
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        } finally {
+            http.closeListener();
+            engine.shutdown(0);
+            http.stop();
+        }
+    }
+
+    private static int[] ids(SplittableRandom rnd, int n, int vocab) {
+        int[] ids = new int[n];
+        for (int i = 0; i < n; i++) {
+            ids[i] = 3 + rnd.nextInt(vocab - 3);
+        }
+        return ids;
+    }
+
+    /** {@code [ttft ms, e2e ms]} of one streamed {@code /generate} of {@code ids}, {@code max} new tokens. */
+    private static double[] timed(HttpClient client, String url, int[] ids, int max)
+        throws IOException, InterruptedException {
+        String body = "{\"input_ids\":" + Arrays.toString(ids).replace(" ", "") + ",\"stream\":true,"
+            + "\"sampling_params\":{\"max_new_tokens\":" + max + ",\"temperature\":0,\"ignore_eos\":true}}";
+        long t0 = System.nanoTime();
+        HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(URI.create(url))
+            .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+            HttpResponse.BodyHandlers.ofLines());
+        double ttft = -1;
+        try (Stream<String> lines = r.body()) {
+            if (r.statusCode() != 200) {
+                throw new IOException("the engine answered a calibration request with HTTP " + r.statusCode() + ": "
+                    + String.join(" ", lines.toList()));
+            }
+            for (String line : (Iterable<String>) lines::iterator) {
+                if (!line.startsWith("data:")) {
+                    continue;
+                }
+                String v = line.substring(5).strip();
+                if (v.equals("[DONE]")) {
+                    double e2e = (System.nanoTime() - t0) / 1e6;
+                    return new double[] {ttft < 0 ? e2e : ttft, e2e};
+                }
+                JsonNode d = JSON.readTree(v);
+                if (ttft < 0 && !d.path("text").asText().isEmpty()) {
+                    ttft = (System.nanoTime() - t0) / 1e6;
+                }
+            }
+        }
+        throw new IOException("a calibration request's stream ended without [DONE]");
+    }
+
+    /**
+     * The profile's reading of the grid: bilinear inside, linear extrapolation from the last two points past the last
+     * row or column, clamped at 0.
+     */
+    static double interpolate(Calibration.Grid g, double tokens, double context) {
+        int[] ta = g.tokens();
+        int[] ca = g.context();
+        int i = segment(ta, tokens);
+        int j = segment(ca, context);
+        double fi = ta.length == 1 ? 0 : (tokens - ta[i]) / (ta[i + 1] - ta[i]);
+        double fj = ca.length == 1 ? 0 : (context - ca[j]) / (ca[j + 1] - ca[j]);
+        double[][] ms = g.ms();
+        int i1 = Math.min(i + 1, ta.length - 1);
+        int j1 = Math.min(j + 1, ca.length - 1);
+        double a = ms[i][j] + (ms[i][j1] - ms[i][j]) * fj;
+        double b = ms[i1][j] + (ms[i1][j1] - ms[i1][j]) * fj;
+        return Math.max(0, a + (b - a) * fi);
+    }
+
+    /** The index {@code k} of the segment {@code [axis[k], axis[k+1]]} to read {@code x} on (the last for beyond). */
+    private static int segment(int[] axis, double x) {
+        if (axis.length == 1) {
+            return 0;
+        }
+        int k = 0;
+        while (k < axis.length - 2 && x > axis[k + 1]) {
+            k++;
+        }
+        return k;
+    }
+
+    /** Writes {@code profile} to {@code out} whole or not at all. */
+    static void write(Path out, Map<String, Object> profile) throws IOException {
+        Path tmp = out.resolveSibling("." + out.getFileName() + ".tmp");
+        try {
+            JSON.copy().enable(SerializationFeature.INDENT_OUTPUT).writeValue(tmp.toFile(), profile);
+            Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    private static double round(double v) {
+        return Math.round(v * 10000) / 10000.0;
+    }
+
+    private static double[][] round(double[][] v) {
+        double[][] r = new double[v.length][];
+        for (int i = 0; i < v.length; i++) {
+            r[i] = Arrays.stream(v[i]).map(Calibrate::round).toArray();
+        }
+        return r;
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        int n = s.length;
+        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    }
+
+    private static void progress(String line) {
+        System.err.println("serve: calibrate: " + line);
+    }
+
+    /** {@code args} without {@code --calibrate FILE}, and the file (null when absent). */
+    static Map.Entry<List<String>, String> split(String[] args) {
+        List<String> rest = new java.util.ArrayList<>();
+        String file = null;
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--calibrate")) {
+                if (i + 1 >= args.length) {
+                    throw new ServeConfig.UsageException("--calibrate needs a file (the profile to write)");
+                }
+                file = args[++i];
+            } else {
+                rest.add(args[i]);
+            }
+        }
+        return Map.entry(rest, file == null ? "" : file);
+    }
+}
