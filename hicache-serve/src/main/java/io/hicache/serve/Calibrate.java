@@ -40,7 +40,7 @@ import java.util.stream.Stream;
  */
 public final class Calibrate {
     /** Figures are medians of this many repeats. */
-    static final int REPEATS = 3;
+    static final int REPEATS = 5;
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private Calibrate() {
@@ -74,8 +74,11 @@ public final class Calibrate {
         }
     }
 
-    /** The profile in the contract's format (docs/SERVING.md, "Calibration"). */
-    static Map<String, Object> profile(EngineConfig e, Calibration.Result m, double stepMs, double requestMs,
+    /**
+     * The profile in the contract's format (docs/SERVING.md, "Calibration"), as a JSON tree of maps and arrays. Pure:
+     * any thread.
+     */
+    public static Map<String, Object> profile(EngineConfig e, Calibration.Result m, double stepMs, double requestMs,
                                        double seconds) {
         ModelSpec s = e.model();
         Map<String, Object> p = new LinkedHashMap<>();
@@ -106,6 +109,11 @@ public final class Calibrate {
         fwd.put("context", m.forward().context());
         fwd.put("ms", round(m.forward().ms()));
         p.put("forward_ms", fwd);
+        Map<String, Object> raw = new LinkedHashMap<>(); // not read by the simulator: the medians the fit smoothed
+        raw.put("tokens", m.measured().tokens());
+        raw.put("context", m.measured().context());
+        raw.put("ms", round(m.measured().ms()));
+        p.put("forward_ms_medians", raw);
         p.put("logits_ms", round(m.logitsMs()));
         p.put("step_overhead_ms", round(stepMs));
         p.put("request_overhead_ms", round(requestMs));
@@ -116,8 +124,9 @@ public final class Calibrate {
         cal.put("machine", System.getProperty("os.arch") + ", " + Runtime.getRuntime().availableProcessors()
             + " processors, Java " + Runtime.version());
         cal.put("runs", m.repeats());
-        cal.put("notes", String.format(Locale.ROOT, "synthetic shapes only (random ids, no trace); medians of %d "
-            + "repeats after a JIT warm-up; overheads from tiny requests over HTTP; took %.0f s", m.repeats(), seconds));
+        cal.put("notes", String.format(Locale.ROOT, "synthetic shapes only (random ids, no trace); forward_ms: "
+            + "medians of %d rounds over the grid after a JIT warm-up, fitted (decode a + b*ctx; prefill a + b*t + c*ctx "
+            + "+ d*t*ctx + e*t^2; forward_ms_medians has the medians); overheads from tiny requests over HTTP; took %.0f s", m.repeats(), seconds));
         p.put("calibration", cal);
         return p;
     }
@@ -246,8 +255,13 @@ public final class Calibrate {
         return k;
     }
 
-    /** Writes {@code profile} to {@code out} whole or not at all. */
-    static void write(Path out, Map<String, Object> profile) throws IOException {
+    /**
+     * Writes {@code profile} to {@code out} whole or not at all (a temporary file in the same folder, renamed over
+     * it). Any thread; one writer per file.
+     *
+     * @throws IOException the folder cannot take the file (nothing is left behind)
+     */
+    public static void write(Path out, Map<String, Object> profile) throws IOException {
         Path tmp = out.resolveSibling("." + out.getFileName() + ".tmp");
         try {
             JSON.copy().enable(SerializationFeature.INDENT_OUTPUT).writeValue(tmp.toFile(), profile);

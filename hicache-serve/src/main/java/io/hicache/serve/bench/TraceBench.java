@@ -70,7 +70,7 @@ public final class TraceBench {
     }
 
     record Options(String trace, double timeScale, long limit, int blockTokens, Path json, String url,
-                   boolean closedLoop, List<String> engineFlags) {
+                   boolean closedLoop, int warmup, List<String> engineFlags) {
     }
 
     /** One request's outcome, on the client's clock (ms since the replay started) and the engine's usage. */
@@ -167,6 +167,11 @@ public final class TraceBench {
                 }
                 raw.add(t);
                 rawConv.add(tokens.rawConversation(r));
+            }
+            if (o.warmup > 0) {
+                progress("warming the engine up with %d synthetic requests, then flushing its cache", o.warmup);
+                client.warmUp(o.warmup, vocab, Math.max(pageSize,
+                    Math.min(Math.min(context / 2, 512), server.path("device_tokens").asInt(1024) / 2 / pageSize * pageSize - 16)));
             }
             progress("replaying %d requests of %s at time scale %s against %s", requests.size(), src.name(),
                 o.timeScale, url);
@@ -295,6 +300,45 @@ public final class TraceBench {
                 }
                 return JSON.readTree(r.body());
             } catch (IOException | IllegalArgumentException e) {
+                throw new Failed("the engine at " + url + " is not reachable: " + e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new Failed("interrupted");
+            }
+        }
+
+        /**
+         * Sends {@code n} requests of random ids ({@code tokens} long, 8 new tokens) one after the other, so that the
+         * engine's JIT has compiled its paths before the replay's clock starts, then empties its cache
+         * ({@code /flush_cache}, retried while requests are still held).
+         */
+        void warmUp(int n, int vocab, int tokens) {
+            java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
+            Request shape = new Request(0, -1, 0, tokens, 8, new int[] {0}, tokens);
+            for (int i = 0; i < n; i++) {
+                int[] ids = new int[tokens];
+                for (int k = 0; k < tokens; k++) {
+                    ids[k] = ByteTokenizer.FIRST_BYTE + rnd.nextInt(vocab - ByteTokenizer.FIRST_BYTE);
+                }
+                Outcome x = generate(shape, ids, System.nanoTime(), false);
+                if (!x.ok) {
+                    throw new Failed("a warm-up request failed: " + x.error);
+                }
+            }
+            try {
+                for (int attempt = 0; ; attempt++) {
+                    HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url + "/flush_cache"))
+                        .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                    if (r.statusCode() == 200) {
+                        return;
+                    }
+                    if (r.statusCode() != 409 || attempt > 600) {
+                        throw new Failed("the engine refused /flush_cache after the warm-up: HTTP " + r.statusCode());
+                    }
+                    Thread.sleep(50);
+                }
+            } catch (IOException e) {
                 throw new Failed("the engine at " + url + " is not reachable: " + e);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -499,13 +543,14 @@ public final class TraceBench {
         Path json = null;
         String url = null;
         boolean closedLoop = true;
+        int warmup = -1;
         List<String> engine = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--help")) {
                 throw new Usage("usage: scripts/bench-serve --trace [FORMAT:]FILE [--time-scale 1] [--limit N] "
                     + "[--block-tokens N] [--json FILE] [--url http://HOST:PORT (a running engine) | engine flags: "
-                    + "--model, --device-tokens, --host-tokens, --chunk-tokens, --page-size, ...] [--no-closed-loop]");
+                    + "--model, --device-tokens, --host-tokens, --chunk-tokens, --page-size, ...] [--no-closed-loop] [--warmup N (default 4 for an engine it starts, 0 with --url: a warm-up flushes the cache)]");
             }
             if (a.equals("--no-closed-loop")) {
                 closedLoop = false;
@@ -531,6 +576,9 @@ public final class TraceBench {
                 case "--block-tokens" -> blockTokens = (int) integer(a, v);
                 case "--json" -> json = Path.of(v);
                 case "--url" -> url = v;
+                case "--warmup" -> {
+                    warmup = v.equals("0") ? 0 : (int) integer(a, v);
+                }
                 default -> {
                     if (a.equals("--port") || a.equals("--host") || a.equals("--api-key")) {
                         throw new Usage(a + " is chosen by bench-serve for the engine it starts (--url for a running one)");
@@ -552,7 +600,8 @@ public final class TraceBench {
         if (json != null && json.toAbsolutePath().getParent() != null && !Files.isDirectory(json.toAbsolutePath().getParent())) {
             throw new Usage("--json: no such folder " + json.toAbsolutePath().getParent());
         }
-        return new Options(trace, timeScale, limit, blockTokens, json, url, closedLoop, List.copyOf(engine));
+        return new Options(trace, timeScale, limit, blockTokens, json, url, closedLoop,
+            warmup >= 0 ? warmup : url == null ? 4 : 0, List.copyOf(engine));
     }
 
     private static double number(String flag, String v) {

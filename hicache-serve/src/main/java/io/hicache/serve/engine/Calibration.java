@@ -27,7 +27,8 @@ import java.util.function.Consumer;
  * of new tokens (1 = a decode step, up to the prefill chunk) by tokens already in the KV (up to the context), the
  * logits and the sampler, and the host tier's copies: a backup (reserve by the write policy, the forward's hooks,
  * polled until committed) and a load-back (match, {@code loadBack}, {@code startLoading}, polled until loaded) at two
- * sizes, fitted as a rate and a fixed cost. JIT warm-up first; every figure is a median of repeats. Runs on the
+ * sizes, fitted as a rate and a fixed cost. JIT warm-up first; every figure is a median of repeats (the grid's taken
+ * in rounds over all its cells, then smoothed by {@link GridFit}). Runs on the
  * calling thread (it becomes the cache's scheduler thread); allocates as it likes (a cold path).
  */
 public final class Calibration {
@@ -40,7 +41,8 @@ public final class Calibration {
     }
 
     /** What {@link #measure} found. */
-    public record Result(Grid forward, double logitsMs, Copy load, Copy backup, long kvBytesPerToken, int repeats) {
+    public record Result(Grid forward, Grid measured, double logitsMs, Copy load, Copy backup, long kvBytesPerToken,
+                         int repeats) {
     }
 
     private Calibration() {
@@ -120,19 +122,25 @@ public final class Calibration {
                 }
             }
             progress.accept("forward grid: tokens " + Arrays.toString(tokens) + " x context " + Arrays.toString(context));
-            double[][] ms = new double[tokens.length][context.length];
+            // rounds over the whole grid, so that a burst of load on the machine spreads over every cell instead of
+            // inflating one row; each cell's median, then a least-squares fit (smooth in tokens and context)
+            double[][][] samples = new double[tokens.length][context.length][repeats];
+            for (int k = 0; k < repeats; k++) {
+                for (int i = 0; i < tokens.length; i++) {
+                    for (int j = 0; j < context.length; j++) {
+                        samples[i][j][k] = forwardMs(model, seq, context[j], tokens[i], r);
+                    }
+                }
+                progress.accept("forward grid: round " + (k + 1) + " of " + repeats);
+            }
+            double[][] raw = new double[tokens.length][context.length];
             for (int i = 0; i < tokens.length; i++) {
                 for (int j = 0; j < context.length; j++) {
-                    int tk = tokens[i];
-                    int cx = context[j];
-                    double[] v = new double[repeats];
-                    for (int k = 0; k < repeats; k++) {
-                        v[k] = forwardMs(model, seq, cx, tk, r);
-                    }
-                    ms[i][j] = median(v);
+                    raw[i][j] = median(samples[i][j]);
                 }
-                progress.accept(tokens[i] + " tokens: " + Arrays.toString(ms[i]) + " ms");
+                progress.accept(tokens[i] + " tokens: " + Arrays.toString(raw[i]) + " ms (medians)");
             }
+            double[][] ms = GridFit.fit(tokens, context, raw);
             double[] lg = new double[Math.max(5, repeats * 3)];
             try (AbstractTensor out = model.forwardChunk(seq, 0, 1, r.kv, null)) {
                 for (int k = 0; k < lg.length + 3; k++) {
@@ -147,7 +155,7 @@ public final class Calibration {
             progress.accept("host tier copies: backup and load-back of " + copyTokens / 4 + " and " + copyTokens + " tokens");
             Copy[] copies = copies(t, spec, ps, copyTokens, repeats, rnd);
             long kvBytesPerToken = 2L * spec.layers() * t.tokenBytes;
-            return new Result(new Grid(tokens, context, ms), median(lg), copies[0], copies[1], kvBytesPerToken, repeats);
+            return new Result(new Grid(tokens, context, ms), new Grid(tokens, context, raw), median(lg), copies[0], copies[1], kvBytesPerToken, repeats);
         } finally {
             model.close();
         }

@@ -1,0 +1,338 @@
+package io.hicache.serve.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.hicache.serve.ServeConfig;
+import io.hicache.serve.model.ModelSpec;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * {@code scripts/validate-sim --trace FILE}: the simulator against the engine on one trace. Calibrates the engine once
+ * ({@code scripts/serve --calibrate}, or takes {@code --engine-profile}), then per configuration ({@code device}: the
+ * device pool only; {@code host}: with the host tier; {@code l3}: with an L3 file store as well) replays the trace
+ * against a fresh engine ({@code scripts/bench-serve --trace}) and through the simulator ({@code hicache-sim replay
+ * --engine-profile}, the engine's flags translated: {@code --device-tokens} to {@code --device-capacity-tokens},
+ * {@code --host-tokens} to {@code --host-capacity-tokens}, the page size, chunk, running limit, write policy and
+ * load overlap as they are). Prints one table (figure, measured, predicted, predicted / measured) per configuration
+ * and writes {@code {config: {"measured": {...}, "predicted": {...}}}} as JSON, whole or not at all.
+ *
+ * <p>Runs on the main thread, one child process at a time (the engine is never timed beside another). Exit 0; 1 when
+ * a run failed (one line: what failed and its last line); 2 on bad input (one line: a bad flag, a missing trace, a
+ * profile of another model shape or page size, a request beyond the engine's context).
+ */
+public final class ValidateSim {
+    private static final List<String> CONFIGS = List.of("device", "host", "l3");
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    record Options(String trace, List<String> configs, Path json, Path profile, List<String> traceFlags,
+                   List<String> engineFlags) {
+    }
+
+    private ValidateSim() {
+    }
+
+    public static void main(String[] args) {
+        int code;
+        try {
+            code = run(args);
+        } catch (TraceBench.Usage e) {
+            System.err.println("validate-sim: " + e.getMessage());
+            code = 2;
+        } catch (TraceBench.Failed e) {
+            System.err.println("validate-sim: " + e.getMessage());
+            code = 1;
+        }
+        System.exit(code);
+    }
+
+    static int run(String[] args) {
+        Options o = parse(args);
+        Path root = Path.of(System.getProperty("hicache.root", ".")).toAbsolutePath();
+        Path work;
+        try {
+            work = Files.createTempDirectory("validate-sim");
+        } catch (IOException e) {
+            throw new TraceBench.Failed("cannot make a work folder: " + e.getMessage());
+        }
+        progress("work folder %s", work);
+        Path profile = o.profile;
+        if (profile == null) {
+            profile = work.resolve("engine-profile.json");
+            List<String> cmd = new ArrayList<>(List.of(root.resolve("scripts/serve").toString(), "--calibrate",
+                profile.toString()));
+            cmd.addAll(o.engineFlags);
+            progress("calibrating the engine (%s)", String.join(" ", o.engineFlags));
+            child(cmd, work.resolve("calibrate.log"), "the calibration");
+        }
+        checkProfile(profile, o.engineFlags);
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (String c : o.configs) {
+            Path measured = work.resolve(c + "-measured.json");
+            Path predicted = work.resolve(c + "-predicted.json");
+            List<String> engine = BenchServe.flagsFor(c, o.engineFlags);
+            if (c.equals("l3")) {
+                engine.add("--storage");
+                engine.add("file:" + work.resolve("l3-engine"));
+            }
+            List<String> bench = new ArrayList<>(List.of(root.resolve("scripts/bench-serve").toString(), "--trace",
+                o.trace, "--json", measured.toString()));
+            bench.addAll(o.traceFlags);
+            bench.addAll(engine);
+            progress("%s: replaying the trace against the engine (%s)", c, String.join(" ", engine));
+            child(bench, work.resolve(c + "-bench.log"), c + ": bench-serve");
+            List<String> sim = new ArrayList<>(List.of(root.resolve("hicache-sim.sh").toString(), "replay", "--trace",
+                o.trace, "--engine-profile", profile.toString(), "--json", predicted.toString()));
+            sim.addAll(o.traceFlags);
+            sim.addAll(simFlags(c, engine, work));
+            progress("%s: replaying the trace through the simulator (%s)", c, String.join(" ", sim.subList(2, sim.size())));
+            child(sim, work.resolve(c + "-sim.log"), c + ": hicache-sim replay");
+            Map<String, Object> pair = new LinkedHashMap<>();
+            pair.put("measured", read(measured));
+            pair.put("predicted", read(predicted));
+            out.put(c, pair);
+        }
+        printTable(out);
+        if (o.json != null) {
+            TraceBench.writeAtomically(o.json, out);
+            progress("wrote %s", o.json);
+        }
+        return 0;
+    }
+
+    /** The simulator's flags for configuration {@code c} of an engine run with {@code engine}. */
+    static List<String> simFlags(String c, List<String> engine, Path work) {
+        List<String> f = new ArrayList<>();
+        f.add("--device-capacity-tokens");
+        f.add(value(engine, "--device-tokens", "16384"));
+        f.add("--host-capacity-tokens");
+        f.add(c.equals("device") ? "0" : value(engine, "--host-tokens", "65536"));
+        f.add("--page-size");
+        f.add(value(engine, "--page-size", "16"));
+        for (String[] m : new String[][] {{"--chunk-tokens", "--chunk-tokens"}, {"--max-running", "--max-running"},
+            {"--write-policy", "--write-policy"}, {"--load-overlap", "--load-overlap"}}) {
+            String v = value(engine, m[0], null);
+            if (v != null) {
+                f.add(m[1]);
+                f.add(m[0].equals("--load-overlap") ? v.replace('_', '-') : v);
+            }
+        }
+        if (c.equals("l3")) {
+            f.add("--storage");
+            f.add("file:" + work.resolve("l3-sim"));
+        }
+        return f;
+    }
+
+    /** Refuses a profile that is not the engine's: its model shape and page size must be the flags'. */
+    static void checkProfile(Path profile, List<String> engine) {
+        JsonNode p;
+        try {
+            p = JSON.readTree(profile.toFile());
+        } catch (IOException e) {
+            throw new TraceBench.Usage("--engine-profile " + profile + ": cannot read it: " + e.getMessage());
+        }
+        if (!"hicache-engine-profile".equals(p.path("format").asText())) {
+            throw new TraceBench.Usage("--engine-profile " + profile + " is not an engine profile (format "
+                + p.path("format") + ")");
+        }
+        ModelSpec s;
+        try {
+            s = ModelSpec.parse(value(engine, "--model", "tiny"),
+                Integer.parseInt(value(engine, "--context-tokens", Integer.toString(ModelSpec.DEFAULT_CONTEXT))),
+                Long.parseLong(value(engine, "--seed", Long.toString(ModelSpec.DEFAULT_SEED))));
+        } catch (IllegalArgumentException e) {
+            throw new TraceBench.Usage(e.getMessage());
+        }
+        JsonNode m = p.path("model");
+        long[] want = {s.layers(), s.hidden(), s.heads(), s.kvHeads(), s.ffn(), s.vocab(), s.contextTokens(),
+            Integer.parseInt(value(engine, "--page-size", "16"))};
+        long[] got = {m.path("layers").asLong(), m.path("hidden").asLong(), m.path("heads").asLong(),
+            m.path("kv_heads").asLong(), m.path("ffn").asLong(), m.path("vocab").asLong(),
+            m.path("context_tokens").asLong(), p.path("page_size").asLong()};
+        if (!Arrays.equals(want, got)) {
+            throw new TraceBench.Usage("--engine-profile " + profile + " was measured on layers,hidden,heads,kv_heads,"
+                + "ffn,vocab,context,page " + Arrays.toString(got) + " but the engine runs " + Arrays.toString(want)
+                + "; calibrate this engine (drop --engine-profile) or pass its --model/--context-tokens/--page-size");
+        }
+    }
+
+    /** Runs {@code cmd} with its output in {@code log}; exit 2 of the child is bad input, any other failure exit 1. */
+    private static void child(List<String> cmd, Path log, String what) {
+        int exit;
+        try {
+            Process p = new ProcessBuilder(cmd).directory(Path.of("").toAbsolutePath().toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
+            exit = p.waitFor();
+        } catch (IOException e) {
+            throw new TraceBench.Failed(what + " could not start: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TraceBench.Failed(what + " was interrupted");
+        }
+        if (exit == 0) {
+            return;
+        }
+        String last = lastLine(log);
+        if (exit == 2) {
+            throw new TraceBench.Usage(what + ": " + last);
+        }
+        throw new TraceBench.Failed(what + " failed (exit " + exit + "): " + last + " (log " + log + ")");
+    }
+
+    private static String lastLine(Path log) {
+        try {
+            List<String> lines = Files.readAllLines(log).stream().map(String::strip)
+                .filter(l -> !l.isEmpty() && !l.startsWith("WARNING") && !l.startsWith("[picocli")
+                    && !l.contains(" WARN ")).toList();
+            return lines.isEmpty() ? "(no output)" : lines.get(lines.size() - 1);
+        } catch (IOException e) {
+            return "(no log)";
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> read(Path f) {
+        try {
+            return JSON.readValue(f.toFile(), LinkedHashMap.class);
+        } catch (IOException e) {
+            throw new TraceBench.Failed("cannot read " + f + ": " + e.getMessage());
+        }
+    }
+
+    /** The figures the table shows: a JSON path (field, or field.percentile). */
+    static final List<String> FIGURES = List.of("token_hit_ratio", "block_hit_ratio", "device_hit_tokens",
+        "host_hit_tokens", "ttft_ms.p50", "ttft_ms.p90", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p90", "e2e_ms.p50",
+        "e2e_ms.p90", "queue_ms.p50", "queue_ms.p90", "throughput_input_tokens_per_s", "throughput_output_tokens_per_s",
+        "throughput_requests_per_s");
+
+    @SuppressWarnings("unchecked")
+    static Double figure(Map<String, Object> m, String path) {
+        Object v = m;
+        for (String k : path.split("\\.")) {
+            if (!(v instanceof Map)) {
+                return null;
+            }
+            v = ((Map<String, Object>) v).get(k);
+        }
+        return v instanceof Number n ? n.doubleValue() : null;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void printTable(Map<String, Object> out) {
+        for (Map.Entry<String, Object> e : out.entrySet()) {
+            Map<String, Object> pair = (Map<String, Object>) e.getValue();
+            Map<String, Object> m = (Map<String, Object>) pair.get("measured");
+            Map<String, Object> p = (Map<String, Object>) pair.get("predicted");
+            System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8s%n", e.getKey(), "figure", "measured", "predicted",
+                "ratio");
+            for (String f : FIGURES) {
+                Double a = figure(m, f);
+                Double b = figure(p, f);
+                String ratio = a == null || b == null || a == 0 ? "-" : String.format(Locale.ROOT, "%.3f", b / a);
+                System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8s%n", "", f, num(a), num(b), ratio);
+            }
+        }
+    }
+
+    private static String num(Double v) {
+        if (v == null) {
+            return "-";
+        }
+        return Math.abs(v) < 10 && v != Math.rint(v) ? String.format(Locale.ROOT, "%.4f", v)
+            : String.format(Locale.ROOT, "%.1f", v);
+    }
+
+    private static String value(List<String> flags, String name, String dflt) {
+        int i = flags.indexOf(name);
+        return i < 0 || i + 1 >= flags.size() ? dflt : flags.get(i + 1);
+    }
+
+    static Options parse(String[] args) {
+        String trace = null;
+        List<String> configs = List.of("device", "host");
+        Path json = null;
+        Path profile = null;
+        List<String> traceFlags = new ArrayList<>();
+        List<String> engine = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (a.equals("--help")) {
+                throw new TraceBench.Usage("usage: scripts/validate-sim --trace [FORMAT:]FILE [--configs device,host,l3] "
+                    + "[--json FILE] [--engine-profile FILE] [--block-tokens N] [--time-scale X] [--limit N] "
+                    + "[engine flags: --model, --device-tokens, --host-tokens, --chunk-tokens, --page-size, ...]");
+            }
+            if (ServeConfig.SWITCHES.contains(a)) {
+                throw new TraceBench.Usage(a + ": the comparison needs the prefix cache");
+            }
+            if (i + 1 >= args.length) {
+                throw new TraceBench.Usage(a + " needs a value");
+            }
+            String v = args[++i];
+            switch (a) {
+                case "--trace" -> trace = v;
+                case "--configs" -> {
+                    configs = Arrays.stream(v.split(",")).map(String::trim).toList();
+                    for (String c : configs) {
+                        if (!CONFIGS.contains(c)) {
+                            throw new TraceBench.Usage("--configs: unknown configuration '" + c + "'; use "
+                                + String.join(",", CONFIGS));
+                        }
+                    }
+                }
+                case "--json" -> json = Path.of(v);
+                case "--engine-profile" -> {
+                    profile = Path.of(v).toAbsolutePath();
+                    if (!Files.isRegularFile(profile)) {
+                        throw new TraceBench.Usage("--engine-profile: no such file " + v);
+                    }
+                }
+                case "--block-tokens", "--time-scale", "--limit" -> {
+                    traceFlags.add(a);
+                    traceFlags.add(v);
+                }
+                default -> {
+                    if (a.equals("--port") || a.equals("--host") || a.equals("--api-key") || a.equals("--storage")) {
+                        throw new TraceBench.Usage(a + " is chosen by validate-sim for each engine it starts");
+                    }
+                    if (!ServeConfig.VALUE_FLAGS.contains(a)) {
+                        throw new TraceBench.Usage("unknown argument " + a + " (--help lists the flags)");
+                    }
+                    engine.add(a);
+                    engine.add(v);
+                }
+            }
+        }
+        if (trace == null) {
+            throw new TraceBench.Usage("--trace FILE is required");
+        }
+        String file = trace.matches("^[a-z][a-z0-9_-]+:.*") ? trace.substring(trace.indexOf(':') + 1) : trace;
+        if (!Files.isRegularFile(Path.of(file))) {
+            throw new TraceBench.Usage("--trace: no such file " + file);
+        }
+        if (json != null && json.toAbsolutePath().getParent() != null
+            && !Files.isDirectory(json.toAbsolutePath().getParent())) {
+            throw new TraceBench.Usage("--json: no such folder " + json.toAbsolutePath().getParent());
+        }
+        return new Options(absolute(trace), configs, json, profile, List.copyOf(traceFlags), List.copyOf(engine));
+    }
+
+    /** The trace spec with its file made absolute (the children run in other folders). */
+    private static String absolute(String spec) {
+        int c = spec.matches("^[a-z][a-z0-9_-]+:.*") ? spec.indexOf(':') : -1;
+        return c < 0 ? Path.of(spec).toAbsolutePath().toString()
+            : spec.substring(0, c + 1) + Path.of(spec.substring(c + 1)).toAbsolutePath();
+    }
+
+    private static void progress(String fmt, Object... args) {
+        System.err.println("validate-sim: " + String.format(Locale.ROOT, fmt, args));
+    }
+}

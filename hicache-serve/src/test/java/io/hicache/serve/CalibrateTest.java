@@ -1,0 +1,96 @@
+package io.hicache.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.hicache.serve.engine.Calibration;
+import io.hicache.serve.engine.EngineConfig;
+import io.hicache.sim.model.EngineProfile;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+class CalibrateTest {
+    private static final EngineConfig CFG = TestServer.config(512, 4096);
+
+    /** A result shaped as a calibration's, with made-up figures that grow with tokens and context. */
+    private static Calibration.Result result() {
+        int[] t = Calibration.tokenAxis(CFG.chunkTokens());
+        int[] c = Calibration.contextAxis(CFG.model().contextTokens(), CFG.chunkTokens());
+        double[][] ms = new double[t.length][c.length];
+        SplittableRandom rnd = new SplittableRandom(2);
+        for (int i = 0; i < t.length; i++) {
+            for (int j = 0; j < c.length; j++) {
+                ms[i][j] = 0.5 + t[i] * 0.3 + c[j] * 0.01 + rnd.nextDouble() * 0.1;
+            }
+        }
+        return new Calibration.Result(new Calibration.Grid(t, c, ms), new Calibration.Grid(t, c, ms), 0.07, new Calibration.Copy(2e9, 0.4),
+            new Calibration.Copy(1e9, 0.2), 2048, 3);
+    }
+
+    @Test
+    void theAxesAreAscendingAndStayInsideTheChunkAndTheContext() {
+        int[] t = Calibration.tokenAxis(256);
+        int[] c = Calibration.contextAxis(4096, 256);
+        assertThat(t).startsWith(1).endsWith(256).isSorted().doesNotHaveDuplicates();
+        assertThat(c).startsWith(0).isSorted().doesNotHaveDuplicates();
+        assertThat(c[c.length - 1] + 256).isLessThan(4096);
+        assertThat(Calibration.tokenAxis(16)).containsExactly(1, 16);
+    }
+
+    @Test
+    void theProfileIsTheContractsFormatAndTheSimulatorReadsItBack(@TempDir Path dir) throws Exception {
+        Calibration.Result m = result();
+        Map<String, Object> p = Calibrate.profile(CFG, m, 0.3, 12.5, 40);
+        Path f = dir.resolve("profile.json");
+        Calibrate.write(f, p);
+        try (var files = Files.list(dir)) {
+            assertThat(files.toList()).containsExactly(f); // no temporary file left beside it
+        }
+        EngineProfile e = EngineProfile.parse(Files.readString(f), f.toString());
+        assertThat(e.pageSize()).isEqualTo(CFG.pageSize());
+        assertThat(e.chunkTokens()).isEqualTo(CFG.chunkTokens());
+        assertThat(e.maxRunning()).isEqualTo(CFG.maxRunning());
+        assertThat(e.model().layers()).isEqualTo(CFG.model().layers());
+        assertThat(e.model().vocab()).isEqualTo(CFG.model().vocab());
+        assertThat(e.model().contextTokens()).isEqualTo(CFG.model().contextTokens());
+        assertThat(e.kvBytesPerToken()).isEqualTo(2048);
+        assertThat(e.logitsMs()).isEqualTo(0.07);
+        assertThat(e.stepOverheadMs()).isEqualTo(0.3);
+        assertThat(e.requestOverheadMs()).isEqualTo(12.5);
+        assertThat(e.load().bytesPerS()).isEqualTo(2e9);
+        assertThat(e.backup().fixedMs()).isEqualTo(0.2);
+        SplittableRandom rnd = new SplittableRandom(8);
+        for (int k = 0; k < 200; k++) { // the calibration reads its grid as the simulator does, also past its edges
+            double tokens = 1 + rnd.nextDouble() * 2 * CFG.chunkTokens();
+            double context = rnd.nextDouble() * 1.5 * CFG.model().contextTokens();
+            assertThat(Calibrate.interpolate(m.forward(), tokens, context))
+                .isCloseTo(e.forwardMs(tokens, context), within(1e-3));
+        }
+    }
+
+    @Test
+    void aProfileWithAFieldMissingIsRefusedByTheSimulatorNamingIt(@TempDir Path dir) throws Exception {
+        Map<String, Object> p = new java.util.LinkedHashMap<>(Calibrate.profile(CFG, result(), 0.3, 12.5, 40));
+        p.remove("backup");
+        String json = new ObjectMapper().writeValueAsString(p);
+        assertThatThrownBy(() -> EngineProfile.parse(json, "p.json")).hasMessageContaining("backup");
+    }
+
+    @Test
+    void aProfileIntoAFolderThatDoesNotExistIsABadCommandLineAndWritesNothing(@TempDir Path dir) {
+        ServeConfig cfg = ServeConfig.parse(new String[0], Map.of());
+        assertThat(Calibrate.run(cfg, dir.resolve("no/such/profile.json"))).isEqualTo(2);
+        assertThat(dir.resolve("no")).doesNotExist();
+        assertThatThrownBy(() -> Calibrate.split(new String[] {"--calibrate"})).hasMessageContaining("--calibrate");
+        var s = Calibrate.split(new String[] {"--model", "tiny", "--calibrate", "p.json", "--page-size", "16"});
+        assertThat(s.getValue()).isEqualTo("p.json");
+        assertThat(s.getKey()).containsExactly("--model", "tiny", "--page-size", "16");
+    }
+}

@@ -1,0 +1,127 @@
+package io.hicache.serve.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.hicache.serve.Calibrate;
+import io.hicache.serve.TestServer;
+import io.hicache.sim.trace.MultiTurnGenerator;
+import io.hicache.sim.trace.Request;
+import io.hicache.sim.trace.TraceFormat;
+import io.hicache.sim.trace.TraceReader;
+import io.hicache.sim.trace.TraceSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+class TraceBenchTest {
+
+    @Test
+    void aReplayHitsTheAnswerItsParentGotAsTheSimulatorsKeysDo(@TempDir Path dir) throws Exception {
+        Path trace = dir.resolve("mt.jsonl");
+        new MultiTurnGenerator(2, 2, 60, 12, 50, 0, 3).write(trace);
+        Path json = dir.resolve("out.json");
+        try (TestServer s = TestServer.start(TestServer.config(1024, 0))) {
+            int code = TraceBench.run(new String[] {"--trace", trace.toString(), "--url", s.url(""), "--json",
+                json.toString()});
+            assertThat(code).isZero();
+        }
+        // a follow-up finds its parent's prompt and the whole pages of the answer whose KV was computed (all but
+        // the last token's), which is only possible when it resends the answer the engine gave
+        Map<Long, Request> byId = new HashMap<>();
+        long input = 0;
+        long hit = 0;
+        try (TraceReader r = new TraceSource(TraceFormat.MOONCAKE, trace, "mt", Long.MAX_VALUE).open()) {
+            Request q;
+            while ((q = r.next()) != null) {
+                input += q.inputLength();
+                Request p = byId.get(q.parentId());
+                if (p != null) {
+                    hit += (p.inputLength() + p.outputLength() - 1) / 16 * 16L;
+                }
+                byId.put(q.id(), q);
+            }
+        }
+        JsonNode m = new ObjectMapper().readTree(json.toFile());
+        assertThat(m.path("requests").asInt()).isEqualTo(4);
+        assertThat(m.path("failed").asInt()).isZero();
+        assertThat(m.path("input_tokens").asLong()).isEqualTo(input);
+        assertThat(m.path("device_hit_tokens").asLong()).isEqualTo(hit);
+        assertThat(m.path("token_hit_ratio").asDouble()).isEqualTo((double) hit / input);
+        for (String f : List.of("ttft_ms", "tpot_ms", "e2e_ms", "queue_ms")) {
+            assertThat(m.path(f).path("p50").asDouble()).as(f).isLessThanOrEqualTo(m.path(f).path("p90").asDouble());
+        }
+        assertThat(m.path("ttft_ms").path("p50").asDouble()).isPositive()
+            .isLessThan(m.path("e2e_ms").path("max").asDouble());
+        assertThat(m.path("throughput_output_tokens_per_s").asDouble()).isPositive();
+    }
+
+    @Test
+    void aRequestBeyondTheEnginesContextIsBadInput(@TempDir Path dir) throws Exception {
+        Path trace = dir.resolve("long.jsonl");
+        Files.writeString(trace, "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n");
+        try (TestServer s = TestServer.start(TestServer.config(1024, 0))) {
+            assertThatThrownBy(() -> TraceBench.run(new String[] {"--trace", trace.toString(), "--url", s.url("")}))
+                .isInstanceOf(TraceBench.Usage.class).hasMessageContaining("context of 512");
+        }
+    }
+
+    @Test
+    void anUnreachableEngineFailsTheRunAndWritesNothing(@TempDir Path dir) throws Exception {
+        Path trace = dir.resolve("t.jsonl");
+        new MultiTurnGenerator(1, 1, 16, 2, 1, 0, 1).write(trace);
+        Path json = dir.resolve("out.json");
+        assertThatThrownBy(() -> TraceBench.run(new String[] {"--trace", trace.toString(), "--url",
+            "http://127.0.0.1:1", "--json", json.toString()}))
+            .isInstanceOf(TraceBench.Failed.class).hasMessageContaining("not reachable");
+        assertThat(json).doesNotExist();
+    }
+
+    @Test
+    void badCommandLinesAreOneLineEach(@TempDir Path dir) {
+        String t = dir.resolve("none.jsonl").toString();
+        assertThatThrownBy(() -> TraceBench.parse(new String[] {"--time-scale", "1"})).hasMessageContaining("--trace");
+        assertThatThrownBy(() -> TraceBench.parse(new String[] {"--trace", t, "--time-scale", "0"}))
+            .hasMessageContaining("--time-scale");
+        assertThatThrownBy(() -> TraceBench.parse(new String[] {"--trace", t, "--bogus", "1"}))
+            .hasMessageContaining("--bogus");
+        assertThatThrownBy(() -> TraceBench.parse(new String[] {"--trace", t, "--url", "http://x", "--model", "tiny"}))
+            .hasMessageContaining("--url");
+        assertThatThrownBy(() -> TraceBench.run(new String[] {"--trace", t, "--url", "http://127.0.0.1:1"}))
+            .isInstanceOf(TraceBench.Usage.class).hasMessageContaining("no such file");
+        assertThatThrownBy(() -> ValidateSim.parse(new String[] {"--configs", "device"})).hasMessageContaining("--trace");
+        assertThatThrownBy(() -> ValidateSim.parse(new String[] {"--trace", t})).hasMessageContaining("no such file");
+    }
+
+    @Test
+    void validateSimRefusesConfigurationsAndProfilesThatAreNotTheEngines(@TempDir Path dir) throws Exception {
+        Path trace = dir.resolve("t.jsonl");
+        new MultiTurnGenerator(1, 1, 16, 2, 1, 0, 1).write(trace);
+        String t = trace.toString();
+        assertThatThrownBy(() -> ValidateSim.parse(new String[] {"--trace", t, "--configs", "device,gpu"}))
+            .hasMessageContaining("gpu");
+        assertThatThrownBy(() -> ValidateSim.parse(new String[] {"--trace", t, "--storage", "file:/x"}))
+            .hasMessageContaining("--storage");
+        Path profile = dir.resolve("p.json");
+        var cfg = io.hicache.serve.ServeConfig.parse(new String[] {"--model", "small"}, Map.of()).engine();
+        var grid = new io.hicache.serve.engine.Calibration.Grid(new int[] {1}, new int[] {0}, new double[][] {{1}});
+        var copy = new io.hicache.serve.engine.Calibration.Copy(1e9, 0);
+        Calibrate.write(profile, Calibrate.profile(cfg, new io.hicache.serve.engine.Calibration.Result(grid, grid, 0.1, copy,
+            copy, 1024, 1), 0, 0, 1));
+        ValidateSim.checkProfile(profile, List.of("--model", "small"));
+        assertThatThrownBy(() -> ValidateSim.checkProfile(profile, List.of("--model", "tiny")))
+            .isInstanceOf(TraceBench.Usage.class).hasMessageContaining("was measured on");
+        assertThatThrownBy(() -> ValidateSim.checkProfile(profile, List.of("--model", "small", "--page-size", "32")))
+            .isInstanceOf(TraceBench.Usage.class).hasMessageContaining("page");
+        assertThat(ValidateSim.simFlags("device", List.of("--device-tokens", "1024", "--host-tokens", "0",
+            "--load-overlap", "previous_batch"), dir)).containsExactly("--device-capacity-tokens", "1024",
+            "--host-capacity-tokens", "0", "--page-size", "16", "--load-overlap", "previous-batch");
+    }
+}
