@@ -3,27 +3,27 @@ package io.hicache.serve.bench;
 import io.hicache.serve.model.ByteTokenizer;
 import io.hicache.sim.trace.Request;
 import io.hicache.sim.trace.TokenExpander;
+import io.hicache.sim.trace.VocabRemap;
 
 /**
  * A trace's requests as token ids the engine takes: expanded from their block hash ids exactly as the simulator
  * expands them ({@link TokenExpander}: token {@code k * blockTokens + j} for the {@code j}-th token of the {@code k}-th
- * distinct block), then remapped into the engine's vocabulary. The remap works per page: the simulator keys the
- * page that starts at token {@code t} by {@code q = t / pageSize}, and every token of that page becomes a function
- * of {@code q} and its offset in the page, its first {@link #digits()} tokens the base-{@code (vocab - 3)} digits of
- * {@code q} (ids from 3: pad, BOS and EOS are never sent). So two pages are equal in the engine exactly when their
- * simulator keys are equal, whatever the vocabulary: distinct blocks stay distinct, and no block folds onto another.
- * Needs a page size that divides the block tokens (as the simulator's page keys do) and is at least
- * {@link #digits()}.
+ * distinct block), then remapped into the engine's vocabulary by the simulator's {@link VocabRemap}, over the ids from
+ * 3 up (pad, BOS and EOS are never sent): per page, a function of the simulator's page key ({@code t / pageSize}) and
+ * the offset, the first tokens the key's digits. So two pages are equal in the engine exactly when their simulator keys
+ * are equal, whatever the vocabulary: distinct blocks stay distinct, and no block folds onto another. Needs a page size
+ * that divides the block tokens (as the simulator's page keys do) and is at least {@link #digits()}.
  *
  * <p>Owned by one thread (the expander's remap table is state); expanding the same trace in the same order gives the
  * same tokens.
  */
 public final class TraceTokens {
     private static final int FIRST = ByteTokenizer.FIRST_BYTE;
+    /** The replay's seed of the remap: which ids, not the structure. */
+    private static final long SEED = 43;
 
     private final TokenExpander expander;
-    private final int pageSize;
-    private final int radix;
+    private final VocabRemap remap;
     private final int digits;
 
     /**
@@ -42,17 +42,16 @@ public final class TraceTokens {
             throw new IllegalArgumentException("a vocabulary of " + vocab + " ids cannot carry trace tokens");
         }
         this.expander = new TokenExpander(blockTokens);
-        this.pageSize = pageSize;
-        this.radix = vocab - FIRST;
+        this.remap = VocabRemap.forVocabulary(vocab - FIRST, pageSize, SEED);
         int d = 1;
-        long span = radix;
-        long keys = (long) Integer.MAX_VALUE / pageSize + 1;
+        long span = (long) vocab - FIRST;
+        long keys = Math.ceilDiv(1L << 31, pageSize);
         while (span < keys) {
-            span *= radix;
+            span *= vocab - FIRST;
             d++;
         }
         this.digits = d;
-        if (d > pageSize) {
+        if (remap.capacityPages() < keys) {
             throw new IllegalArgumentException("a page of " + pageSize + " tokens cannot keep pages distinct in a "
                 + "vocabulary of " + vocab + " (it needs " + d + " tokens a page); use a larger --page-size or vocabulary");
         }
@@ -84,19 +83,8 @@ public final class TraceTokens {
         return out;
     }
 
-    /** One expanded token in the vocabulary: a function of its page's key and its offset in the page. */
+    /** One expanded token in the vocabulary ({@link VocabRemap#token}, past the special ids). */
     public int remap(int token) {
-        int key = token / pageSize;
-        int offset = token % pageSize;
-        if (offset < digits) {
-            int v = key;
-            for (int i = 0; i < offset; i++) {
-                v /= radix;
-            }
-            return FIRST + v % radix;
-        }
-        long h = (key * 0x9E3779B97F4A7C15L) ^ (offset * 0xC2B2AE3D27D4EB4FL);
-        h ^= h >>> 29;
-        return FIRST + (int) Math.floorMod(h, (long) radix);
+        return FIRST + remap.token(token);
     }
 }
