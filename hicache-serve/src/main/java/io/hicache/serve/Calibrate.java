@@ -140,8 +140,8 @@ public final class Calibrate {
 
     /**
      * {@code [step overhead, request overhead]} in ms, from an engine with {@code cfg}'s flags on a free port, sent
-     * tiny requests of fresh random ids (no cache hit): five one-token answers (TTFT) and three of 33 tokens (the
-     * time per token after the first).
+     * tiny requests of fresh random ids (no cache hit), interleaved: nine one-token answers (TTFT) and five of 33
+     * tokens (the time per token after the first).
      */
     static double[] overheads(ServeConfig cfg, Calibration.Result m) throws IOException {
         Engine engine = new Engine(cfg.engine(), new ServeMetrics());
@@ -159,14 +159,15 @@ public final class Calibrate {
             for (int i = 0; i < 3; i++) {
                 timed(client, url, ids(rnd, prompt, vocab), 4);
             }
-            double[] ttft = new double[5];
+            // interleaved, so that the machine's load at one moment weighs on both figures alike
+            double[] ttft = new double[9];
+            double[] perToken = new double[5];
             for (int i = 0; i < ttft.length; i++) {
                 ttft[i] = timed(client, url, ids(rnd, prompt, vocab), 1)[0];
-            }
-            double[] perToken = new double[REPEATS];
-            for (int i = 0; i < perToken.length; i++) {
-                double[] t = timed(client, url, ids(rnd, prompt, vocab), decode);
-                perToken[i] = (t[1] - t[0]) / (decode - 1);
+                if (i < perToken.length) {
+                    double[] t = timed(client, url, ids(rnd, prompt, vocab), decode);
+                    perToken[i] = (t[1] - t[0]) / (decode - 1);
+                }
             }
             Calibration.Grid g = m.forward();
             double decodeMs = interpolate(g, 1, prompt + decode / 2.0);
