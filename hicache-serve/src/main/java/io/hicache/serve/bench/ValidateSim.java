@@ -57,6 +57,10 @@ public final class ValidateSim {
     static int run(String[] args) {
         Options o = parse(args);
         Path root = Path.of(System.getProperty("hicache.root", ".")).toAbsolutePath();
+        if (o.profile != null) {
+            checkProfile(o.profile, o.engineFlags);
+        }
+        checkTrace(o, root);
         Path work;
         try {
             work = Files.createTempDirectory("validate-sim");
@@ -74,6 +78,7 @@ public final class ValidateSim {
             child(cmd, work.resolve("calibrate.log"), "the calibration");
         }
         checkProfile(profile, o.engineFlags);
+        progress("engine profile %s", profile);
         Map<String, Object> out = new LinkedHashMap<>();
         for (String c : o.configs) {
             Path measured = work.resolve(c + "-measured.json");
@@ -130,6 +135,33 @@ public final class ValidateSim {
             f.add("file:" + work.resolve("l3-sim"));
         }
         return f;
+    }
+
+    /** Refuses, before anything runs, a trace the simulator cannot read or with a request beyond the engine's context. */
+    static void checkTrace(Options o, Path root) {
+        int context = Integer.parseInt(value(o.engineFlags, "--context-tokens",
+            Integer.toString(ModelSpec.DEFAULT_CONTEXT)));
+        long limit = Long.parseLong(value(o.traceFlags, "--limit", Long.toString(Long.MAX_VALUE)));
+        try {
+            io.hicache.sim.trace.TraceSource src = io.hicache.sim.trace.TraceSource.parse(o.trace,
+                Path.of("").toAbsolutePath(), root, limit);
+            src.scan();
+            try (io.hicache.sim.trace.TraceReader r = src.open()) {
+                io.hicache.sim.trace.Request q;
+                while ((q = r.next()) != null) {
+                    if ((long) q.inputLength() + Math.max(1, q.outputLength()) > context) {
+                        throw new TraceBench.Usage("--trace: request " + q.index() + " (trace id " + q.id() + ") needs "
+                            + q.inputLength() + " prompt + " + q.outputLength() + " output tokens, beyond the engine's "
+                            + "context of " + context + " tokens (--context-tokens, or --limit the trace)");
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            if (e instanceof TraceBench.Usage u) {
+                throw u;
+            }
+            throw new TraceBench.Usage("--trace: " + e.getMessage());
+        }
     }
 
     /** Refuses a profile that is not the engine's: its model shape and page size must be the flags'. */

@@ -109,6 +109,11 @@ class TraceBenchTest {
             .hasMessageContaining("gpu");
         assertThatThrownBy(() -> ValidateSim.parse(new String[] {"--trace", t, "--storage", "file:/x"}))
             .hasMessageContaining("--storage");
+        ValidateSim.checkTrace(ValidateSim.parse(new String[] {"--trace", t}), dir);
+        Path tooLong = dir.resolve("long.jsonl");
+        Files.writeString(tooLong, "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [1, 2]}\n");
+        assertThatThrownBy(() -> ValidateSim.checkTrace(ValidateSim.parse(new String[] {"--trace", tooLong.toString(),
+            "--context-tokens", "512"}), dir)).isInstanceOf(TraceBench.Usage.class).hasMessageContaining("context of 512");
         Path profile = dir.resolve("p.json");
         var cfg = io.hicache.serve.ServeConfig.parse(new String[] {"--model", "small"}, Map.of()).engine();
         var grid = new io.hicache.serve.engine.Calibration.Grid(new int[] {1}, new int[] {0}, new double[][] {{1}});
