@@ -76,7 +76,7 @@ public final class TraceBench {
     /** One request's outcome, on the client's clock (ms since the replay started) and the engine's usage. */
     record Outcome(Request request, boolean ok, String error, double sentMs, double ttftMs, double e2eMs, int[] prompt,
                    int[] generated, int cached, int cachedDevice, int cachedHost, int cachedStorage, double queueMs,
-                   boolean waited) {
+                   double engineTtftMs, boolean waited) {
     }
 
     private TraceBench() {
@@ -278,7 +278,7 @@ public final class TraceBench {
     }
 
     private static Outcome failed(Request r, String error) {
-        return new Outcome(r, false, error, 0, 0, 0, new int[0], new int[0], 0, 0, 0, 0, 0, false);
+        return new Outcome(r, false, error, 0, 0, 0, new int[0], new int[0], 0, 0, 0, 0, 0, 0, false);
     }
 
     /** The HTTP side: one client, streaming {@code /generate}, retrying 503 (a full queue) after its Retry-After. */
@@ -422,7 +422,8 @@ public final class TraceBench {
             int[] gen = ByteTokenizer.encode(last.path("text").asText());
             return new Outcome(r, true, null, (sent - t0) / 1e6, ttft < 0 ? e2e : ttft, e2e, prompt, gen,
                 m.path("cached_tokens").asInt(), det.path("device").asInt(), det.path("host").asInt(),
-                det.path("storage").asInt(), m.path("hicache_timing").path("queue_ms").asDouble(), waited);
+                det.path("storage").asInt(), m.path("hicache_timing").path("queue_ms").asDouble(),
+                m.path("hicache_timing").path("ttft_ms").asDouble(), waited);
         }
     }
 
@@ -482,6 +483,9 @@ public final class TraceBench {
         s.put("tpot_ms", latency(tpot.stream().mapToDouble(Double::doubleValue).toArray()));
         s.put("e2e_ms", latency(ok.stream().mapToDouble(Outcome::e2eMs).toArray()));
         s.put("queue_ms", latency(ok.stream().mapToDouble(Outcome::queueMs).toArray()));
+        // beyond the simulator's fields: the engine's own clock, arrival to first token (the client's TTFT less
+        // the HTTP round trip and the client's threads)
+        s.put("engine_ttft_ms", latency(ok.stream().mapToDouble(Outcome::engineTtftMs).toArray()));
         s.put("throughput_input_tokens_per_s", spanS == 0 ? 0.0 : input / spanS);
         s.put("throughput_output_tokens_per_s", spanS == 0 ? 0.0 : output / spanS);
         s.put("throughput_requests_per_s", spanS == 0 ? 0.0 : ok.size() / spanS);

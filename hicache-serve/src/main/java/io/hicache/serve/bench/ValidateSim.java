@@ -242,7 +242,7 @@ public final class ValidateSim {
 
     /** The figures the table shows: a JSON path (field, or field.percentile). */
     static final List<String> FIGURES = List.of("token_hit_ratio", "block_hit_ratio", "device_hit_tokens",
-        "host_hit_tokens", "ttft_ms.p50", "ttft_ms.p90", "ttft_ms.p99", "tpot_ms.p50", "tpot_ms.p90", "e2e_ms.p50",
+        "host_hit_tokens", "ttft_ms.p50", "ttft_ms.p90", "ttft_ms.p99", "engine_ttft_ms.p50", "tpot_ms.p50", "tpot_ms.p90", "e2e_ms.p50",
         "e2e_ms.p90", "queue_ms.p50", "queue_ms.p90", "throughput_input_tokens_per_s", "throughput_output_tokens_per_s",
         "throughput_requests_per_s");
 

@@ -106,7 +106,7 @@ class TraceTokensTest {
         sent[0] = 7; // what the parent was sent may differ from the plain expansion (its own parent's answer)
         int[] generated = new int[parent.outputLength()];
         Arrays.fill(generated, 42);
-        TraceBench.Outcome p = new TraceBench.Outcome(parent, true, null, 0, 1, 2, sent, generated, 0, 0, 0, 0, 0, false);
+        TraceBench.Outcome p = new TraceBench.Outcome(parent, true, null, 0, 1, 2, sent, generated, 0, 0, 0, 0, 0, 0, false);
         int[] ids = TraceBench.prompt(tokens, raw.get(child.index()), p, conv.get(parentIndex));
         int in = parent.inputLength();
         assertThat(Arrays.copyOfRange(ids, 0, in)).isEqualTo(sent);
@@ -115,7 +115,7 @@ class TraceTokensTest {
         assertThat(Arrays.copyOfRange(ids, in + generated.length, ids.length))
             .isEqualTo(Arrays.copyOfRange(plain, in + generated.length, plain.length));
         TraceBench.Outcome failed = new TraceBench.Outcome(parent, false, "x", 0, 0, 0, new int[0], new int[0], 0, 0,
-            0, 0, 0, false);
+            0, 0, 0, 0, false);
         assertThat(TraceBench.prompt(tokens, raw.get(child.index()), failed, conv.get(parentIndex))).isEqualTo(plain);
     }
 
