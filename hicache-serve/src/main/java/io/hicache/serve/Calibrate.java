@@ -33,8 +33,8 @@ import java.util.stream.Stream;
  * and writes its engine profile (docs/SERVING.md, "Calibration"; the format is the simulator's
  * {@code --engine-profile}). The model-level figures come from {@link Calibration}; the per-step and per-request
  * overheads from a few tiny requests through the real HTTP path of an engine started here with the given flags: a
- * one-token answer's time to first token, less one forward of its prompt and the logits, is a request's overhead plus
- * one step's; the time per token after the first, less a decode forward and the logits, is a step's overhead. The
+ * one-token answer's time to first token, less the prefill (forward and logits) the engine reports it spent on it, is
+ * a request's overhead plus one step's; the time per token after the first, less a decode forward and the logits, is a step's overhead. The
  * profile is written to a temporary file in the same folder and renamed: nothing half-written. Runs on the main
  * thread; exit 0, 1 (a measurement or the write failed), 2 (bad flags).
  */
@@ -156,14 +156,15 @@ public final class Calibrate {
             int vocab = cfg.engine().model().vocab();
             int prompt = 16;
             int decode = 33;
-            for (int i = 0; i < 3; i++) {
+            for (int i = 0; i < 12; i++) { // the HTTP path's JIT (the forwards are warm already)
                 timed(client, url, ids(rnd, prompt, vocab), 4);
             }
             // interleaved, so that the machine's load at one moment weighs on both figures alike
             double[] ttft = new double[9];
             double[] perToken = new double[5];
             for (int i = 0; i < ttft.length; i++) {
-                ttft[i] = timed(client, url, ids(rnd, prompt, vocab), 1)[0];
+                double[] t1 = timed(client, url, ids(rnd, prompt, vocab), 1);
+                ttft[i] = t1[0] - t1[2]; // less the prefill the engine itself timed (its forward and logits)
                 if (i < perToken.length) {
                     double[] t = timed(client, url, ids(rnd, prompt, vocab), decode);
                     perToken[i] = (t[1] - t[0]) / (decode - 1);
@@ -172,7 +173,7 @@ public final class Calibrate {
             Calibration.Grid g = m.forward();
             double decodeMs = interpolate(g, 1, prompt + decode / 2.0);
             double step = Math.max(0, median(perToken) - decodeMs - m.logitsMs());
-            double request = Math.max(0, median(ttft) - interpolate(g, prompt, 0) - m.logitsMs() - step);
+            double request = Math.max(0, median(ttft) - step);
             return new double[] {step, request};
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -192,7 +193,10 @@ public final class Calibrate {
         return ids;
     }
 
-    /** {@code [ttft ms, e2e ms]} of one streamed {@code /generate} of {@code ids}, {@code max} new tokens. */
+    /**
+     * {@code [ttft ms, e2e ms, the engine's prefill ms]} of one streamed {@code /generate} of {@code ids}, {@code max}
+     * new tokens (the last from {@code meta_info.hicache_timing.prefill_ms}).
+     */
     private static double[] timed(HttpClient client, String url, int[] ids, int max)
         throws IOException, InterruptedException {
         String body = "{\"input_ids\":" + Arrays.toString(ids).replace(" ", "") + ",\"stream\":true,"
@@ -202,6 +206,7 @@ public final class Calibrate {
             .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
             HttpResponse.BodyHandlers.ofLines());
         double ttft = -1;
+        double prefill = 0;
         try (Stream<String> lines = r.body()) {
             if (r.statusCode() != 200) {
                 throw new IOException("the engine answered a calibration request with HTTP " + r.statusCode() + ": "
@@ -214,11 +219,15 @@ public final class Calibrate {
                 String v = line.substring(5).strip();
                 if (v.equals("[DONE]")) {
                     double e2e = (System.nanoTime() - t0) / 1e6;
-                    return new double[] {ttft < 0 ? e2e : ttft, e2e};
+                    return new double[] {ttft < 0 ? e2e : ttft, e2e, prefill};
                 }
                 JsonNode d = JSON.readTree(v);
                 if (ttft < 0 && !d.path("text").asText().isEmpty()) {
                     ttft = (System.nanoTime() - t0) / 1e6;
+                }
+                JsonNode timing = d.path("meta_info").path("hicache_timing");
+                if (timing.has("prefill_ms")) {
+                    prefill = timing.path("prefill_ms").asDouble();
                 }
             }
         }
