@@ -6,8 +6,9 @@
  * (context-parallel groups) and {@code io.hicache.core.metrics} (counters and their snapshot).
  *
  * <p>Everything under {@code io.hicache.core.internal} (the controller, its agents, host pools, copy planning,
- * the mutable metrics, the JDK Flight Recorder events) is internal; the storage tier alone gets the narrow port it
- * attaches through ({@code io.hicache.core.internal.tier}) and the distinct-error log. The Flight Recorder events are named
+ * the mutable metrics, the JDK Flight Recorder events) is internal and exported to no module. The storage tier alone
+ * gets the storage SPI ({@code io.hicache.core.spi}): the port it attaches through, a bandwidth histogram and the
+ * distinct-error log. The Flight Recorder events are named
  * {@code io.hicache.*}; a recording enables them by name ({@link io.hicache.core.HiCache#flightRecorderEventNames()}).
  */
 // Qualified exports may name modules that are not part of every build; Agrona is an automatic module with
@@ -31,9 +32,8 @@ module io.hicache.core {
     exports io.hicache.core.memory;
     exports io.hicache.core.metrics;
 
-    // Internal packages go only to the storage tier: its port (internal.tier) and the distinct-error log. The
+    // No internal package is exported. The storage SPI goes only to the module that implements a storage tier; the
     // simulator, the Micrometer binder and the KV-event publisher use the exported API (HiCache.metricsView(),
     // HiCache.tierListener(...)), as an engine does.
-    exports io.hicache.core.internal.tier to io.hicache.storage;
-    exports io.hicache.core.internal.log to io.hicache.storage;
+    exports io.hicache.core.spi to io.hicache.storage;
 }

@@ -65,10 +65,8 @@ class ModuleGraphTest {
      */
     static final List<Door> DOORS = List.of(
         new Door("hicache-core", "io.hicache.radix.spi", "the tree's plug-in values and listeners, which core implements"),
-        new Door("hicache-storage", "io.hicache.radix.spi", "the host value a storage prefetch inserts"),
-        new Door("hicache-storage", "io.hicache.core.internal",
-            "EXCEPTION until issue 48 part B: the storage tier attaches through HostTierPort (core.internal.tier) and "
-                + "logs through core.internal.log; part B replaces both with one documented storage SPI package"),
+        new Door("hicache-storage", "io.hicache.core.spi",
+            "the storage SPI: the port the L3 tier attaches through, its bandwidth histogram and the error log"),
         new Door("hicache-events", "io.hicache.radix.spi",
             "KeyTokensReader: the publisher's thread reads a node's tokens where the node keeps them"),
         new Door("hicache-sim", "io.hicache.radix.spi", "the cache-only engine's host and device values"),

@@ -200,6 +200,17 @@ public final class HiCache implements AutoCloseable {
         openTree().unlock(node);
     }
 
+    /**
+     * The port a storage tier implementation attaches to this cache through (see {@link
+     * io.hicache.core.spi.StoragePort}); one per cache. Not for engines: its package is exported only to the storage
+     * module, and an engine attaches the L3 tier with {@code io.hicache.storage.L3Tier.attach}. Any thread.
+     */
+    // "exports": the SPI type is exported to io.hicache.storage alone, on purpose (engines cannot name it)
+    @SuppressWarnings("exports")
+    public io.hicache.core.spi.StoragePort storagePort() {
+        return controller.storagePort();
+    }
+
     /** A read-only view of the tree's sizes and nodes. Scheduler thread, as every call on it; each throws once closed. */
     public TreeView tree() {
         return treeView;

@@ -3,10 +3,10 @@ package io.hicache.storage;
 import io.hicache.core.BackupHandle;
 import io.hicache.core.HiCache;
 import io.hicache.core.cp.RankAgreement;
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
-import io.hicache.core.internal.log.DistinctErrorLog;
+import io.hicache.core.spi.DistinctErrorLog;
 import io.hicache.storage.tier.StorageTier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,13 +59,13 @@ public final class L3Tier implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(L3Tier.class);
 
     /** The cache's storage port: all the tier reaches of the cache beyond its API. */
-    private final HostTierPort controller;
+    private final StoragePort controller;
     private final StorageTier tier;
     private final Attachment attachment = new Attachment();
     private final DistinctErrorLog errors = new DistinctErrorLog(LOG, "L3 storage tier", 1024);
     private boolean closed;
 
-    private L3Tier(HostTierPort controller, StorageTier tier) {
+    private L3Tier(StoragePort controller, StorageTier tier) {
         this.controller = controller;
         this.tier = tier;
     }
@@ -99,7 +99,7 @@ public final class L3Tier implements AutoCloseable {
         if (cache == null || store == null || namespace == null || config == null) {
             throw new IllegalArgumentException("L3Tier.attach: cache, store, namespace and config must not be null");
         }
-        HostTierPort ctl = HostTierPort.of(cache);
+        StoragePort ctl = cache.storagePort();
         if (ctl.isClosed()) {
             throw new IllegalStateException("L3Tier.attach: the HiCache is closed");
         }
@@ -124,7 +124,7 @@ public final class L3Tier implements AutoCloseable {
         return l3;
     }
 
-    private static void checkNamespace(KeyNamespace ns, HostTierPort ctl, HiCache cache) {
+    private static void checkNamespace(KeyNamespace ns, StoragePort ctl, HiCache cache) {
         if (ns.isNone()) {
             if (ctl.cpSize() > 1) {
                 throw new IllegalArgumentException("L3Tier.attach: KeyNamespace.NONE cannot tell the CP lanes apart; "
@@ -181,7 +181,7 @@ public final class L3Tier implements AutoCloseable {
         if (n == null) {
             throw new IllegalArgumentException("prefetch: the match is empty; pass the result of HiCache.match");
         }
-        RadixNode root = controller.tree().root();
+        RadixNode root = controller.root();
         while (n != null && n != root) {
             n = n.parent();
         }
@@ -268,7 +268,7 @@ public final class L3Tier implements AutoCloseable {
     }
 
     /** The cache's calls into the tier; scheduler thread. */
-    private final class Attachment implements HostTierPort.Tier {
+    private final class Attachment implements StoragePort.Tier {
         @Override
         public void onCommitted(BackupHandle backup) {
             try {

@@ -2,7 +2,7 @@ package io.hicache.core.internal;
 
 import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
-import io.hicache.core.internal.log.DistinctErrorLog;
+import io.hicache.core.spi.DistinctErrorLog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -13,7 +13,7 @@ import io.hicache.core.cp.OwnerLanes;
 import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.internal.memory.HostKvPool;
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.core.internal.memory.HostPageAllocator;
 import io.hicache.core.internal.jfr.HiCacheEvents;
 import io.hicache.core.metrics.FallbackReason;
@@ -145,9 +145,9 @@ public final class HiCacheController implements AutoCloseable {
     /** Written by the scheduler at close; volatile so that {@link #isClosed()} and hooks see it from any thread. */
     private volatile boolean closed;
     /** The lower tier driven by this controller's calls (see {@link #attachTier}), or null. */
-    private TierAttachment tier;
-    /** The narrow port a storage tier attaches through (see {@link #hostTierPort()}). */
-    private final HostTierPort tierPort = new ControllerTierPort(this);
+    private StoragePort.Tier tier;
+    /** The port a storage tier attaches through (see {@link #storagePort()}). */
+    private final StoragePort storagePort = new ControllerStoragePort(this);
     private final HostRoom room;
     private final BackupBook backups;
     private final HostLeases leases;
@@ -748,7 +748,7 @@ public final class HiCacheController implements AutoCloseable {
 
     /**
      * Evicts at least {@code pages} host pages if the tree can (host-only leaves in policy order, never protected
-     * ones), freeing them and their budget; the {@link HostTierObserver} sees each first.
+     * ones), freeing them and their budget; the host eviction observer sees each first.
      *
      * @return host pages evicted
      */
@@ -795,16 +795,16 @@ public final class HiCacheController implements AutoCloseable {
     // ------------------------------------------------------------------ storage tier hooks
 
     /**
-     * Attaches a lower tier that this controller's own calls drive from now on (see {@link TierAttachment}): at most
-     * one. Scheduler thread.
+     * Attaches a lower tier that this controller's own calls drive from now on (see {@link StoragePort.Tier}): at
+     * most one. Scheduler thread.
      *
      * @throws IllegalArgumentException if {@code attachment} is null
      * @throws IllegalStateException if a tier is already attached, or the controller is closed or stopped
      */
-    public void attachTier(TierAttachment attachment) {
+    void attachTier(StoragePort.Tier attachment) {
         checkUsable();
         if (attachment == null) {
-            throw new IllegalArgumentException("attachment must not be null");
+            throw new IllegalArgumentException("tier must not be null");
         }
         if (tier != null) {
             throw new IllegalStateException("this cache already has a storage tier attached; close it first");
@@ -814,10 +814,10 @@ public final class HiCacheController implements AutoCloseable {
 
     /**
      * The port a lower storage tier attaches to this controller through: the operations it needs and nothing more
-     * (see {@link HostTierPort}). One per controller. Any thread.
+     * (see {@link StoragePort}). One per controller. Any thread.
      */
-    public HostTierPort hostTierPort() {
-        return tierPort;
+    public StoragePort storagePort() {
+        return storagePort;
     }
 
     /** Tells the attached tier, if any, that {@code b} committed (from {@link BackupBook}). Scheduler thread. */
@@ -828,7 +828,7 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     /** Detaches {@code attachment} if it is the attached tier (it closed itself). Scheduler thread. */
-    public void detachTier(TierAttachment attachment) {
+    void detachTier(StoragePort.Tier attachment) {
         checkOwner();
         if (tier == attachment) {
             tier = null;
@@ -863,7 +863,7 @@ public final class HiCacheController implements AutoCloseable {
     /**
      * Sets the observer of host evictions (a storage tier's write-back; null for none). Scheduler thread.
      */
-    public void hostTierObserver(HostTierObserver observer) {
+    void hostEvictionObserver(StoragePort.EvictionObserver observer) {
         checkOwner();
         room.observer(observer);
     }
@@ -980,7 +980,7 @@ public final class HiCacheController implements AutoCloseable {
         if (checkThread && owner != null && owner != Thread.currentThread()) {
             throw new IllegalStateException("close must be called by the scheduler thread " + owner.getName());
         }
-        TierAttachment attached = tier;
+        StoragePort.Tier attached = tier;
         if (attached != null) {
             attached.close(); // first, while the host memory its I/O uses is live; if it throws, nothing is closed
             tier = null;

@@ -1,7 +1,7 @@
 package io.hicache.core.internal;
 
 import io.hicache.core.internal.cp.LaneDescription;
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 
 /**
  * Host pages a storage tier holds for a prefetch (L3 → L2) before they are published as a host-only node:
@@ -14,7 +14,7 @@ import io.hicache.core.internal.tier.HostTierPort;
  * <p>Owned by the scheduler thread. The page ids and lanes are fixed at creation; an I/O thread may read them
  * (and write the host pages they name) once the lease was handed to it through a queue.
  */
-public final class HostLease implements HostTierPort.Lease {
+public final class HostLease implements StoragePort.Lease {
     final HiCacheController owner;
     final int[] hostPages;
     /** The positions reserved, as charged to the host budget. */

@@ -1,7 +1,7 @@
 package io.hicache.core.internal;
 
 import io.hicache.core.internal.cp.LaneDescription;
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.spi.HostValue;
 
 import java.util.Arrays;
@@ -15,7 +15,7 @@ import java.util.Arrays;
  * allocates nothing), by a storage prefetch's publish, and by {@link #head}/{@link #tail} when the tree splits a node.
  * Scheduler thread only.
  */
-public final class HostPages implements HostValue, HostTierPort.HostCopy {
+public final class HostPages implements HostValue, StoragePort.HostCopy {
     private final int[] hostPages;
     private final LaneDescription lanes;
     private final boolean draft;

@@ -4,6 +4,7 @@ import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.internal.memory.HostPageAllocator;
 import io.hicache.core.internal.metrics.HiCacheMetrics;
 import io.hicache.core.metrics.Metric;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
 import io.hicache.radix.spi.HostEvictionListener;
@@ -11,7 +12,7 @@ import io.hicache.radix.spi.HostValue;
 
 /**
  * Room in a controller's host pool: the group budget, the page allocator, and host eviction that makes room (each
- * evicted node's pages freed, retired from the pools and given back to the budget, the {@link HostTierObserver}
+ * evicted node's pages freed, retired from the pools and given back to the budget, the {@link StoragePort.EvictionObserver}
  * told first). Backups and storage-tier leases both take their pages here.
  *
  * <p><b>Threads.</b> Scheduler thread only, like the tree and the allocator. Allocation-free except when a host
@@ -27,7 +28,7 @@ final class HostRoom {
     private final HiCacheMetrics metrics;
     private final HostEvictionListener evictionListener = this::onHostEvicted;
     private final HostEvictionListener revokeListener = this::onHostRevoked;
-    private HostTierObserver observer;
+    private StoragePort.EvictionObserver observer;
     private int[] scratchPages = new int[64];
 
     HostRoom(RadixTree tree, HostBudget budget, HostPageAllocator allocator, HostKvPool hostPool, HostKvPool draftPool,
@@ -42,7 +43,7 @@ final class HostRoom {
     }
 
     /** Sets the observer of host evictions (null for none). */
-    void observer(HostTierObserver observer) {
+    void observer(StoragePort.EvictionObserver observer) {
         this.observer = observer;
     }
 
@@ -101,7 +102,7 @@ final class HostRoom {
 
     /**
      * Withdraws the committed host value of {@code node} (see {@link RadixTree#revokeHost}): its pages and budget are
-     * freed at once, without the {@link HostTierObserver} (a revoked value is not written anywhere).
+     * freed at once, without the {@link StoragePort.EvictionObserver} (a revoked value is not written anywhere).
      *
      * @return false when a protection, a lock or a backed-up child holds it for now
      */

@@ -1,6 +1,6 @@
 package io.hicache.storage.internal;
 
-import io.hicache.core.internal.log.DistinctErrorLog;
+import io.hicache.core.spi.DistinctErrorLog;
 import io.hicache.storage.HostPage;
 import io.hicache.storage.PageKey;
 import io.hicache.storage.PageStore;

@@ -1,23 +1,23 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.storage.HostPage;
 
 /**
  * The {@link HostPage} views of each host page id: its target KV in the cache's host pool and, when the cache
  * has draft/MTP layers, its draft KV in the draft host pool (which shares the page ids 1:1), as the cache's
- * {@link HostTierPort} gives them. Views are made on first use and kept (immutable slices of the pinned pools).
+ * {@link StoragePort} gives them. Views are made on first use and kept (immutable slices of the pinned pools).
  * Scheduler thread.
  */
 final class HostViews {
-    private final HostTierPort port;
+    private final StoragePort port;
     private final boolean draft;
     private final long pageBytes;
     private final long draftPageBytes;
     private final HostPage[] views;
     private final HostPage[] draftViews;
 
-    HostViews(HostTierPort port) {
+    HostViews(StoragePort port) {
         this.port = port;
         this.draft = port.hasDraftPool();
         this.pageBytes = port.hostPageBytes(false);

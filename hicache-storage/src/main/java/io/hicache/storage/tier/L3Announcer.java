@@ -1,8 +1,7 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.spi.TierObserver;
 import org.agrona.collections.LongHashSet;
 
 import java.util.ArrayDeque;
@@ -36,7 +35,7 @@ final class L3Announcer {
     /** Runs waiting for their parent page kept at most. */
     static final int WAITING_CAP = 1 << 12;
 
-    private final HostTierPort ctl;
+    private final StoragePort ctl;
     private final PageHasher hasher;
     private final int pageSize;
     private final byte[] scratch = new byte[PageHasher.HASH];
@@ -61,15 +60,15 @@ final class L3Announcer {
     private record Waiting(RadixNode node, int[] tokens, int first, long[] fps) {
     }
 
-    L3Announcer(HostTierPort ctl, PageHasher hasher) {
+    L3Announcer(StoragePort ctl, PageHasher hasher) {
         this.ctl = ctl;
         this.hasher = hasher;
-        this.pageSize = ctl.tree().pageSize();
+        this.pageSize = ctl.pageSize();
     }
 
     /** The cache's observer of tier transitions, or null (closed, or none set). */
-    private TierObserver observer() {
-        return ctl.isClosed() ? null : ctl.tierObserver();
+    private StoragePort.StorageTransitions observer() {
+        return ctl.storageTransitions();
     }
 
     /** The fingerprint of page {@code i} of {@code node}, which has its hashes. */
@@ -110,7 +109,7 @@ final class L3Announcer {
      * L3: announced now, those already announced left out, or made to wait for the page before them.
      */
     void nodePagesStored(RadixNode node, int first, int pages) {
-        TierObserver o = observer();
+        StoragePort.StorageTransitions o = observer();
         if (o == null || pages <= 0) {
             return;
         }
@@ -119,7 +118,7 @@ final class L3Announcer {
     }
 
     /** {@link #nodePagesStored}, leaving the runs it releases queued. */
-    private void node(TierObserver o, RadixNode node, int first, int pages) {
+    private void node(StoragePort.StorageTransitions o, RadixNode node, int first, int pages) {
         long[] fps = nodeFps(node, first, pages);
         int i = 0;
         while (i < pages) {
@@ -132,7 +131,7 @@ final class L3Announcer {
                 j++;
             }
             if (parentAnnounced(i == 0 && first == 0 && node.parent().isRoot(), fps[i])) {
-                o.onPagesStored(TierObserver.STORAGE, node, first + i, j - i);
+                o.pagesStored(node, first + i, j - i);
                 announced(fps, i + 1, j + 1);
             } else {
                 int start = TierWriter.startPage(node);
@@ -149,7 +148,7 @@ final class L3Announcer {
      * to wait for the page before them.
      */
     void sequencePagesStored(int[] tokens, int first, int pages, long[] fps) {
-        TierObserver o = observer();
+        StoragePort.StorageTransitions o = observer();
         if (o == null || pages <= 0) {
             return;
         }
@@ -158,7 +157,7 @@ final class L3Announcer {
     }
 
     /** {@link #sequencePagesStored} of {@code fps[base ..]}: {@code fps[base]} the page before, then the pages. */
-    private void sequence(TierObserver o, int[] tokens, int first, int pages, long[] fps, int base) {
+    private void sequence(StoragePort.StorageTransitions o, int[] tokens, int first, int pages, long[] fps, int base) {
         int i = 0;
         while (i < pages) {
             if (announced.contains(fps[base + i + 1])) {
@@ -170,7 +169,7 @@ final class L3Announcer {
                 j++;
             }
             if (parentAnnounced(first + i == 0, fps[base + i])) {
-                o.onSequencePages(TierObserver.STORAGE, true, tokens, 0, first + i, j - i);
+                o.sequencePages(true, tokens, 0, first + i, j - i);
                 announced(fps, base + i + 1, base + j + 1);
             } else {
                 wait(null, tokens, first + i, fps, base + i, base + j + 1);
@@ -245,7 +244,7 @@ final class L3Announcer {
     }
 
     /** Announces the released runs, each after the run it waited for. */
-    private void releaseWaiting(TierObserver o) {
+    private void releaseWaiting(StoragePort.StorageTransitions o) {
         Waiting w;
         while ((w = released.poll()) != null) {
             if (w.node != null && w.node.isAttached()) {
@@ -260,7 +259,7 @@ final class L3Announcer {
      * Positions {@code [first, end)} of the sequence ending in {@code node} (its first page at {@code start}), which
      * may lie in its ancestors (a split since moved its leading pages into a new parent), parents' parts first.
      */
-    private void byNode(TierObserver o, RadixNode node, int start, int first, int end) {
+    private void byNode(StoragePort.StorageTransitions o, RadixNode node, int start, int first, int end) {
         if (node.isRoot()) {
             return;
         }

@@ -1,7 +1,7 @@
 package io.hicache.storage.tier;
 
+import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.RadixTree;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.PageKey;
 
@@ -14,7 +14,7 @@ import java.util.Arrays;
  * The SHA-256 page keys of one rank's lane: SGLang's {@code get_hash_str} chain seeded with the lane's
  * {@link KeyNamespace#seed()} ({@link KeyNamespace#NONE}: unseeded, exactly SGLang's keys). A radix node's hashes are
  * computed once, when the tier first needs them, top-down from the nearest ancestor that has them, and kept on the
- * node ({@link RadixTree#setPageHashes}), so they split with it. A page's object key is its hash; the key of its
+ * node ({@link StoragePort#setPageHashes}), so they split with it. A page's object key is its hash; the key of its
  * draft/MTP part is {@link KeyNamespace#draftKey} of it.
  *
  * <p>Owned by the scheduler thread (one digest and scratch buffers, reused).
@@ -23,7 +23,7 @@ final class PageHasher {
     /** Bytes of one page hash (a SHA-256 digest). */
     static final int HASH = RadixNode.PAGE_HASH_BYTES;
 
-    private final RadixTree tree;
+    private final StoragePort port;
     private final int pageSize;
     private final byte[] seed;
     private final byte[] draftSeed;
@@ -31,9 +31,9 @@ final class PageHasher {
     private final byte[] idScratch;
     private final byte[] hashScratch = new byte[HASH];
 
-    PageHasher(RadixTree tree, KeyNamespace namespace) {
-        this.tree = tree;
-        this.pageSize = tree.pageSize();
+    PageHasher(StoragePort port, KeyNamespace namespace) {
+        this.port = port;
+        this.pageSize = port.pageSize();
         this.seed = namespace.isNone() ? null : namespace.seed().toBytes();
         this.draftSeed = namespace.draftSeed().toBytes();
         this.idScratch = new byte[pageSize * 4];
@@ -58,7 +58,7 @@ final class PageHasher {
         node.copyTokens(ids, 0);
         byte[] hashes = new byte[pages * HASH];
         chain(prior, ids, 0, pages, hashes);
-        tree.setPageHashes(node, hashes, 0);
+        port.setPageHashes(node, hashes, 0);
     }
 
     /**

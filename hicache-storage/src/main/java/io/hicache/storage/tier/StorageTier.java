@@ -2,11 +2,10 @@ package io.hicache.storage.tier;
 
 import io.hicache.core.BackupHandle;
 import io.hicache.core.BackupListener;
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.core.cp.RankAgreement;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.RadixTree;
 import io.hicache.storage.KeyNamespace;
 import io.hicache.storage.PageKey;
 import io.hicache.storage.PageStore;
@@ -22,13 +21,13 @@ import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
 
 /**
- * The L3 storage tier of one CP rank, sitting on its cache's {@link HostTierPort} (engines get one behind their
+ * The L3 storage tier of one CP rank, sitting on its cache's {@link StoragePort} (engines get one behind their
  * {@link io.hicache.core.HiCache} through {@link io.hicache.storage.L3Tier}, which calls this class for them):
  * writes committed host pages to a {@link PageStore} (L2 → L3) under a {@link StorageWritePolicy}, and prefetches
  * pages a match is missing from the store into leased host pages (L3 → L2), publishing them as host hits once every
  * rank of the group agrees they landed.
  *
- * <p><b>Keys.</b> Every radix node the tier touches gets its page hashes once ({@link RadixTree#setPageHashes}), and
+ * <p><b>Keys.</b> Every radix node the tier touches gets its page hashes once ({@link StoragePort#setPageHashes}), and
  * they split with the node: the SHA-256 chain of SGLang's {@code get_hash_str}, seeded with this lane's
  * {@link KeyNamespace#seed()}. A page's object key is its hash.
  *
@@ -38,7 +37,7 @@ import java.util.function.LongSupplier;
  * both.
  *
  * <p><b>Writes</b> run behind the host commit: the tier learns of commits as the controller's
- * {@link BackupListener} and of host evictions as its {@link HostTierPort.EvictionObserver}, and does the work in
+ * {@link BackupListener} and of host evictions as its {@link StoragePort.EvictionObserver}, and does the work in
  * {@link #poll()}
  * (never inside the controller's callbacks, never on the forward path, so a device backup never waits for it). A
  * write first asks the store which of its keys exist and puts only the rest; keys known to be stored are not asked
@@ -48,10 +47,10 @@ import java.util.function.LongSupplier;
  * protection is dropped when every rank finished the write, so host eviction picks the same nodes everywhere);
  * write-back copies the evicted pages into a bounded staging area first, since their host pages are freed at once.
  *
- * <p><b>Prefetch.</b> {@link #prefetch} leases host pages ({@link HostTierPort#reserveHost}) within a share of
+ * <p><b>Prefetch.</b> {@link #prefetch} leases host pages ({@link StoragePort#reserveHost}) within a share of
  * the host pool, checks existence and reads on the store's threads. Completion is agreed in FIFO order through a
  * {@link RankAgreement} (minimum over the group of the pages each rank has whole, in positions), and only the agreed
- * prefix is published ({@link HostTierPort#publishHost}); the rest of the lease is freed. A lease always ends:
+ * prefix is published ({@link StoragePort#publishHost}); the rest of the lease is freed. A lease always ends:
  * published, released on failure or cancellation, or released by {@link #close()}.
  *
  * <p><b>Visibility across lanes.</b> A CP lane stores the positions it owns under its own namespace; a reader counts
@@ -70,9 +69,9 @@ import java.util.function.LongSupplier;
  * <p><b>Threads.</b> Owned by the controller's scheduler thread: every method is called there, except
  * {@link #metrics()} (any thread). Store I/O runs on the store's threads; the tier only polls its operations.
  */
-public final class StorageTier implements BackupListener, HostTierPort.EvictionObserver, AutoCloseable {
+public final class StorageTier implements BackupListener, StoragePort.EvictionObserver, AutoCloseable {
     /** The cache's controller, reached only through its storage port. */
-    private final HostTierPort ctl;
+    private final StoragePort ctl;
     private final StorageTierConfig cfg;
     private final StorageTierCounters metrics = new StorageTierCounters();
     private final TierWriter writer;
@@ -101,7 +100,7 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
      * @param clockNs   the clock of the timeout policy (the controller's clock)
      * @throws IllegalArgumentException on a null argument, or an agreement given exactly when {@code cpSize == 1}
      */
-    public StorageTier(HostTierPort controller, PageStore store, KeyNamespace namespace, StorageTierConfig config,
+    public StorageTier(StoragePort controller, PageStore store, KeyNamespace namespace, StorageTierConfig config,
                        RankAgreement agreement, int cpSize, LongSupplier clockNs) {
         if (controller == null || store == null || namespace == null || config == null || clockNs == null) {
             throw new IllegalArgumentException("controller, store, namespace, config and clock must not be null");
@@ -112,7 +111,7 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         }
         this.ctl = controller;
         this.cfg = config;
-        PageHasher hasher = new PageHasher(controller.tree(), namespace);
+        PageHasher hasher = new PageHasher(controller, namespace);
         HostViews views = new HostViews(controller);
         this.store = store;
         this.clockNs = clockNs;
@@ -149,7 +148,7 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
     }
 
     @Override
-    public void onHostEvicting(RadixNode node, HostTierPort.HostCopy pages) {
+    public void onHostEvicting(RadixNode node, StoragePort.HostCopy pages) {
         if (!closed) {
             writer.onHostEvicting(node, pages);
         }
@@ -361,7 +360,7 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         final int[] tokens;
         final int startPage;
         final int pages;
-        final HostTierPort.Lease lease;
+        final StoragePort.Lease lease;
         final byte[] hashes;
         final long units;
         final long deadlineNs;
@@ -391,7 +390,7 @@ public final class StorageTier implements BackupListener, HostTierPort.EvictionO
         boolean leaseReleased;
         State state = State.CHECKING;
 
-        Prefetch(long requestId, int[] tokens, int startPage, int pages, HostTierPort.Lease lease, byte[] hashes,
+        Prefetch(long requestId, int[] tokens, int startPage, int pages, StoragePort.Lease lease, byte[] hashes,
                  long units, long deadlineNs) {
             this.requestId = requestId;
             this.tokens = tokens;

@@ -1,6 +1,6 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.internal.tier.TierBandwidth;
+import io.hicache.core.spi.TierBandwidth;
 import io.hicache.core.metrics.MetricsSnapshot;
 import io.hicache.storage.StorageMetric;
 import io.hicache.storage.StorageTierMetrics;

@@ -1,9 +1,8 @@
 package io.hicache.storage.tier;
 
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.RadixTree;
 import io.hicache.storage.HostPage;
 import io.hicache.storage.PageStore;
 import io.hicache.storage.StorageMetric;
@@ -22,9 +21,9 @@ import java.util.function.LongSupplier;
 
 /**
  * The L3 → L2 half of a {@link StorageTier}: leases host pages for the pages a match is missing
- * ({@link HostTierPort#reserveHost}) within a share of the host pool, checks existence and reads on the store's
+ * ({@link StoragePort#reserveHost}) within a share of the host pool, checks existence and reads on the store's
  * threads, ends them in FIFO order with the landed prefix the group agreed ({@link PrefetchAgreement}, run by the
- * tier) and publishes only that prefix ({@link HostTierPort#publishHost}); the rest of the lease is freed. A
+ * tier) and publishes only that prefix ({@link StoragePort#publishHost}); the rest of the lease is freed. A
  * published node is held against host eviction until its request consumes it. A lease always ends: published,
  * released on failure or cancellation, or released by {@link #close}.
  *
@@ -46,8 +45,7 @@ final class TierPrefetcher {
     static final int MAX_PREFETCH_BATCHES = 16;
 
     /** The cache's controller, reached only through its storage port. */
-    private final HostTierPort ctl;
-    private final RadixTree tree;
+    private final StoragePort ctl;
     private final PageStore store;
     private final StorageTierConfig cfg;
     private final StorageTierCounters metrics;
@@ -68,11 +66,10 @@ final class TierPrefetcher {
     /** The last gone position of {@link #goneHead} agreed (-1 before the first). */
     private long goneCursor;
 
-    TierPrefetcher(HostTierPort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
+    TierPrefetcher(StoragePort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
                    PageHasher hasher, HostViews views, KnownKeys known, L3Announcer announcer, int cpSize,
                    LongSupplier clockNs) {
         this.ctl = ctl;
-        this.tree = ctl.tree();
         this.store = store;
         this.cfg = cfg;
         this.metrics = metrics;
@@ -81,7 +78,7 @@ final class TierPrefetcher {
         this.known = known;
         this.announcer = announcer;
         this.cpSize = cpSize;
-        this.pageSize = tree.pageSize();
+        this.pageSize = ctl.pageSize();
         this.clockNs = clockNs;
         this.maxBatch = Math.max(1, store.maxBatchPages());
         this.prefetchCapUnits = Math.max(1, (long) Math.floor(cfg.prefetchHostShare()
@@ -125,7 +122,7 @@ final class TierPrefetcher {
             metrics.increment(StorageMetric.PREFETCH_NO_ROOM);
             return null;
         }
-        HostTierPort.Lease lease = ctl.reserveHost(matched, pages, total);
+        StoragePort.Lease lease = ctl.reserveHost(matched, pages, total);
         if (lease == null) {
             metrics.increment(StorageMetric.PREFETCH_NO_ROOM);
             return null;
@@ -203,7 +200,7 @@ final class TierPrefetcher {
     void consume(Prefetch p, boolean live) {
         if (p.node != null) {
             if (live) {
-                tree.releaseHost(p.node);
+                ctl.releaseHostCopy(p.node);
             }
             p.node = null;
             protectedPrefetches.remove(p);
@@ -271,9 +268,9 @@ final class TierPrefetcher {
                 goneHead = null;
             } else {
                 Prefetch p = goneHead;
-                io.hicache.radix.spi.TierObserver o = ctl.isClosed() ? null : ctl.tierObserver();
+                StoragePort.StorageTransitions o = ctl.storageTransitions();
                 if (o != null) {
-                    o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0,
+                    o.sequencePages(false, p.tokens, 0,
                             p.startPage + (int) value, 1);
                 }
                 announcer.pageGone(L3Announcer.fp(p.hashes, (int) value * PageHasher.HASH));
@@ -330,7 +327,7 @@ final class TierPrefetcher {
         prefetchUnitsHeld = 0;
         for (Prefetch p : protectedPrefetches) {
             if (live) {
-                tree.releaseHost(p.node);
+                ctl.releaseHostCopy(p.node);
             }
             p.node = null;
         }
@@ -431,7 +428,7 @@ final class TierPrefetcher {
      * (a store backing off answers 0).
      */
     private void pagesGone(Prefetch p) {
-        io.hicache.radix.spi.TierObserver o = ctl.isClosed() || cpSize > 1 ? null : ctl.tierObserver();
+        StoragePort.StorageTransitions o = cpSize > 1 ? null : ctl.storageTransitions();
         int runFirst = -1;
         int runEnd = -1;
         for (int c = 0; c < p.gets.size(); c++) {
@@ -463,7 +460,7 @@ final class TierPrefetcher {
                 int position = p.startPage + p.ownedOffsets[k];
                 if (position != runEnd) {
                     if (runFirst >= 0 && o != null) {
-                        o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
+                        o.sequencePages(false, p.tokens, 0, runFirst,
                                 runEnd - runFirst);
                     }
                     runFirst = position;
@@ -472,7 +469,7 @@ final class TierPrefetcher {
             }
         }
         if (runFirst >= 0 && o != null) {
-            o.onSequencePages(io.hicache.radix.spi.TierObserver.STORAGE, false, p.tokens, 0, runFirst,
+            o.sequencePages(false, p.tokens, 0, runFirst,
                     runEnd - runFirst);
         }
     }
@@ -547,7 +544,7 @@ final class TierPrefetcher {
         // a rank alone announced the removal of a page another read found gone since this one read it; in a group
         // every rank stopped its contribution there, or the finder ends later and its removal follows this
         int inL3 = cpSize > 1 ? positions : Math.min(positions, p.goneAfterRead);
-        if (inL3 > 0 && !ctl.isClosed() && ctl.tierObserver() != null) {
+        if (inL3 > 0 && ctl.storageTransitions() != null) {
             // in L3 on every lane (each rank read its part): announced there too, if this cache never did
             long[] fps = new long[inL3 + 1];
             fps[0] = p.parentFp;
@@ -557,7 +554,7 @@ final class TierPrefetcher {
             announcer.sequencePagesStored(p.tokens, p.startPage, inL3, fps);
         }
         // held for its request: not host-evicted before the request has loaded it (see consume)
-        tree.protectHost(node);
+        ctl.protectHostCopy(node);
         p.node = node;
         protectedPrefetches.add(p);
         metrics.add(StorageMetric.PREFETCH_PAGES_PUBLISHED, positions);

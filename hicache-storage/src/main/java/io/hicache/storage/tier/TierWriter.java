@@ -1,10 +1,9 @@
 package io.hicache.storage.tier;
 
 import io.hicache.core.BackupHandle;
-import io.hicache.core.internal.tier.HostTierPort;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.RadixTree;
 import io.hicache.storage.HostPage;
 import io.hicache.storage.PageKey;
 import io.hicache.storage.PageStore;
@@ -51,8 +50,7 @@ import java.util.List;
  */
 final class TierWriter {
     /** The cache's controller, reached only through its storage port. */
-    private final HostTierPort ctl;
-    private final RadixTree tree;
+    private final StoragePort ctl;
     private final PageStore store;
     private final StorageTierConfig cfg;
     private final StorageTierCounters metrics;
@@ -72,10 +70,9 @@ final class TierWriter {
     private int stagedPages;
     private boolean closing;
 
-    TierWriter(HostTierPort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
+    TierWriter(StoragePort ctl, PageStore store, StorageTierConfig cfg, StorageTierCounters metrics,
                PageHasher hasher, HostViews views, KnownKeys known, L3Announcer announcer, boolean group) {
         this.ctl = ctl;
-        this.tree = ctl.tree();
         this.store = store;
         this.cfg = cfg;
         this.metrics = metrics;
@@ -152,7 +149,7 @@ final class TierWriter {
         while (releasedWrites < end && !tracked.isEmpty()) {
             NodeWrite t = tracked.pollFirst();
             if (t.node != null) {
-                tree.releaseHost(t.node);
+                ctl.releaseHostCopy(t.node);
             }
             if (decided && releasedWrites < ok && (t.node == null || group)) {
                 announce(t); // stored by every rank (failed, or nothing agreed: not announced)
@@ -167,7 +164,7 @@ final class TierWriter {
     void close(boolean live) {
         for (NodeWrite t : tracked) {
             if (live && t.node != null) {
-                tree.releaseHost(t.node);
+                ctl.releaseHostCopy(t.node);
             }
         }
         releasedWrites += tracked.size();
@@ -176,7 +173,7 @@ final class TierWriter {
 
     /** Tells the observer of {@code t}'s whole page range (a group write every rank committed). */
     private void announce(NodeWrite t) {
-        io.hicache.radix.spi.TierObserver o = observer();
+        StoragePort.StorageTransitions o = observer();
         if (o == null || t.pages == 0) {
             return;
         }
@@ -198,7 +195,7 @@ final class TierWriter {
      * Write-back: {@code node}'s host pages are about to be freed; copies and writes the owned ones. Tracked on every
      * rank of a group (host eviction is agreed), even one with nothing of it to write or no room to stage it.
      */
-    void onHostEvicting(RadixNode node, HostTierPort.HostCopy pages) {
+    void onHostEvicting(RadixNode node, StoragePort.HostCopy pages) {
         if (cfg.writePolicy() != StorageWritePolicy.WRITE_BACK) {
             return;
         }
@@ -206,7 +203,7 @@ final class TierWriter {
         int startPage = startPage(node);
         NodeWrite t = new NodeWrite(null, startPage, pages.pageCount());
         // the node is gone when the write commits: its KV events name the pages by their sequence
-        t.sequence = observer() == null ? null : sequenceTokens(node, startPage, tree.pageSize());
+        t.sequence = observer() == null ? null : sequenceTokens(node, startPage, ctl.pageSize());
         t.sequenceFps = t.sequence == null ? null : announcer.nodeFps(node, 0, node.pageCount());
         tracked.add(t);
         int[] offsets = new int[pages.pageCount()];
@@ -321,7 +318,7 @@ final class TierWriter {
     }
 
     private void writeNode(RadixNode n) {
-        HostTierPort.HostCopy hp = ctl.hostCopy(n);
+        StoragePort.HostCopy hp = ctl.hostCopy(n);
         hasher.ensureHashes(n);
         boolean draft = views.hasDraft() && hp.hasDraft();
         List<HostPage> pages = new ArrayList<>();
@@ -332,7 +329,7 @@ final class TierWriter {
         // protected on every rank, even with nothing to put here: see the class comment
         NodeWrite t = new NodeWrite(n, startPage(n), hp.pageCount());
         t.keys = all;
-        tree.protectHost(n);
+        ctl.protectHostCopy(n);
         tracked.add(t);
         if (keys.isEmpty()) {
             return;
@@ -355,9 +352,9 @@ final class TierWriter {
      * {@code offsetsOut} receives each returned key's page offset in the node, {@code allOut} (if given) every owned
      * key, the known ones too.
      */
-    private List<PageKey> ownedKeys(RadixNode n, HostTierPort.OwnedPages lanes, List<HostPage> pagesOut,
+    private List<PageKey> ownedKeys(RadixNode n, StoragePort.OwnedPages lanes, List<HostPage> pagesOut,
                                     List<HostPage> draftOut, int[] offsetsOut, List<PageKey> allOut) {
-        HostTierPort.HostCopy hp = ctl.hostCopy(n);
+        StoragePort.HostCopy hp = ctl.hostCopy(n);
         int[] offsets = new int[lanes.pageCount()];
         // a node and its host value cover the same positions; its lanes say which this rank owns
         int owned = lanes.ownedOffsets(offsets);
@@ -434,8 +431,8 @@ final class TierWriter {
     }
 
     /** The cache's observer of tier transitions (its KV events), or null. */
-    private io.hicache.radix.spi.TierObserver observer() {
-        return ctl.isClosed() ? null : ctl.tierObserver();
+    private StoragePort.StorageTransitions observer() {
+        return ctl.storageTransitions();
     }
 
     /**
@@ -446,7 +443,7 @@ final class TierWriter {
      */
     private void l3Stored(Write w, int[] idx, int n) {
         w.stored += n;
-        io.hicache.radix.spi.TierObserver o = group || w.node == null ? null : observer();
+        StoragePort.StorageTransitions o = group || w.node == null ? null : observer();
         if (o == null || n == 0 || !w.node.isAttached()) {
             return;
         }

@@ -97,7 +97,7 @@ final class TierRig implements AutoCloseable {
             KeyNamespace ns = KeyNamespace.builder().modelId("test-model").kvDtype("int8").pageSizeTokens(pageSize)
                     .hostLayout(HostLayout.LAYER_FIRST).cp(cp, r).salt(salt).build();
             namespace[r] = ns;
-            tier[r] = new StorageTier(ctl[r].hostTierPort(), store, ns, cfg, storage, cp, () -> clockNs);
+            tier[r] = new StorageTier(ctl[r].storagePort(), store, ns, cfg, storage, cp, () -> clockNs);
             fwd.target(tier[r]);
         }
         freeDevice = new DevicePagePool(devicePages);
@@ -114,7 +114,7 @@ final class TierRig implements AutoCloseable {
     io.hicache.storage.PageKey ownerKey(int[] tokens, int from, int position) {
         int r = OwnerLanes.Standard.ROUND_ROBIN.owner(position, position + 1, cp);
         int[] own = java.util.Arrays.copyOfRange(tokens, from, from + (position + 1) * pageSize);
-        byte[] hashes = new PageHasher(ctl[r].tree(), namespace[r]).chainAfter(ctl[r].tree().root(), own, 0,
+        byte[] hashes = new PageHasher(ctl[r].storagePort(), namespace[r]).chainAfter(ctl[r].tree().root(), own, 0,
                 position + 1);
         return PageHasher.key(hashes, position);
     }
@@ -122,7 +122,7 @@ final class TierRig implements AutoCloseable {
     /** The L3 key of the draft/MTP part of that page, on its owner's lane. */
     io.hicache.storage.PageKey ownerDraftKey(int[] tokens, int from, int position) {
         int r = OwnerLanes.Standard.ROUND_ROBIN.owner(position, position + 1, cp);
-        return new PageHasher(ctl[r].tree(), namespace[r]).draftKey(ownerKey(tokens, from, position));
+        return new PageHasher(ctl[r].storagePort(), namespace[r]).draftKey(ownerKey(tokens, from, position));
     }
 
     static int[] tokens(int start, int n) {

@@ -1,4 +1,4 @@
-package io.hicache.core.internal.tier;
+package io.hicache.core.spi;
 
 import io.hicache.core.internal.metrics.BandwidthHistogram;
 import io.hicache.core.metrics.MetricsSnapshot;

@@ -1,50 +1,44 @@
-package io.hicache.core.internal.tier;
+package io.hicache.core.spi;
 
 import io.hicache.core.BackupHandle;
 import io.hicache.core.HiCache;
-import io.hicache.core.internal.FacadeAccess;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.RadixTree;
-import io.hicache.radix.spi.TierObserver;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.function.LongSupplier;
 
 /**
- * The narrow port a lower storage tier (the L3 tier of {@code io.hicache.storage}) attaches to one cache through:
- * exactly the operations it needs from the cache, and no way into the cache's controller. Implemented inside core by
- * a small adapter over the controller; {@link #of(HiCache)} returns the port of an engine's cache. This package is
- * exported to the storage module alone.
+ * The port a lower storage tier (the L3 tier of {@code io.hicache.storage}) attaches to one cache through: exactly
+ * what a storage tier may do with the cache, and no way into its controller or its radix tree. Core implements it
+ * over the controller and owns every check: the tree's invariants (host protection counts, page hashes, the shape a
+ * prefetch publishes into) are kept inside core, which validates each call before it changes anything.
+ * {@link HiCache#storagePort()} returns the port of an engine's cache.
  *
  * <p>What the tier does through it: learn the cache's geometry (rank, CP group, page size, host layout, host budget);
- * read and write the bytes of host pages in place ({@link #hostPageSegments}); lease host pages for a prefetch and
- * end each lease by publishing its landed prefix as a host-only node or releasing it ({@link #reserveHost},
- * {@link #publishHost}, {@link #releaseHost}); learn of host commits ({@link #committedNodes}) and host evictions
- * ({@link #observeHostEvictions}), reading the committed host copy of a node ({@link #hostCopy}); report L3 commits
- * to the cache's KV-event observer ({@link #tierObserver}); and attach itself, so the cache's own calls drive it
- * ({@link #attach}). The CP group's agreement on prefetch completions is not here: it is the engine's
- * {@link io.hicache.core.cp.RankAgreement}, handed to the tier directly.
+ * read and write the bytes of host pages in place ({@link #hostPageSegments}); read the pages and hashes of a
+ * committed path (the {@link RadixNode} read accessors, {@link #hostCopy}) and set a node's page hashes once
+ * ({@link #setPageHashes}); hold a node's committed host copy while it reads or serves it ({@link #protectHostCopy},
+ * {@link #releaseHostCopy}); lease host pages for a prefetch and end each lease by inserting its landed prefix as a
+ * host-only node or releasing it ({@link #reserveHost}, {@link #publishHost}, {@link #releaseHost}); learn of host
+ * commits ({@link #committedNodes}) and host evictions ({@link #observeHostEvictions}); report its own L3
+ * transitions to the cache's tier listener ({@link #storageTransitions}); and attach itself, so the cache's own
+ * calls drive it ({@link #attach}). The CP group's agreement on prefetch completions is not here: it is the
+ * engine's {@link io.hicache.core.cp.RankAgreement}, handed to the tier directly.
  *
- * <p><b>Threads.</b> Every method is the cache's scheduler thread's, like the controller's own, except those whose
- * documentation says "any thread". The callbacks of {@link Tier} and {@link EvictionObserver} come on that thread too.
+ * <p><b>Threads.</b> Every method is the cache's scheduler thread's, like the cache's own, except those whose
+ * documentation says "any thread". The callbacks of {@link Tier} and {@link EvictionObserver} come on that thread
+ * too.
  *
- * <p><b>Failures.</b> As the controller's: a bad argument throws {@link IllegalArgumentException}, a call on a
- * closed or stopped cache {@link IllegalStateException} (except {@link #isClosed()} and the geometry), a call from
- * another thread than the scheduler thread {@link IllegalStateException} where the cache checks its thread.
+ * <p><b>Failures.</b> As the cache's: a bad argument (a null, a lease of another cache) throws
+ * {@link IllegalArgumentException}; a node removed from the tree, a call on a closed or stopped cache (except
+ * {@link #isClosed()}, the geometry and the calls that end what the tier holds) and a call from another thread than
+ * the scheduler thread where the cache checks its thread throw {@link IllegalStateException}. A call that throws
+ * changes nothing.
  */
-public interface HostTierPort {
-
-    /**
-     * The port of {@code cache}'s controller; one per cache (every call returns the same). Any thread.
-     *
-     * @throws NullPointerException if {@code cache} is null
-     */
-    static HostTierPort of(HiCache cache) {
-        return FacadeAccess.controller(cache).hostTierPort();
-    }
+public interface StoragePort {
 
     // ------------------------------------------------------------------ the cache
 
@@ -57,8 +51,8 @@ public interface HostTierPort {
     /** Tokens per page. Any thread. */
     int pageSize();
 
-    /** The cache's radix tree: matched, hashed and host-protected by the tier. */
-    RadixTree tree();
+    /** The root of the cache's radix tree (a node's path ends there). Any thread. */
+    RadixNode root();
 
     /** The clock of leases and latencies, in nanoseconds. Any thread. */
     LongSupplier clock();
@@ -164,11 +158,46 @@ public interface HostTierPort {
      */
     void committedNodes(BackupHandle committed, List<RadixNode> out);
 
-    /** Sets the one observer of host evictions (null: none). */
+    /** Sets the one observer of host evictions (null: none), replacing the one set before. */
     void observeHostEvictions(EvictionObserver observer);
 
-    /** The cache's observer of tier transitions (its KV-event publisher), told of L3 commits; null when none. */
-    TierObserver tierObserver();
+    /**
+     * Where the tier reports its L3 transitions: the cache's tier listener (its KV-event publisher) seen as the
+     * {@link HiCache.TierListener#STORAGE} tier. Null when the cache has no listener or is closed; ask again per
+     * report, the listener may change between calls. The same object each time it is not null (no allocation).
+     */
+    StorageTransitions storageTransitions();
+
+    // ------------------------------------------------------------------ the committed path
+
+    /**
+     * Sets the page hashes of {@code node} ({@link RadixNode#PAGE_HASH_BYTES} per page, {@code hashes[off, ...)}),
+     * kept with the node and split with it; the first hashes set stay.
+     *
+     * @return false if the node already had hashes (nothing changed)
+     * @throws IllegalArgumentException if {@code node} is null or the root, or the range is outside {@code hashes}
+     * @throws IllegalStateException    if {@code node} was removed from the tree
+     */
+    boolean setPageHashes(RadixNode node, byte[] hashes, int off);
+
+    /**
+     * Protects the committed host copies of {@code node} and of every node on its path from host eviction until a
+     * matching {@link #releaseHostCopy}; protections nest (the root's is a no-op).
+     *
+     * @throws IllegalArgumentException if {@code node} is null
+     * @throws IllegalStateException    if {@code node} was removed from the tree
+     */
+    void protectHostCopy(RadixNode node);
+
+    /**
+     * Ends one {@link #protectHostCopy} of {@code node}'s path; a no-op on a node a failed load invalidated (its
+     * protection was taken off its path then). Allowed after the cache closed.
+     *
+     * @throws IllegalArgumentException if {@code node} is null
+     * @throws IllegalStateException    if {@code node} was removed from the tree, or a node on its path is not
+     *     protected (nothing is changed then)
+     */
+    void releaseHostCopy(RadixNode node);
 
     // ------------------------------------------------------------------ attachment
 
@@ -183,7 +212,11 @@ public interface HostTierPort {
      */
     void attach(Tier tier);
 
-    /** Detaches {@code tier} if it is the attached one (it closed itself); otherwise does nothing. */
+    /**
+     * Detaches {@code tier} if it is the attached one (it closed itself); otherwise does nothing.
+     *
+     * @throws IllegalStateException if called from another thread than the scheduler thread
+     */
     void detach(Tier tier);
 
     // ------------------------------------------------------------------ the port's types
@@ -212,6 +245,23 @@ public interface HostTierPort {
     interface HostCopy extends OwnedPages {
         /** True when the pages hold the draft/MTP KV too (same host page ids, draft pool). */
         boolean hasDraft();
+    }
+
+    /**
+     * The tier listener of the cache as the storage tier reports to it ({@link #storageTransitions}): each call is the
+     * listener's {@code onPagesStored} or {@code onSequencePages} with {@link HiCache.TierListener#STORAGE}.
+     * Scheduler thread; like the listener, it must not be called with the cache's own calls on the stack in a way
+     * that re-enters them.
+     */
+    interface StorageTransitions {
+        /** Pages {@code [firstPage, firstPage + pages)} of {@code node} (from its first page) are now in L3. */
+        void pagesStored(RadixNode node, int firstPage, int pages);
+
+        /**
+         * Pages {@code [firstPage, firstPage + pages)} of the sequence {@code tokens[from, ...)} (from the root) are
+         * now in L3 ({@code stored}) or were found gone from it.
+         */
+        void sequencePages(boolean stored, int[] tokens, int from, int firstPage, int pages);
     }
 
     /** Told when committed host pages are about to leave the host tier. */

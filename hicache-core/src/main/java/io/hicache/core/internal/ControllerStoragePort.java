@@ -2,11 +2,9 @@ package io.hicache.core.internal;
 
 import io.hicache.core.BackupHandle;
 import io.hicache.core.internal.memory.HostKvPool;
-import io.hicache.core.internal.tier.HostTierPort;
 import io.hicache.core.memory.HostLayout;
-import io.hicache.radix.MatchResult;
+import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.RadixTree;
 import io.hicache.radix.spi.TierObserver;
 
 import java.lang.foreign.MemorySegment;
@@ -14,18 +12,33 @@ import java.util.List;
 import java.util.function.LongSupplier;
 
 /**
- * The {@link HostTierPort} of one controller: each operation is one of the controller's own (or its host pool's), so
- * the port adds no state of its own but the attached tier's driver. Its leases are the controller's
+ * The {@link StoragePort} of one controller: each operation is one of the controller's own (or its host pool's or
+ * tree's, checked there), so the port adds no state of its own. Its leases are the controller's
  * {@link HostLease}s and its host copies the committed {@link HostPages}, which implement the port's types directly
  * (nothing is wrapped per call). Owned by the controller's scheduler thread, like the controller.
  */
-final class ControllerTierPort implements HostTierPort {
+final class ControllerStoragePort implements StoragePort {
     private final HiCacheController ctl;
-    /** The attached tier and the controller's driver of it, or null. */
-    private Tier attachedTier;
-    private TierAttachment attachment;
+    /** The tree's observer as the storage tier reports to it; the one instance {@link #storageTransitions} hands out. */
+    private final StorageTransitions transitions = new StorageTransitions() {
+        @Override
+        public void pagesStored(RadixNode node, int firstPage, int pages) {
+            TierObserver o = ctl.tierObserver();
+            if (o != null) {
+                o.onPagesStored(TierObserver.STORAGE, node, firstPage, pages);
+            }
+        }
 
-    ControllerTierPort(HiCacheController ctl) {
+        @Override
+        public void sequencePages(boolean stored, int[] tokens, int from, int firstPage, int pages) {
+            TierObserver o = ctl.tierObserver();
+            if (o != null) {
+                o.onSequencePages(TierObserver.STORAGE, stored, tokens, from, firstPage, pages);
+            }
+        }
+    };
+
+    ControllerStoragePort(HiCacheController ctl) {
         this.ctl = ctl;
     }
 
@@ -45,8 +58,26 @@ final class ControllerTierPort implements HostTierPort {
     }
 
     @Override
-    public RadixTree tree() {
-        return ctl.tree();
+    public RadixNode root() {
+        return ctl.tree().root();
+    }
+
+    @Override
+    public boolean setPageHashes(RadixNode node, byte[] hashes, int off) {
+        ctl.checkSchedulerThread();
+        return ctl.tree().setPageHashes(node, hashes, off);
+    }
+
+    @Override
+    public void protectHostCopy(RadixNode node) {
+        ctl.checkSchedulerThread();
+        ctl.tree().protectHost(node);
+    }
+
+    @Override
+    public void releaseHostCopy(RadixNode node) {
+        ctl.checkSchedulerThread();
+        ctl.tree().releaseHost(node);
     }
 
     @Override
@@ -150,12 +181,12 @@ final class ControllerTierPort implements HostTierPort {
 
     @Override
     public void observeHostEvictions(EvictionObserver observer) {
-        ctl.hostTierObserver(observer == null ? null : observer::onHostEvicting);
+        ctl.hostEvictionObserver(observer);
     }
 
     @Override
-    public TierObserver tierObserver() {
-        return ctl.tierObserver();
+    public StorageTransitions storageTransitions() {
+        return ctl.isClosed() || ctl.tierObserver() == null ? null : transitions;
     }
 
     @Override
@@ -165,45 +196,11 @@ final class ControllerTierPort implements HostTierPort {
 
     @Override
     public void attach(Tier tier) {
-        if (tier == null) {
-            throw new IllegalArgumentException("tier must not be null");
-        }
-        TierAttachment a = new Driver(tier);
-        ctl.attachTier(a); // throws, attaching nothing, if a tier is attached or the controller is not usable
-        attachedTier = tier;
-        attachment = a;
+        ctl.attachTier(tier); // throws, attaching nothing, if a tier is attached or the controller is not usable
     }
 
     @Override
     public void detach(Tier tier) {
-        ctl.checkSchedulerThread();
-        if (tier != null && tier == attachedTier) {
-            ctl.detachTier(attachment);
-            attachedTier = null;
-            attachment = null;
-        }
-    }
-
-    /** The controller's calls into an attached tier, passed on as they come. */
-    private record Driver(Tier tier) implements TierAttachment {
-        @Override
-        public void onCommitted(Backup backup) {
-            tier.onCommitted(backup);
-        }
-
-        @Override
-        public void onMatch(MatchResult match) {
-            tier.onMatch(match);
-        }
-
-        @Override
-        public void poll() {
-            tier.poll();
-        }
-
-        @Override
-        public void close() {
-            tier.close();
-        }
+        ctl.detachTier(tier);
     }
 }

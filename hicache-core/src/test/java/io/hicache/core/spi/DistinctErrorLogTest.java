@@ -1,4 +1,4 @@
-package io.hicache.core.internal.log;
+package io.hicache.core.spi;
 
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
