@@ -2,10 +2,10 @@ package io.hicache.bench;
 
 import io.hicache.core.internal.Backup;
 import io.hicache.core.BackupState;
+import io.hicache.core.BenchmarkDoor;
 import io.hicache.core.DevicePageSink;
 import io.hicache.core.internal.ForwardHandle;
 import io.hicache.core.HiCache;
-import io.hicache.core.internal.FacadeAccess;
 import io.hicache.core.internal.HiCacheController;
 import io.hicache.core.ThreadingMode;
 import io.hicache.core.cp.InProcessRankAgreement;
@@ -38,7 +38,7 @@ public final class ControllerRig implements AutoCloseable {
     final CudaRuntime[] runtimes;
     /** The caches as an engine has them (built with the public builder), one per rank. */
     final HiCache[] caches;
-    /** Their controllers, which the benchmarks drive directly. */
+    /** Their controllers (through the {@link BenchmarkDoor}), which the benchmarks drive directly. */
     final HiCacheController[] controllers;
     private final int[] freeDevicePages;
     private int freeDeviceCount;
@@ -81,7 +81,7 @@ public final class ControllerRig implements AutoCloseable {
                 b.cpGroup(cp, r, OwnerLanes.Standard.ROUND_ROBIN, agreement);
             }
             caches[r] = b.build();
-            controllers[r] = FacadeAccess.controller(caches[r]);
+            controllers[r] = BenchmarkDoor.controller(caches[r]);
             reserved.add(new ArrayList<>());
         }
         freeDevicePages = new int[devicePages];

@@ -1,26 +1,19 @@
 package io.hicache.core;
 
-import io.hicache.core.cp.OwnerLanes;
-import io.hicache.core.cp.RankAgreement;
 import io.hicache.core.internal.HiCacheController;
-import io.hicache.core.memory.DeviceKvLayout;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.core.memory.HostMemoryKind;
 import io.hicache.core.metrics.Metric;
 import io.hicache.core.metrics.MetricsSnapshot;
 import io.hicache.cuda.CudaException;
-import io.hicache.cuda.CudaRuntime;
 import io.hicache.cuda.CudaStream;
 import io.hicache.radix.EvictionPolicy;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
-import org.agrona.concurrent.IdleStrategy;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.LongSupplier;
-import java.util.function.Supplier;
 
 /**
  * The hierarchical KV cache of one serving-engine rank: a radix tree of cached token prefixes whose device
@@ -54,17 +47,15 @@ import java.util.function.Supplier;
  */
 public final class HiCache implements AutoCloseable {
     private final HiCacheController controller;
-    private final TreeView treeView = new Tree();
-    private final HostPoolView hostPoolView = new Pool();
+    private final TreeView treeView;
+    private final HostPoolView hostPoolView;
     /** Scratch for {@link #reserveByPolicy}: the controller's list type is its own backup class. */
     private final ArrayList<io.hicache.core.internal.Backup> reserved = new ArrayList<>();
 
-    static {
-        io.hicache.core.internal.FacadeAccess.register(c -> c.controller);
-    }
-
     private HiCache(HiCacheController controller) {
         this.controller = controller;
+        this.treeView = new FacadeViews.Tree(controller);
+        this.hostPoolView = new FacadeViews.Pool(controller);
     }
 
     /**
@@ -751,11 +742,6 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
-    private HiCacheController open() {
-        checkOpen();
-        return controller;
-    }
-
     private RadixTree openTree() {
         checkOpen();
         return controller.tree();
@@ -854,502 +840,15 @@ public final class HiCache implements AutoCloseable {
         boolean hasDraft();
     }
 
-    private final class Tree implements TreeView {
-        @Override
-        public int pageSize() {
-            return openTree().pageSize();
-        }
-
-        @Override
-        public RadixNode root() {
-            return openTree().root();
-        }
-
-        @Override
-        public int nodeCount() {
-            return openTree().nodeCount();
-        }
-
-        @Override
-        public long devicePagesCached() {
-            return openTree().devicePagesCached();
-        }
-
-        @Override
-        public long devicePagesEvictable() {
-            return openTree().devicePagesEvictable();
-        }
-
-        @Override
-        public long devicePagesLocked() {
-            return openTree().devicePagesLocked();
-        }
-
-        @Override
-        public long hostPagesCommitted() {
-            return openTree().hostPagesCommitted();
-        }
-
-        @Override
-        public long hostPagesPending() {
-            return openTree().hostPagesPending();
-        }
-
-        @Override
-        public EvictionPolicy devicePolicy() {
-            return openTree().devicePolicy();
-        }
-
-        @Override
-        public EvictionPolicy hostPolicy() {
-            return openTree().hostPolicy();
-        }
-
-        @Override
-        public void checkInvariants() {
-            RadixTree t = openTree();
-            t.checkInvariants();
-            t.checkHostContiguity();
-        }
-
-        @Override
-        public String toString() {
-            return "TreeView{" + (controller.isClosed() ? "closed" : "nodes=" + nodeCount() + ", devicePages=" + devicePagesCached()) + '}';
-        }
-    }
-
-    private final class Pool implements HostPoolView {
-        @Override
-        public int capacityPages() {
-            return open().allocator().capacityPages();
-        }
-
-        @Override
-        public int freePages() {
-            return open().allocator().freePages();
-        }
-
-        @Override
-        public int allocatedPages() {
-            return open().allocator().allocatedPages();
-        }
-
-        @Override
-        public long budgetUsedPages() {
-            return open().hostBudgetUsedPages();
-        }
-
-        @Override
-        public long budgetCapacityPages() {
-            return open().hostBudgetCapacityPages();
-        }
-
-        @Override
-        public long bytesPerPage() {
-            return open().hostPool().bytesPerPageAllLayers();
-        }
-
-        @Override
-        public long totalBytes() {
-            return open().hostPool().totalBytes();
-        }
-
-        @Override
-        public HostLayout layout() {
-            return open().hostPool().layout();
-        }
-
-        @Override
-        public HostMemoryKind memoryKind() {
-            return open().hostPool().memoryKind();
-        }
-
-        @Override
-        public boolean hasDraft() {
-            return open().draftHostPool() != null;
-        }
-
-        @Override
-        public String toString() {
-            return "HostPoolView{" + (controller.isClosed() ? "closed" : "pages=" + capacityPages() + ", free=" + freePages()) + '}';
-        }
-    }
-
     // ------------------------------------------------------------------ builder
 
     /**
-     * The settings of a cache, shared by the engine's {@link Builder} and the project's internal controller builder
-     * so that each setting is written once. Required: {@link #runtime}, {@link #targetLayout} and a host pool size
-     * ({@link #hostPages}, {@link #hostBytes} or {@link #hostRatioToDevice}). Setters only record what was set;
-     * building resolves the defaults into an immutable configuration (validating everything and naming the bad
-     * setting), so one builder can build any number of caches. Cold path; not thread-safe.
-     *
-     * @param <B> the builder type the setters return
-     */
-    public abstract static sealed class Settings<B extends Settings<B>>
-        permits Builder, io.hicache.core.internal.ControllerBuilder {
-        private CudaRuntime runtime;
-        private CudaStream computeStream;
-        private DeviceKvLayout targetLayout;
-        private DeviceKvLayout draftLayout;
-        private int hostPages;
-        private long hostBytes;
-        private double hostRatio;
-        private HostLayout hostLayout = HostLayout.LAYER_FIRST;
-        private HostMemoryKind hostMemoryKind;
-        private int cpSize = 1;
-        private int cpRank;
-        private OwnerLanes lanes = OwnerLanes.Standard.ROUND_ROBIN;
-        private RankAgreement agreement;
-        private RankAgreement loadAgreement;
-        private int loadThresholdTokens = 10;
-        private LoadListener loadListener;
-        private LoadOverlap loadOverlap = LoadOverlap.SAME_FORWARD;
-        private String loadOverlapReason;
-        private BackupListener listener;
-        private WritePolicy writePolicy = WritePolicy.WRITE_THROUGH;
-        private int hitThreshold;
-        private BackupMode backupMode = BackupMode.LAYERED;
-        private EvictionPolicy deviceEviction = EvictionPolicy.LRU;
-        private EvictionPolicy hostEviction = EvictionPolicy.LRU;
-        private ThreadingMode threadingMode = ThreadingMode.DEDICATED;
-        private Supplier<IdleStrategy> idleStrategySupplier =
-            () -> new org.agrona.concurrent.BackoffIdleStrategy(100, 10, 1_000, 100_000);
-        private LongSupplier clock = System::nanoTime;
-        private long leaseNs = 30_000_000_000L;
-        private long sealedTimeLimitNs = -1;
-        private long agreementWatchdogNs = 1_000_000_000L;
-        private int maxForwardsInFlight = 8;
-        private int loadBatchesInFlight = 3;
-        private boolean coalesce = true;
-        private boolean batchedCopies = true;
-        private boolean checkThread = true;
-
-        static {
-            io.hicache.core.internal.FacadeAccess.registerConcluder(Settings::conclude);
-        }
-
-        /** Only the cache's own builders extend this class (it is sealed). */
-        protected Settings() {
-        }
-
-        @SuppressWarnings("unchecked")
-        private B self() {
-            return (B) this;
-        }
-
-        /** The CUDA runtime (native or simulated). Required. */
-        public B runtime(CudaRuntime runtime) {
-            this.runtime = runtime;
-            return self();
-        }
-
-        /** The engine's compute stream the hooks record on; default: a stream the cache creates. */
-        public B computeStream(CudaStream stream) {
-            this.computeStream = stream;
-            return self();
-        }
-
-        /** The target model's device KV layout. Required; its page size is the tree's. */
-        public B targetLayout(DeviceKvLayout layout) {
-            this.targetLayout = layout;
-            return self();
-        }
-
-        /** The draft/MTP model's device KV layout (same page size and device page ids); none by default. */
-        public B draftLayout(DeviceKvLayout layout) {
-            this.draftLayout = layout;
-            return self();
-        }
-
-        /** Host pool size in pages. */
-        public B hostPages(int pages) {
-            this.hostPages = pages;
-            return self();
-        }
-
-        /** Host pool size in bytes (rounded down to whole pages). */
-        public B hostBytes(long bytes) {
-            this.hostBytes = bytes;
-            return self();
-        }
-
-        /** Host pool size as a ratio of the device pool ({@code > 0}). */
-        public B hostRatioToDevice(double ratio) {
-            this.hostRatio = ratio;
-            return self();
-        }
-
-        /** Host byte order (default {@link HostLayout#LAYER_FIRST}). */
-        public B hostLayout(HostLayout layout) {
-            this.hostLayout = layout;
-            return self();
-        }
-
-        /** Where host memory comes from (default {@link HostMemoryKind#HOST_ALLOC}). */
-        public B hostMemoryKind(HostMemoryKind kind) {
-            this.hostMemoryKind = kind;
-            return self();
-        }
-
-        /**
-         * The CP group: size, this rank, the owner-lane strategy and the agreement among ranks, whose rounds carry both
-         * the backups' and the loads' sections (see {@link RankAgreement}). Without a group the cache is a group of one
-         * with a rank agreement of its own (a new one for every cache built).
-         */
-        public B cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement) {
-            this.cpSize = size;
-            this.cpRank = rank;
-            this.lanes = lanes;
-            this.agreement = agreement;
-            return self();
-        }
-
-        /**
-         * The CP group with a separate agreement for loads, so that backup and load rounds run apart (in-process groups
-         * need two {@link io.hicache.core.cp.InProcessRankAgreement}s); the four-argument form runs both in one.
-         */
-        public B cpGroup(int size, int rank, OwnerLanes lanes, RankAgreement agreement, RankAgreement loadAgreement) {
-            cpGroup(size, rank, lanes, agreement);
-            this.loadAgreement = loadAgreement;
-            return self();
-        }
-
-        /** Host hits shorter than this many tokens are not loaded back (default 10, as SGLang). */
-        public B loadThresholdTokens(int tokens) {
-            this.loadThresholdTokens = tokens;
-            return self();
-        }
-
-        /** Listener for finished and failed loads (default none). */
-        public B loadListener(LoadListener listener) {
-            this.loadListener = listener;
-            return self();
-        }
-
-        /**
-         * When a load's pages may be used (default {@link LoadOverlap#SAME_FORWARD}: in the forward that needs them,
-         * waiting per layer). {@link LoadOverlap#PREVIOUS_BATCH} is for engines that cannot wait per layer;
-         * {@code reason} says why and is logged once at build.
-         */
-        public B loadOverlap(LoadOverlap overlap, String reason) {
-            this.loadOverlap = overlap;
-            this.loadOverlapReason = reason;
-            return self();
-        }
-
-        /**
-         * Load batches ({@link HiCache#startLoading()} calls that issued something) that may be unacknowledged at
-         * once, each with its own set of events (default 3, at most {@value
-         * io.hicache.core.internal.ControllerConfig#MAX_LOAD_BATCHES}): one more {@code startLoading} throws
-         * {@link IllegalStateException} naming this setting until {@link HiCache#poll()} has retired the oldest.
-         * Raise it when the engine issues the loads of several batches ahead of their forwards.
-         */
-        public B loadBatchesInFlight(int batches) {
-            this.loadBatchesInFlight = batches;
-            return self();
-        }
-
-        /** Listener for commits and aborts (default none). */
-        public B listener(BackupListener listener) {
-            this.listener = listener;
-            return self();
-        }
-
-        /** Write policy (default {@link WritePolicy#WRITE_THROUGH}). */
-        public B writePolicy(WritePolicy policy) {
-            this.writePolicy = policy;
-            return self();
-        }
-
-        /** Hit threshold of write-through-selective (default 2; write-through uses 1). */
-        public B hitThreshold(int threshold) {
-            this.hitThreshold = threshold;
-            return self();
-        }
-
-        /** Backup mode (default {@link BackupMode#LAYERED}). */
-        public B backupMode(BackupMode mode) {
-            this.backupMode = mode;
-            return self();
-        }
-
-        /** Eviction policies of the device and host tiers (default LRU for both). */
-        public B eviction(EvictionPolicy device, EvictionPolicy host) {
-            this.deviceEviction = device;
-            this.hostEviction = host;
-            return self();
-        }
-
-        /** Threading of the agents (default {@link ThreadingMode#DEDICATED}). */
-        public B threadingMode(ThreadingMode mode) {
-            this.threadingMode = mode;
-            return self();
-        }
-
-        /** Idle strategy of the agent threads in {@link ThreadingMode#DEDICATED} mode (a new one per agent). */
-        public B idleStrategy(Supplier<IdleStrategy> supplier) {
-            this.idleStrategySupplier = supplier;
-            return self();
-        }
-
-        /** Clock in nanoseconds for leases and latencies (default {@code System::nanoTime}). */
-        public B clock(LongSupplier clockNs) {
-            this.clock = clockNs;
-            return self();
-        }
-
-        /** Lease of a reservation: not sealed within it, the backup is aborted (default 30 s; 0 disables). */
-        public B leaseNs(long leaseNs) {
-            this.leaseNs = leaseNs;
-            return self();
-        }
-
-        /**
-         * How long a sealed backup may wait for its CP group's agreement before it is released on this rank (aborted
-         * {@link AbortReason#AGREEMENT_TIMEOUT}, its device and host pages freed), so an agreement that never answers
-         * cannot pin device pages for ever. Default: 60 s, or twice the agreement's {@link
-         * RankAgreement#failureDetectionNs()} where that is longer; a limit must exceed that bound. 0 disables it.
-         */
-        public B sealedTimeLimitNs(long limitNs) {
-            this.sealedTimeLimitNs = limitNs;
-            return self();
-        }
-
-        /**
-         * How long one call into the {@link RankAgreement} may keep {@link HiCache#poll()} blocked before a watchdog
-         * thread logs it and counts it in {@link Metric#CP_AGREEMENT_BLOCKED} (default 1 s; 0 turns the watchdog off).
-         */
-        public B agreementWatchdogNs(long boundNs) {
-            this.agreementWatchdogNs = boundNs;
-            return self();
-        }
-
-        /** Forwards with backups that may be in flight at once (default 8). */
-        public B maxForwardsInFlight(int n) {
-            this.maxForwardsInFlight = n;
-            return self();
-        }
-
-        /** Whether pages contiguous on both sides are copied in one call (default true). */
-        public B coalesce(boolean coalesce) {
-            this.coalesce = coalesce;
-            return self();
-        }
-
-        /** Whether a layer's copies go in one batched call where the runtime supports it (default true). */
-        public B batchedCopies(boolean batched) {
-            this.batchedCopies = batched;
-            return self();
-        }
-
-        /** Whether scheduler-thread calls are checked to come from one thread (default true). */
-        public B checkThread(boolean check) {
-            this.checkThread = check;
-            return self();
-        }
-
-        /**
-         * Validates the settings and resolves their defaults into an immutable configuration, leaving this builder
-         * as it was (Aeron's {@code Context.conclude()} is the model).
-         *
-         * @throws IllegalArgumentException naming the bad setting
-         */
-        final io.hicache.core.internal.ControllerConfig conclude() {
-            if (runtime == null) {
-                throw new IllegalArgumentException("runtime is required");
-            }
-            if (targetLayout == null) {
-                throw new IllegalArgumentException("targetLayout is required");
-            }
-            if (draftLayout != null && draftLayout.pageSizeTokens() != targetLayout.pageSizeTokens()) {
-                throw new IllegalArgumentException("draftLayout page size " + draftLayout.pageSizeTokens()
-                    + " differs from the target's " + targetLayout.pageSizeTokens());
-            }
-            int sizes = (hostPages > 0 ? 1 : 0) + (hostBytes > 0 ? 1 : 0) + (hostRatio > 0 ? 1 : 0);
-            if (sizes != 1) {
-                throw new IllegalArgumentException("set exactly one positive host pool size (hostPages, hostBytes or "
-                    + "hostRatioToDevice); got pages=" + hostPages + ", bytes=" + hostBytes + ", ratio=" + hostRatio);
-            }
-            if (cpSize < 1 || cpRank < 0 || cpRank >= cpSize) {
-                throw new IllegalArgumentException("CP rank " + cpRank + " outside a group of size " + cpSize);
-            }
-            if (lanes == null) {
-                throw new IllegalArgumentException("lanes must not be null");
-            }
-            if (agreement == null && cpSize != 1) {
-                throw new IllegalArgumentException("a CP group of size " + cpSize + " needs a RankAgreement");
-            }
-            // resolved here, never written back: each cache built gets its own default agreement
-            RankAgreement backups = agreement != null ? agreement : new io.hicache.core.internal.cp.LocalRankAgreement();
-            RankAgreement loads = loadAgreement; // null: loads share the backups' rounds
-            if (loads == backups) {
-                throw new IllegalArgumentException("the load agreement is the backup agreement: pass it once (the "
-                    + "four-argument cpGroup runs backups and loads in one round) or pass a separate one");
-            }
-            if (backups.groupSize() != cpSize || loads != null && loads.groupSize() != cpSize) {
-                throw new IllegalArgumentException("RankAgreement of size " + backups.groupSize()
-                    + (loads != null ? " (loads " + loads.groupSize() + ")" : "") + " for a CP group of size " + cpSize);
-            }
-            long detectNs = Math.max(backups.failureDetectionNs(), loads != null ? loads.failureDetectionNs() : 0);
-            long sealedLimit = sealedTimeLimitNs;
-            if (sealedLimit < 0) {
-                // an agreement that cannot detect a silent rank waits for it: the limit is then the only bound
-                sealedLimit = detectNs == Long.MAX_VALUE || detectNs < 30_000_000_000L ? 60_000_000_000L
-                    : detectNs > Long.MAX_VALUE / 2 ? 0 : 2 * detectNs;
-            } else if (sealedLimit > 0 && detectNs != Long.MAX_VALUE && sealedLimit <= detectNs) {
-                throw new IllegalArgumentException("sealedTimeLimitNs " + sealedLimit + " must exceed the agreement's "
-                    + "failure detection bound (" + detectNs + " ns), or a group that is slow but healthy half-commits");
-            }
-            if (agreementWatchdogNs < 0) {
-                throw new IllegalArgumentException("agreementWatchdogNs " + agreementWatchdogNs + " must be >= 0");
-            }
-            if (loadThresholdTokens < 0) {
-                throw new IllegalArgumentException("loadThresholdTokens " + loadThresholdTokens + " must be >= 0");
-            }
-            if (loadOverlap == null) {
-                throw new IllegalArgumentException("loadOverlap must not be null");
-            }
-            if (loadOverlap == LoadOverlap.PREVIOUS_BATCH && (loadOverlapReason == null || loadOverlapReason.isBlank())) {
-                throw new IllegalArgumentException("loadOverlap PREVIOUS_BATCH needs a reason (why the engine cannot"
-                    + " wait per layer); it is logged once");
-            }
-            if (writePolicy == null || backupMode == null || threadingMode == null || deviceEviction == null
-                || hostEviction == null || clock == null || idleStrategySupplier == null || hostLayout == null) {
-                throw new IllegalArgumentException("writePolicy, backupMode, threadingMode, eviction policies, clock, "
-                    + "idle strategy and hostLayout must not be null");
-            }
-            if (hitThreshold < 0) {
-                throw new IllegalArgumentException("hitThreshold " + hitThreshold + " must be >= 1 (0 = policy default)");
-            }
-            if (leaseNs < 0) {
-                throw new IllegalArgumentException("leaseNs " + leaseNs + " must be >= 0");
-            }
-            if (maxForwardsInFlight < 1 || maxForwardsInFlight > 1024) {
-                throw new IllegalArgumentException("maxForwardsInFlight " + maxForwardsInFlight + " outside [1, 1024]");
-            }
-            int maxBatches = io.hicache.core.internal.ControllerConfig.MAX_LOAD_BATCHES;
-            if (loadBatchesInFlight < 1 || loadBatchesInFlight > maxBatches) {
-                throw new IllegalArgumentException("loadBatchesInFlight " + loadBatchesInFlight + " outside [1, "
-                    + maxBatches + "]");
-            }
-            int threshold = hitThreshold > 0 ? hitThreshold : writePolicy == WritePolicy.WRITE_THROUGH_SELECTIVE ? 2 : 1;
-            return new io.hicache.core.internal.ControllerConfig(runtime, computeStream, targetLayout, draftLayout,
-                hostPages, hostBytes, hostRatio, hostLayout, hostMemoryKind, cpSize, cpRank, lanes, backups, loads,
-                loadThresholdTokens, loadListener, loadOverlap, loadOverlapReason, writePolicy, threshold, backupMode,
-                deviceEviction, hostEviction, threadingMode, idleStrategySupplier, clock, leaseNs,
-                sealedLimit, agreementWatchdogNs, maxForwardsInFlight,
-                loadBatchesInFlight, 0, coalesce, batchedCopies, checkThread, listener);
-        }
-    }
-
-    /**
-     * The engine's builder of a {@link HiCache}: the settings are {@link Settings}' (required: {@link #runtime},
+     * The engine's builder of a {@link HiCache}: the settings are {@link HiCacheSettings}' (required: {@link #runtime},
      * {@link #targetLayout} and a host pool size). {@link #build()} validates everything, naming the bad setting, and
      * leaves the builder as it was, so it can build again (another rank, a restarted cache). Cold path; not
      * thread-safe.
      */
-    public static final class Builder extends Settings<Builder> {
+    public static final class Builder extends HiCacheSettings<Builder> {
         private Builder() {
         }
 
@@ -1363,7 +862,7 @@ public final class HiCache implements AutoCloseable {
          * @throws CudaException if the runtime fails
          */
         public HiCache build() {
-            return new HiCache(HiCacheController.create(conclude()));
+            return new HiCache(buildController());
         }
     }
 }

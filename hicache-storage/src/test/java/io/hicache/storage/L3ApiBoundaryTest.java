@@ -56,9 +56,10 @@ class L3ApiBoundaryTest {
 
     @Test
     void theControllerBehindTheFacadeIsNotVisible(@TempDir Path dir) throws IOException {
-        assertThat(PROBE.compile(dir, "import io.hicache.core.internal.FacadeAccess;", "FacadeAccess a;"))
+        assertThat(PROBE.compile(dir, "import io.hicache.core.internal.HiCacheController;", "HiCacheController c;"))
             .contains("io.hicache.core.internal").contains("not visible");
-        assertThat(PROBE.compile(dir, "import io.hicache.core.internal.TierAttachment;", "TierAttachment a;"))
-            .contains("not visible");
+        // the storage SPI is the storage module's, not an engine's
+        assertThat(PROBE.compile(dir, "import io.hicache.core.spi.StoragePort;", "StoragePort p;"))
+            .contains("io.hicache.core.spi").contains("not visible");
     }
 }

@@ -224,7 +224,7 @@ public final class HiCacheController implements AutoCloseable {
     }
 
     /**
-     * Builds a controller from concluded settings (see {@link io.hicache.core.HiCache.Settings}); allocates the host
+     * Builds a controller from concluded settings (see {@link ControllerBuilder}); allocates the host
      * pool, streams and events, released again if any step fails.
      *
      * @throws io.hicache.cuda.CudaException if the runtime fails
