@@ -24,7 +24,7 @@ final class FacadeViews {
     }
 
     /** {@link HiCache#tree()}: each call checks the cache is open, then reads the tree. */
-    static final class Tree implements HiCache.TreeView {
+    static final class Tree implements TreeView {
         private final HiCacheController controller;
 
         Tree(HiCacheController controller) {
@@ -99,7 +99,7 @@ final class FacadeViews {
     }
 
     /** {@link HiCache#hostPool()}: each call checks the cache is open, then reads the pool. */
-    static final class Pool implements HiCache.HostPoolView {
+    static final class Pool implements HostPoolView {
         private final HiCacheController controller;
 
         Pool(HiCacheController controller) {

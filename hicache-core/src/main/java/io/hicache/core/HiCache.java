@@ -1,16 +1,14 @@
 package io.hicache.core;
 
 import io.hicache.core.internal.HiCacheController;
-import io.hicache.core.memory.HostLayout;
-import io.hicache.core.memory.HostMemoryKind;
 import io.hicache.core.metrics.Metric;
 import io.hicache.core.metrics.MetricsSnapshot;
 import io.hicache.cuda.CudaException;
 import io.hicache.cuda.CudaStream;
-import io.hicache.radix.EvictionPolicy;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
+import io.hicache.radix.TierListener;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -215,117 +213,12 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalStateException if called from another thread than the scheduler thread
      */
     public void tierListener(TierListener listener) {
-        controller.tierObserver(listener == null ? null : new TierPort(listener));
+        controller.tierObserver(listener);
     }
 
-    /**
-     * The listener set with {@link #tierListener(TierListener)}, or null (also when the project's own code observes
-     * the tree directly). Scheduler thread.
-     */
+    /** The listener set with {@link #tierListener(TierListener)}, or null. Scheduler thread. */
     public TierListener tierListener() {
-        return controller.tierObserver() instanceof TierPort p ? p.listener() : null;
-    }
-
-    /**
-     * Told of every tier transition of the cache's pages, synchronously, on the thread that makes it (the scheduler
-     * thread; an L3 tier reports from its {@code poll}), in the order they happen: pages that became matchable on the
-     * device, host values committed (in a CP group only after the group agreed) or published from L3, pages written
-     * to or found gone from L3, pages about to leave a tier. A host value is never reported while its backup is
-     * pending, and no page before the page it extends on the same tier: pages a request inserts over a prefix still
-     * loading back are reported when the load finishes, right after the loaded nodes ({@link #onStored} with
-     * {@link #DEVICE}, parents first). A page is one radix page ({@link TreeView#pageSize()} tokens).
-     *
-     * <p>Implementations must not call back into the cache, must not block and should not allocate: they run on the
-     * scheduler's hot path. They must not throw either: an exception propagates out of the cache call that made the
-     * transition and may leave that call half done.
-     */
-    public interface TierListener {
-        /** The device (GPU) tier. */
-        int DEVICE = io.hicache.radix.spi.TierObserver.DEVICE;
-        /** The host (CPU) tier. */
-        int HOST = io.hicache.radix.spi.TierObserver.HOST;
-        /** The L3 storage tier. */
-        int STORAGE = io.hicache.radix.spi.TierObserver.STORAGE;
-
-        /**
-         * An insert made pages {@code [firstNewToken / pageSize, len / pageSize)} of {@code tokens[from, from + len)}
-         * matchable on the device (new nodes, or host-only nodes that adopted device pages); the leading
-         * {@code firstNewToken} tokens already were. Only called when at least one page is new.
-         *
-         * @param tokens the inserted sequence, from the root (read it during the call only)
-         * @param last   the node the insert ended on (it ends at {@code from + len})
-         */
-        void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last);
-
-        /**
-         * Every page of {@code node} is now on {@code tier}: a load finished or device pages were attached
-         * ({@link #DEVICE}; also each node inserted below a load while it ran, when the load finishes), a host value
-         * committed or published ({@link #HOST}), every page written to L3 in one write ({@link #STORAGE}; see also
-         * {@link #onPagesStored}).
-         */
-        void onStored(int tier, RadixNode node);
-
-        /**
-         * Every page of {@code node} is about to leave {@code tier} (eviction, invalidation after a failed load);
-         * called while the node is still attached.
-         */
-        void onRemoving(int tier, RadixNode node);
-
-        /**
-         * Pages {@code [firstPage, firstPage + pages)} of {@code node} (counted from its first page) are now on
-         * {@code tier}: an L3 write that committed part of a node (one store batch, or one CP rank's positions).
-         * The default does nothing.
-         */
-        default void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
-        }
-
-        /**
-         * Pages {@code [firstPage, firstPage + pages)} of the sequence {@code tokens[from, ...)} (counted from the
-         * root) are now on {@code tier} ({@code stored}) or found gone from it: L3 transitions of pages no node
-         * holds (a write-back of evicted host pages; a page an L3 read found missing or corrupt). The default does
-         * nothing.
-         *
-         * @param tokens the sequence (read it during the call only)
-         */
-        default void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
-        }
-
-        /** Everything left every tier at once (a reset). The default does nothing. */
-        default void onCleared() {
-        }
-    }
-
-    /** A {@link TierListener} as the radix tree's observer port. */
-    private record TierPort(TierListener listener) implements io.hicache.radix.spi.TierObserver {
-        @Override
-        public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
-            listener.onDeviceInserted(tokens, from, len, firstNewToken, last);
-        }
-
-        @Override
-        public void onStored(int tier, RadixNode node) {
-            listener.onStored(tier, node);
-        }
-
-        @Override
-        public void onRemoving(int tier, RadixNode node) {
-            listener.onRemoving(tier, node);
-        }
-
-        @Override
-        public void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
-            listener.onPagesStored(tier, node, firstPage, pages);
-        }
-
-        @Override
-        public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
-            listener.onSequencePages(tier, stored, tokens, from, firstPage, pages);
-        }
-
-        @Override
-        public void onCleared() {
-            listener.onCleared();
-        }
+        return controller.tierObserver();
     }
 
     // ------------------------------------------------------------------ backups
@@ -752,92 +645,6 @@ public final class HiCache implements AutoCloseable {
             return b;
         }
         throw new IllegalArgumentException("backup " + backup + " was not created by a HiCache");
-    }
-
-    // ------------------------------------------------------------------ views
-
-    /**
-     * Read-only view of the cache's radix tree: sizes and the root, whose nodes are read-only handles. Owned by
-     * the scheduler thread like the cache; not thread-safe.
-     */
-    public interface TreeView {
-        /** Tokens per page. */
-        int pageSize();
-
-        /** The root (it holds no tokens). */
-        RadixNode root();
-
-        /** Nodes in the tree, the root excluded. */
-        int nodeCount();
-
-        /** Device pages the tree holds. */
-        long devicePagesCached();
-
-        /**
-         * Device pages {@link HiCache#evictDevice} could free now, asked for enough pages (under
-         * {@link WritePolicy#WRITE_BACK}: once the write-backs it starts for pages without a host copy have committed).
-         */
-        long devicePagesEvictable();
-
-        /** Device pages on locked paths. */
-        long devicePagesLocked();
-
-        /** Host pages holding committed backups. */
-        long hostPagesCommitted();
-
-        /** Host pages of backups in flight. */
-        long hostPagesPending();
-
-        /** Eviction policy of the device tier. */
-        EvictionPolicy devicePolicy();
-
-        /** Eviction policy of the host tier. */
-        EvictionPolicy hostPolicy();
-
-        /**
-         * Walks the whole tree and checks its structure, eviction queues and page counters, that host copies are
-         * contiguous from the root (no host copy under a node without one) and that {@link #devicePagesEvictable()}
-         * is what device eviction can free: O(nodes), for tests, simulators and debugging. Changes nothing.
-         *
-         * @throws IllegalStateException describing the first violation found, or if the cache is closed
-         */
-        void checkInvariants();
-    }
-
-    /** Read-only view of the host pool. Owned by the scheduler thread like the cache; not thread-safe. */
-    public interface HostPoolView {
-        /** Host pages in the pool. */
-        int capacityPages();
-
-        /** Host pages not holding a backup. */
-        int freePages();
-
-        /** Host pages holding a backup (reserved, committed, or leased to a storage tier): capacity minus free. */
-        int allocatedPages();
-
-        /**
-         * Host pages reserved or committed on the group's fullest rank (each rank counts every rank's pages, so this
-         * is the same on every rank; without CP, this rank's).
-         */
-        long budgetUsedPages();
-
-        /** Host pages the budget allows each rank. */
-        long budgetCapacityPages();
-
-        /** Bytes of one host page, every layer and buffer of the target KV. */
-        long bytesPerPage();
-
-        /** Bytes of host memory pinned for the target KV (the draft KV, if any, is extra). */
-        long totalBytes();
-
-        /** Byte order of a host page. */
-        HostLayout layout();
-
-        /** Where the pinned memory came from. */
-        HostMemoryKind memoryKind();
-
-        /** True when the pool also holds the draft/MTP KV. */
-        boolean hasDraft();
     }
 
     // ------------------------------------------------------------------ builder

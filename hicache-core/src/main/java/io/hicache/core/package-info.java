@@ -6,7 +6,7 @@
  *   <li>{@link io.hicache.core.HiCache} — the cache of one rank: match/insert, lock/unlock of prefixes,
  *       reserve, beginForward, poll, abort, load-back, withdrawal of uncomputed pages, device eviction, metrics,
  *       read-only views
- *       ({@link io.hicache.core.HiCache.TreeView}, {@link io.hicache.core.HiCache.HostPoolView}) and close;
+ *       ({@link io.hicache.core.TreeView}, {@link io.hicache.core.HostPoolView}) and close;
  *       configured through {@link io.hicache.core.HiCache.Builder}. For observing it (profilers, the simulator):
  *       live counters ({@code metric}), the backup and load streams, the tree's invariant check and the names of
  *       its Flight Recorder events.</li>

@@ -1,6 +1,7 @@
 package io.hicache.events;
 
 import io.hicache.core.HiCache;
+import io.hicache.radix.TierListener;
 import io.hicache.radix.RadixNode;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -230,7 +231,7 @@ public final class KvEventPublisher implements AutoCloseable {
 
     /**
      * Publishes {@code cache}'s tier transitions as rank {@code dataParallelRank}: sets this publisher's collector as
-     * the cache's {@link HiCache.TierListener}. Call on the cache's scheduler thread.
+     * the cache's {@link TierListener}. Call on the cache's scheduler thread.
      *
      * @throws IllegalArgumentException if {@code dataParallelRank} is negative or another cache publishes as it here
      * @throws IllegalStateException    if the publisher is closed, the cache already has a live tier listener, or this
@@ -244,7 +245,7 @@ public final class KvEventPublisher implements AutoCloseable {
         if (stopping) {
             throw new IllegalStateException("KV event publisher is closed");
         }
-        HiCache.TierListener present = cache.tierListener();
+        TierListener present = cache.tierListener();
         if (present != null && !(present instanceof TierEventCollector c && c.disabled())) {
             throw new IllegalStateException("this cache already publishes its tier transitions to a listener"
                 + " (attach a publisher before observe)");
@@ -268,14 +269,14 @@ public final class KvEventPublisher implements AutoCloseable {
      * @param extraKey hashed into every block hash (see {@link BlockHasher})
      */
     public static void observe(HiCache cache, long extraKey, BlockEventSink sink) {
-        HiCache.TierListener own = observer(cache.tree().pageSize(), extraKey, sink);
-        HiCache.TierListener present = cache.tierListener();
+        TierListener own = observer(cache.tree().pageSize(), extraKey, sink);
+        TierListener present = cache.tierListener();
         cache.tierListener(present == null ? own : new BothListeners(present, own));
     }
 
     /** Tells two listeners of one cache, in order (a publisher's collector and an in-process one; tests too). */
-    record BothListeners(HiCache.TierListener first, HiCache.TierListener second)
-            implements HiCache.TierListener {
+    record BothListeners(TierListener first, TierListener second)
+            implements TierListener {
         @Override
         public void onDeviceInserted(int[] tokens, int from, int len, int firstNewToken, RadixNode last) {
             first.onDeviceInserted(tokens, from, len, firstNewToken, last);
@@ -332,7 +333,7 @@ public final class KvEventPublisher implements AutoCloseable {
      * @param pageSize tokens per page of the cache
      * @param extraKey hashed into every block hash (see {@link BlockHasher})
      */
-    static HiCache.TierListener observer(int pageSize, long extraKey, BlockEventSink sink) {
+    static TierListener observer(int pageSize, long extraKey, BlockEventSink sink) {
         if (pageSize < 1 || sink == null) {
             throw new IllegalArgumentException("observer needs pageSize >= 1 and a sink, got " + pageSize + ", " + sink);
         }

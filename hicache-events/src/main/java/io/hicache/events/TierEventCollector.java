@@ -1,6 +1,6 @@
 package io.hicache.events;
 
-import io.hicache.core.HiCache;
+import io.hicache.radix.TierListener;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.spi.KeyTokensReader;
 
@@ -26,7 +26,7 @@ import io.hicache.radix.spi.KeyTokensReader;
  * pages are hashed here anyway (the next insert chains from them), so they go into the ring one page at a time
  * with their hashes.
  */
-final class TierEventCollector implements HiCache.TierListener {
+final class TierEventCollector implements TierListener {
     /** The cache's size: 2^14 pages (256 KiB), small enough to stay in a core's L2 cache. */
     static final int CACHE_BITS = 14;
     /** Bits of a key that hold the page's place from its node's end; the serial takes the rest. */

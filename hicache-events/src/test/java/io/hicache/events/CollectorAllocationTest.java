@@ -1,6 +1,6 @@
 package io.hicache.events;
 
-import io.hicache.core.HiCache.TierListener;
+import io.hicache.radix.TierListener;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,6 @@
 package io.hicache.events;
 
-import io.hicache.core.HiCache;
+import io.hicache.radix.TierListener;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
 import io.hicache.radix.spi.PendingBackup;
@@ -51,7 +51,7 @@ class InsertHashesTest {
             assertThat(parent).as("tier %d block %d parent", tier, hash).isEqualTo(parentOf.get(hash));
             assertThat(held.computeIfAbsent(tier, t -> new HashSet<>()).add(hash))
                     .as("block %d stored twice on tier %d", hash, tier).isTrue();
-            if (tier == HiCache.TierListener.DEVICE) {
+            if (tier == TierListener.DEVICE) {
                 storedNow.add(new long[] {hash, parent});
             }
             log.add(new long[] {EventRing.STORED, tier, hash, parent});
@@ -94,8 +94,8 @@ class InsertHashesTest {
         EventRing ring = new EventRing(1 << 14, pageSize, false);
         TierEventCollector ringCollector = new TierEventCollector(ring, 0, EXTRA_KEY);
         EventRing.Drained drained = new EventRing.Drained(256, pageSize);
-        tree.tierObserver(new TreePort(new KvEventPublisher.BothListeners(
-                new TierEventCollector(checker, pageSize, EXTRA_KEY, cacheBits), ringCollector)));
+        tree.tierObserver(new KvEventPublisher.BothListeners(
+                new TierEventCollector(checker, pageSize, EXTRA_KEY, cacheBits), ringCollector));
         List<int[]> turns = new ArrayList<>();
         int nextPage = 0;
         for (int step = 0; step < 120; step++) {

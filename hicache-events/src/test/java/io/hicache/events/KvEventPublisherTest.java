@@ -334,7 +334,7 @@ class KvEventPublisherTest {
     void treeTransitionsReachASubscriberInOrderWithChainedHashes() {
         try (KvEventPublisher p = KvEventPublisher.open(config().build())) {
             RadixTree tree = RadixTree.builder().pageSize(2).build();
-            tree.tierObserver(new TreePort(p.collector(2, 0)));
+            tree.tierObserver(p.collector(2, 0));
             int[] a = {1, 2, 3, 4, 5, 6, 7, 8};
             int[] b = {1, 2, 3, 4, 9, 9, 8, 8};
             int[] devA = {0, 1, 2, 3};

@@ -1,6 +1,6 @@
 package io.hicache.events;
 
-import io.hicache.core.HiCache.TierListener;
+import io.hicache.radix.TierListener;
 import io.hicache.radix.RadixNode;
 import io.hicache.radix.RadixTree;
 import io.hicache.radix.spi.PendingBackup;
@@ -105,7 +105,7 @@ class PartialPagesTest {
         RadixTree tree = RadixTree.builder().pageSize(4).build();
         Recorder r = new Recorder();
         TierEventCollector c = new TierEventCollector(r, 4, 0, TierEventCollector.CACHE_BITS);
-        tree.tierObserver(new TreePort(c));
+        tree.tierObserver(c);
         tree.insert(tokens, 0, 8, new int[] {0, 1}, 0);
         RadixNode head = tree.lastInsertNode();
         tree.insert(tokens, 0, 40, new int[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 0);

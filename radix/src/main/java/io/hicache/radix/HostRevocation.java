@@ -37,7 +37,7 @@ final class HostRevocation {
         int count = node.pageCount;
         if (node.devPages != null) {
             if (t.observer != null) {
-                t.observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, node);
+                t.observer.onRemoving(TierListener.HOST, node);
             }
             listener.onHostEvicted(node, value);
             node.hostValue = null;
@@ -50,7 +50,7 @@ final class HostRevocation {
         }
         RadixNode parent = node.parent;
         if (t.observer != null) {
-            t.observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, node);
+            t.observer.onRemoving(TierListener.HOST, node);
         }
         t.hostPagesCommitted -= count;
         listener.onHostEvicted(node, value);

@@ -13,7 +13,7 @@ import java.util.ArrayDeque;
  * Single-threaded like the tree.
  *
  * <p><b>What the observer hears of the device tier.</b> A node on the device is reported to the tree's
- * {@link io.hicache.radix.spi.TierObserver} only once no node on its path is loading ({@link #deviceReported}):
+ * {@link TierListener} only once no node on its path is loading ({@link #deviceReported}):
  * pages inserted (or attached) below a node still loading, whose KV the forward computes over the load, are
  * reported when the last load above them finishes, right after the loaded node, top-down; while unreported they
  * leave the device (eviction, the invalidation of a failed load) unreported too. So the observer is never told of a
@@ -35,7 +35,7 @@ final class LoadTransitions {
         }
         t.adopt(node, pages, from);
         if (t.observer != null && deviceReported(t, node)) {
-            t.observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
+            t.observer.onStored(TierListener.DEVICE, node);
         }
     }
 
@@ -65,7 +65,7 @@ final class LoadTransitions {
         t.refresh(node);
         t.refresh(node.parent);
         if (t.observer != null && deviceReported(t, node)) {
-            t.observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, node);
+            t.observer.onStored(TierListener.DEVICE, node);
             reportBelow(t, node); // what was computed over the load while it ran, parents first
         }
     }
@@ -94,7 +94,7 @@ final class LoadTransitions {
         for (int s = 0; s < n.childVals.length; s++) {
             for (RadixNode c = n.childVals[s]; c != null; c = c.hashNext) {
                 if (c.devPages != null && c.loading == null) { // a loading child reports its own subtree
-                    t.observer.onStored(io.hicache.radix.spi.TierObserver.DEVICE, c);
+                    t.observer.onStored(TierListener.DEVICE, c);
                     reportBelow(t, c);
                 }
             }
@@ -138,7 +138,7 @@ final class LoadTransitions {
         t.devicePagesUnevictable -= RadixTree.unevictablePages(node);
         t.devicePagesLocked -= RadixTree.lockedPages(node);
         if (t.observer != null) {
-            t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, node);
+            t.observer.onRemoving(TierListener.DEVICE, node);
         }
         t.dropDevice(node);
         t.refresh(node);
@@ -205,7 +205,7 @@ final class LoadTransitions {
                     + " committed host value, be unlocked, not pending, and have no device-resident child");
         }
         if (t.observer != null && deviceReported(t, node)) {
-            t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, node);
+            t.observer.onRemoving(TierListener.DEVICE, node);
         }
         t.dropDevice(node);
         t.refresh(node);
@@ -251,7 +251,7 @@ final class LoadTransitions {
             t.devicePagesLocked -= RadixTree.lockedPages(c);
             boolean ownPages = c.loading == null;
             if (ownPages && t.observer != null && deviceReported(t, c)) { // never, below a failing load
-                t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, c);
+                t.observer.onRemoving(TierListener.DEVICE, c);
             }
             if (!ownPages) {
                 t.loadingNodes--;
@@ -307,7 +307,7 @@ final class LoadTransitions {
             t.devicePagesLocked -= RadixTree.lockedPages(x);
             t.devicePagesUnevictable -= RadixTree.unevictablePages(x);
             if (t.observer != null && deviceReported(t, x)) { // never, below a failing load
-                t.observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, x);
+                t.observer.onRemoving(TierListener.DEVICE, x);
             }
             if (x.loading != null) {
                 t.loadingNodes--; // leaves the tree: no longer a load that holds reports back

@@ -107,7 +107,7 @@ public final class RadixTree {
     private RadixNode lastInsertNode;
     private int lastInsertAdoptedPages;
     /** Told of tier transitions (KV events), or null. */
-    io.hicache.radix.spi.TierObserver observer;
+    TierListener observer;
 
     private RadixTree(Builder b) {
         if (b.pageSize < 1 || Integer.bitCount(b.pageSize) != 1) {
@@ -131,15 +131,15 @@ public final class RadixTree {
     }
 
     /**
-     * Sets the observer of tier transitions (null for none); see {@link io.hicache.radix.spi.TierObserver}.
+     * Sets the observer of tier transitions (null for none); see {@link TierListener}.
      * Scheduler thread.
      */
-    public void tierObserver(io.hicache.radix.spi.TierObserver tierObserver) {
+    public void tierObserver(TierListener tierObserver) {
         this.observer = tierObserver;
     }
 
     /** @return the observer of tier transitions, or null */
-    public io.hicache.radix.spi.TierObserver tierObserver() {
+    public TierListener tierObserver() {
         return observer;
     }
 
@@ -648,7 +648,7 @@ public final class RadixTree {
         refresh(node);
         touch(n, nextTick());
         if (observer != null) {
-            observer.onStored(io.hicache.radix.spi.TierObserver.HOST, n);
+            observer.onStored(TierListener.HOST, n);
         }
         return n;
     }
@@ -866,7 +866,7 @@ public final class RadixTree {
         hostPagesCommitted += node.pageCount;
         refresh(node);
         if (observer != null) {
-            observer.onStored(io.hicache.radix.spi.TierObserver.HOST, node);
+            observer.onStored(TierListener.HOST, node);
         }
     }
 
@@ -1052,7 +1052,7 @@ public final class RadixTree {
                 int count = n.pageCount;
                 RadixNode parent = n.parent;
                 if (observer != null && LoadTransitions.deviceReported(this, n)) {
-                    observer.onRemoving(io.hicache.radix.spi.TierObserver.DEVICE, n);
+                    observer.onRemoving(TierListener.DEVICE, n);
                 }
                 dropDevice(n);
                 if (n.hostValue == null) {
@@ -1100,7 +1100,7 @@ public final class RadixTree {
                 int count = n.pageCount;
                 RadixNode parent = n.parent;
                 if (observer != null) {
-                    observer.onRemoving(io.hicache.radix.spi.TierObserver.HOST, n);
+                    observer.onRemoving(TierListener.HOST, n);
                 }
                 hostPagesCommitted -= count;
                 // before the removal: a listener may read the node's path (a write-back names its pages by it)

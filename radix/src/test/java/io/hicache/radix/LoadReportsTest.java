@@ -3,7 +3,7 @@ package io.hicache.radix;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.hicache.radix.spi.PendingLoad;
-import io.hicache.radix.spi.TierObserver;
+import io.hicache.radix.TierListener;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -20,7 +20,7 @@ class LoadReportsTest {
     }
 
     /** "gpu+FIRST..END" per page range reported stored on the device (sequence positions), "gpu-..." removed. */
-    private static final class Recorder implements TierObserver {
+    private static final class Recorder implements TierListener {
         final List<String> seen = new ArrayList<>();
 
         @Override

@@ -5,7 +5,7 @@ import io.hicache.core.internal.memory.HostKvPool;
 import io.hicache.core.memory.HostLayout;
 import io.hicache.core.spi.StoragePort;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.spi.TierObserver;
+import io.hicache.radix.TierListener;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
@@ -23,17 +23,17 @@ final class ControllerStoragePort implements StoragePort {
     private final StorageTransitions transitions = new StorageTransitions() {
         @Override
         public void pagesStored(RadixNode node, int firstPage, int pages) {
-            TierObserver o = ctl.tierObserver();
+            TierListener o = ctl.tierObserver();
             if (o != null) {
-                o.onPagesStored(TierObserver.STORAGE, node, firstPage, pages);
+                o.onPagesStored(TierListener.STORAGE, node, firstPage, pages);
             }
         }
 
         @Override
         public void sequencePages(boolean stored, int[] tokens, int from, int firstPage, int pages) {
-            TierObserver o = ctl.tierObserver();
+            TierListener o = ctl.tierObserver();
             if (o != null) {
-                o.onSequencePages(TierObserver.STORAGE, stored, tokens, from, firstPage, pages);
+                o.onSequencePages(TierListener.STORAGE, stored, tokens, from, firstPage, pages);
             }
         }
     };

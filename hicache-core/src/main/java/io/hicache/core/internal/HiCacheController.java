@@ -873,13 +873,13 @@ public final class HiCacheController implements AutoCloseable {
      * the device, host values committed (after the CP group agreed) or published, pages leaving a tier. A lower
      * tier reports its L3 commits and deletes to {@link #tierObserver()}. Scheduler thread.
      */
-    public void tierObserver(io.hicache.radix.spi.TierObserver observer) {
+    public void tierObserver(io.hicache.radix.TierListener observer) {
         checkOwner();
         tree.tierObserver(observer);
     }
 
     /** The observer of tier transitions, or null. Scheduler thread. */
-    public io.hicache.radix.spi.TierObserver tierObserver() {
+    public io.hicache.radix.TierListener tierObserver() {
         return tree.tierObserver();
     }
 

@@ -3,6 +3,7 @@ package io.hicache.core.spi;
 import io.hicache.core.BackupHandle;
 import io.hicache.core.HiCache;
 import io.hicache.core.memory.HostLayout;
+import io.hicache.radix.TierListener;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 
@@ -163,7 +164,7 @@ public interface StoragePort {
 
     /**
      * Where the tier reports its L3 transitions: the cache's tier listener (its KV-event publisher) seen as the
-     * {@link HiCache.TierListener#STORAGE} tier. Null when the cache has no listener or is closed; ask again per
+     * {@link TierListener#STORAGE} tier. Null when the cache has no listener or is closed; ask again per
      * report, the listener may change between calls. The same object each time it is not null (no allocation).
      */
     StorageTransitions storageTransitions();
@@ -249,7 +250,7 @@ public interface StoragePort {
 
     /**
      * The tier listener of the cache as the storage tier reports to it ({@link #storageTransitions}): each call is the
-     * listener's {@code onPagesStored} or {@code onSequencePages} with {@link HiCache.TierListener#STORAGE}.
+     * listener's {@code onPagesStored} or {@code onSequencePages} with {@link TierListener#STORAGE}.
      * Scheduler thread; like the listener, it must not be called with the cache's own calls on the stack in a way
      * that re-enters them.
      */

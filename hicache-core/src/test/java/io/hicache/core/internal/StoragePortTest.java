@@ -100,7 +100,7 @@ class StoragePortTest {
 
             assertThat(port.storageTransitions()).isNull(); // no listener
             List<String> told = new ArrayList<>();
-            c.tierObserver(new io.hicache.radix.spi.TierObserver() {
+            c.tierObserver(new io.hicache.radix.TierListener() {
                 @Override
                 public void onDeviceInserted(int[] t, int from, int len, int firstNewToken, RadixNode last) {
                 }
@@ -127,7 +127,7 @@ class StoragePortTest {
             assertThat(to).isNotNull().isSameAs(port.storageTransitions());
             to.pagesStored(n, 1, 2);
             to.sequencePages(false, tokens, 0, 3, 1);
-            int storage = io.hicache.radix.spi.TierObserver.STORAGE;
+            int storage = io.hicache.radix.TierListener.STORAGE;
             assertThat(told).containsExactly("pages " + storage + " 1+2", "sequence " + storage + " false 3+1");
 
             assertThat(c.evictHost(64)).isEqualTo(4); // released: evictable again

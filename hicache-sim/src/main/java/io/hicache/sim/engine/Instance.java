@@ -2,8 +2,10 @@ package io.hicache.sim.engine;
 
 import io.hicache.core.ForwardHooks;
 import io.hicache.core.HiCache;
+import io.hicache.core.HostPoolView;
 import io.hicache.core.LoadHandle;
 import io.hicache.core.ThreadingMode;
+import io.hicache.core.TreeView;
 import io.hicache.core.WritePolicy;
 import io.hicache.core.cp.InProcessRankAgreement;
 import io.hicache.core.memory.AttentionKind;
@@ -297,7 +299,7 @@ final class Instance {
             }
         }
         if (fleet.backupsEnabled) {
-            HiCache.HostPoolView pool = caches[0].hostPool();
+            HostPoolView pool = caches[0].hostPool();
             long used = pool.budgetUsedPages();
             hostPeakPages = Math.max(hostPeakPages, used);
             if (hostCapacityPages != Long.MAX_VALUE) {
@@ -564,7 +566,7 @@ final class Instance {
         }
         ledger.checkEndState();
         if (cp == 1) {
-            HiCache.TreeView tree = caches[0].tree();
+            TreeView tree = caches[0].tree();
             int allocated = caches[0].hostPool().allocatedPages();
             if (allocated != tree.hostPagesCommitted()) {
                 throw new IllegalStateException("instance " + index + ": host pages leaked: " + allocated

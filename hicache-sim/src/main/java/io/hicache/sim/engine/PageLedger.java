@@ -4,6 +4,7 @@ import io.hicache.core.DevicePageAllocator;
 import io.hicache.core.DevicePagePool;
 import io.hicache.core.DevicePageSink;
 import io.hicache.core.HiCache;
+import io.hicache.core.TreeView;
 import io.hicache.radix.MatchResult;
 import io.hicache.radix.RadixNode;
 
@@ -153,7 +154,7 @@ final class PageLedger {
     /** After every request finished: each rank's tree holds every page not free, and none is locked. */
     void checkEndState() {
         for (int r = 0; r < caches.length; r++) {
-            HiCache.TreeView tree = caches[r].tree();
+            TreeView tree = caches[r].tree();
             if (tree.devicePagesLocked() != 0) {
                 throw new IllegalStateException("instance " + instance + " rank " + r + ": " + tree.devicePagesLocked()
                         + " device pages still locked after every request finished");

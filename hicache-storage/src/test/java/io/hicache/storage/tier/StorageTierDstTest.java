@@ -1,7 +1,7 @@
 package io.hicache.storage.tier;
 
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.spi.TierObserver;
+import io.hicache.radix.TierListener;
 import io.hicache.storage.StorageTierConfig;
 import io.hicache.storage.StorageWritePolicy;
 import org.junit.jupiter.api.Test;
@@ -166,7 +166,7 @@ class StorageTierDstTest {
      * owner's lane, in a group as on a rank alone. It keeps the published index: the owner keys of the pages
      * announced stored and not removed since, each with its draft key.
      */
-    private static final class L3Announcements implements TierObserver {
+    private static final class L3Announcements implements TierListener {
         private final TierRig rig;
         private final FaultyPageStore store;
         private final boolean draft;

@@ -1,7 +1,7 @@
 package io.hicache.storage.tier;
 
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.spi.TierObserver;
+import io.hicache.radix.TierListener;
 import io.hicache.storage.StorageTierConfig;
 import org.junit.jupiter.api.Test;
 
@@ -24,7 +24,7 @@ class StorageTierEventsTest {
      * "stored TIER PAGES" / "removing TIER PAGES" / "inserted NEW_PAGES" / "l3 FIRST+PAGES" (positions in the
      * sequence) / "l3 sequence stored|gone FIRST+PAGES", in order.
      */
-    private static class Recorder implements TierObserver {
+    private static class Recorder implements TierListener {
         final List<String> seen = new ArrayList<>();
 
         @Override
@@ -47,7 +47,7 @@ class StorageTierEventsTest {
         @Override
         public void onPagesStored(int tier, RadixNode node, int firstPage, int pages) {
             assertThat(node.isAttached()).isTrue();
-            assertThat(tier).isEqualTo(TierObserver.STORAGE);
+            assertThat(tier).isEqualTo(TierListener.STORAGE);
             assertThat(firstPage + pages).isLessThanOrEqualTo(node.pageCount());
             int start = 0;
             for (RadixNode p = node.parent(); !p.isRoot(); p = p.parent()) {
@@ -58,7 +58,7 @@ class StorageTierEventsTest {
 
         @Override
         public void onSequencePages(int tier, boolean stored, int[] tokens, int from, int firstPage, int pages) {
-            assertThat(tier).isEqualTo(TierObserver.STORAGE);
+            assertThat(tier).isEqualTo(TierListener.STORAGE);
             assertThat(tokens.length - from).isGreaterThanOrEqualTo((firstPage + pages) * PAGE);
             seen.add("l3 sequence " + (stored ? "stored " : "gone ") + firstPage + "+" + pages);
         }
@@ -149,9 +149,9 @@ class StorageTierEventsTest {
             Recorder r = new Recorder();
             a.ctl[0].tierObserver(r);
             a.compute(t, 5);
-            assertThat(r.seen).containsExactly("inserted 8", "stored " + TierObserver.HOST + " 8", "l3 0+8");
+            assertThat(r.seen).containsExactly("inserted 8", "stored " + TierListener.HOST + " 8", "l3 0+8");
             a.evictAll();
-            assertThat(r.seen).contains("removing " + TierObserver.DEVICE + " 8", "removing " + TierObserver.HOST + " 8");
+            assertThat(r.seen).contains("removing " + TierListener.DEVICE + " 8", "removing " + TierListener.HOST + " 8");
         }
         try (TierRig b = new TierRig(1, PAGE, 64, 64, store, CFG, "")) {
             Recorder r = new Recorder();
@@ -173,7 +173,7 @@ class StorageTierEventsTest {
             Recorder r = new Recorder();
             a.ctl[0].tierObserver(r);
             a.compute(TierRig.tokens(40, 8 * PAGE), 5);
-            assertThat(r.seen).startsWith("inserted 8", "stored " + TierObserver.HOST + " 8");
+            assertThat(r.seen).startsWith("inserted 8", "stored " + TierListener.HOST + " 8");
             assertThat(r.seen.subList(2, r.seen.size())).containsExactly("l3 0+3", "l3 3+3", "l3 6+2");
         }
     }
@@ -191,7 +191,7 @@ class StorageTierEventsTest {
             a.ctl[0].tierObserver(r);
             a.compute(TierRig.tokens(40, 6 * PAGE), 5);
             assertThat(store.inner.pageCount()).as("each rank put its three pages").isEqualTo(6);
-            assertThat(r.seen).containsExactly("inserted 6", "stored " + TierObserver.HOST + " 6", "l3 0+6");
+            assertThat(r.seen).containsExactly("inserted 6", "stored " + TierListener.HOST + " 6", "l3 0+6");
         }
     }
 
@@ -207,7 +207,7 @@ class StorageTierEventsTest {
             a.evictAll();
             a.drain();
             assertThat(store.inner.pageCount()).isEqualTo(5);
-            assertThat(r.seen).endsWith("removing " + TierObserver.HOST + " 5", "l3 sequence stored 0+5");
+            assertThat(r.seen).endsWith("removing " + TierListener.HOST + " 5", "l3 sequence stored 0+5");
             assertThat(r.seen).filteredOn(e -> e.startsWith("l3")).hasSize(1);
         }
     }
@@ -224,7 +224,7 @@ class StorageTierEventsTest {
             a.ctl[0].tierObserver(r);
             a.compute(TierRig.tokens(40, 6 * PAGE), 5);
             assertThat(store.inner.pageCount()).as("one rank's puts landed, the other's failed").isEqualTo(3);
-            assertThat(r.seen).containsExactly("inserted 6", "stored " + TierObserver.HOST + " 6");
+            assertThat(r.seen).containsExactly("inserted 6", "stored " + TierListener.HOST + " 6");
             a.evictAll();
             for (int rank = 0; rank < 2; rank++) {
                 assertThat(a.ctl[rank].tree().hostPagesCommitted()).as("rank %d: protection dropped, evicted", rank)
@@ -265,7 +265,7 @@ class StorageTierEventsTest {
             assertThat(r.seen).doesNotContain("l3 0+5");
             a.evictAll();
             a.drain(); // the put the last poll issued completes at the next one
-            assertThat(r.seen).endsWith("removing " + TierObserver.HOST + " 5", "l3 sequence stored 0+5");
+            assertThat(r.seen).endsWith("removing " + TierListener.HOST + " 5", "l3 sequence stored 0+5");
         }
     }
 
@@ -353,7 +353,7 @@ class StorageTierEventsTest {
         // the existence check sees all 8 pages, the read misses page 5
         Prefetched c = prefetchWith(1, (store, g, t) -> store.expireOnNextGet = 5);
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
-        assertThat(c.seen()).containsExactly("l3 sequence gone 5+1", "stored " + TierObserver.HOST + " 5",
+        assertThat(c.seen()).containsExactly("l3 sequence gone 5+1", "stored " + TierListener.HOST + " 5",
                 "l3 sequence stored 0+5");
     }
 
@@ -417,7 +417,7 @@ class StorageTierEventsTest {
         Prefetched c = prefetchWith(2, (store, g, t) -> store.expireKey = g.ownerKey(t, 0, 5)); // rank 1's lane
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
         assertThat(c.perRank()[1].publishedPages()).isEqualTo(5);
-        assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 5", "l3 sequence stored 0+5",
+        assertThat(c.seen()).containsExactly("stored " + TierListener.HOST + " 5", "l3 sequence stored 0+5",
                 "l3 sequence gone 5+1");
     }
 
@@ -429,7 +429,7 @@ class StorageTierEventsTest {
     void aCpSpeakersOwnGonePageIsAnnouncedOnce() {
         Prefetched c = prefetchWith(2, (store, g, t) -> store.expireKey = g.ownerKey(t, 0, 4)); // rank 0's lane
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(4);
-        assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 4", "l3 sequence stored 0+4",
+        assertThat(c.seen()).containsExactly("stored " + TierListener.HOST + " 4", "l3 sequence stored 0+4",
                 "l3 sequence gone 4+1");
     }
 
@@ -485,7 +485,7 @@ class StorageTierEventsTest {
     void aCpReadThatFailedOnAnotherRankAnnouncesNoRemoval() {
         Prefetched c = prefetchWith(2, (store, g, t) -> store.failKey = g.ownerKey(t, 0, 5));
         assertThat(c.perRank()[0].publishedPages()).isEqualTo(5);
-        assertThat(c.seen()).containsExactly("stored " + TierObserver.HOST + " 5", "l3 sequence stored 0+5");
+        assertThat(c.seen()).containsExactly("stored " + TierListener.HOST + " 5", "l3 sequence stored 0+5");
     }
 
     /**

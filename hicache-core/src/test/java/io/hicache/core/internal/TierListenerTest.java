@@ -5,7 +5,7 @@ import io.hicache.core.cp.OwnerLanes;
 import io.hicache.cuda.CopyKind;
 import io.hicache.cuda.CudaError;
 import io.hicache.radix.RadixNode;
-import io.hicache.radix.spi.TierObserver;
+import io.hicache.radix.TierListener;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -15,9 +15,9 @@ import static io.hicache.core.internal.ControllerBasicTest.tokens;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /** The KV-events port sees a CP group's host pages only once the group agreed, and never an aborted backup's. */
-class TierObserverTest {
+class TierListenerTest {
 
-    private static final class Recorder implements TierObserver {
+    private static final class Recorder implements TierListener {
         final List<String> seen = new ArrayList<>();
 
         @Override
@@ -77,7 +77,7 @@ class TierObserverTest {
         try (SimRig rig = SimRig.builder().layers(2, 0).pages(4, 64, 64).build()) {
             Recorder rec = new Recorder();
             List<Boolean> attached = new ArrayList<>();
-            rig.ctl[0].tierObserver(new TierObserver() {
+            rig.ctl[0].tierObserver(new TierListener() {
                 @Override
                 public void onDeviceInserted(int[] t, int from, int len, int firstNew, RadixNode last) {
                     rec.onDeviceInserted(t, from, len, firstNew, last);
