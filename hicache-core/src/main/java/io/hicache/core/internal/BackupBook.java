@@ -34,7 +34,7 @@ import java.util.function.LongSupplier;
 final class BackupBook {
     private final HiCacheController owner;
     private final RadixTree tree;
-    private final HostRoom room;
+    private final HostEvictingAllocator room;
     private final HostBudget budget;
     private final OwnerLanes lanes;
     private final int cpSize;
@@ -116,9 +116,9 @@ final class BackupBook {
     private int changes;
     private RadixNode[] pathScratch = new RadixNode[64];
 
-    BackupBook(HiCacheController owner, ControllerConfig b, RadixTree tree, HostRoom room, HostBudget budget,
-               HiCacheMetrics metrics, SlotPool slotPool, SpscArrayQueue<ForwardSlot> commands, long targetPageBytes,
-               long draftPageBytes, GroupHealth health) {
+    BackupBook(HiCacheController owner, ControllerConfig b, RadixTree tree, HostEvictingAllocator room,
+               HostBudget budget, HiCacheMetrics metrics, SlotPool slotPool, SpscArrayQueue<ForwardSlot> commands,
+               long targetPageBytes, long draftPageBytes, GroupHealth health) {
         this.owner = owner;
         this.tree = tree;
         this.room = room;

@@ -20,8 +20,8 @@ import java.util.function.LongSupplier;
  * Allocation-free. A failed event is not an error of the agent: the code travels in the ack and the scheduler
  * aborts the affected backups or loads. An unexpected exception or error (any but a fatal {@link
  * VirtualMachineError}, as in the submitter) while handling one item marks that item
- * {@link Tracked#agentError} (its backups or loads are aborted), is counted and logged once per distinct error by
- * {@link AgentErrors}, and the agent goes on; the item is still acknowledged only once its final event is seen
+ * {@link WatchedCompletion#agentError} (its backups or loads are aborted), is counted and logged once per distinct
+ * error by {@link AgentErrors}, and the agent goes on; the item is still acknowledged only once its final event is seen
  * complete (or failed), so its pages are never released while its copies may run.
  */
 public final class CompletionAgent implements Agent {
@@ -58,11 +58,11 @@ public final class CompletionAgent implements Agent {
         return "hicache-completion";
     }
 
-    private final class Fifo<T extends Tracked> implements MessagePassingQueue.Consumer<T> {
+    private final class Fifo<T extends WatchedCompletion> implements MessagePassingQueue.Consumer<T> {
         private final SpscArrayQueue<T> in;
         private final SpscArrayQueue<T> out;
         private final String what;
-        private final Tracked[] items;
+        private final WatchedCompletion[] items;
         private final int mask;
         private long head;
         private long tail;
@@ -72,7 +72,7 @@ public final class CompletionAgent implements Agent {
             this.out = out;
             this.what = what;
             int cap = Integer.highestOneBit(Math.max(2, capacity) * 2 - 1);
-            this.items = new Tracked[cap];
+            this.items = new WatchedCompletion[cap];
             this.mask = cap - 1;
         }
 
@@ -97,7 +97,7 @@ public final class CompletionAgent implements Agent {
             }
             long now = clock.getAsLong();
             for (long i = head; i < tail; i++) {
-                Tracked item = items[(int) (i & mask)];
+                WatchedCompletion item = items[(int) (i & mask)];
                 if (!item.agentError) {
                     try {
                         item.onPoll(runtime, now);
@@ -107,7 +107,7 @@ public final class CompletionAgent implements Agent {
                 }
             }
             while (head != tail) {
-                Tracked item = items[(int) (head & mask)];
+                WatchedCompletion item = items[(int) (head & mask)];
                 int status;
                 try {
                     status = item.finalRecorded || item.submitError == 0
@@ -145,7 +145,7 @@ public final class CompletionAgent implements Agent {
         }
 
         /** As the submitter: anything but a fatal VirtualMachineError aborts the item and the agent goes on. */
-        private void onError(Tracked item, Throwable e) {
+        private void onError(WatchedCompletion item, Throwable e) {
             GuardedAgent.rethrowIfFatal(e);
             errors.record(roleName(), what, e);
             item.agentError = true;

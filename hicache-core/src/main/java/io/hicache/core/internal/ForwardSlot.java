@@ -27,7 +27,7 @@ import io.hicache.cuda.CudaEvent;
  * </ul>
  * The volatile fields are the only ones written and read concurrently.
  */
-final class ForwardSlot extends Tracked {
+final class ForwardSlot extends WatchedCompletion {
     static final int CMD_NONE = 0;
     static final int CMD_CANCEL = 1;
     static final int CMD_COPY_ALL_NOW = 2;

@@ -72,9 +72,10 @@ import java.util.function.LongSupplier;
  *
  * <p><b>Parts.</b> The controller checks thread and state and delegates to parts it owns, all on the scheduler
  * thread: {@link ControllerResources} (native resources and agent threads, one release list for a failed build and
- * {@link #close()}), {@link BackupBook} (backups from reservation to agreed commit or release), {@link HostRoom}
- * (host budget, allocator and host eviction), {@link HostLeases} (the storage tier's prefetch leases), {@link
- * WriteBackEviction} (device eviction and its write-backs) and {@link FallbackLog} (all-layer fallbacks).
+ * {@link #close()}), {@link BackupBook} (backups from reservation to agreed commit or release),
+ * {@link HostEvictingAllocator} (host budget, allocator and host eviction), {@link HostLeases} (the storage tier's
+ * prefetch leases), {@link WriteBackEviction} (device eviction and its write-backs) and {@link FallbackLog}
+ * (all-layer fallbacks).
  *
  * <p><b>Slot leases and hand-offs.</b> A forward's {@link ForwardSlot} belongs to its {@link ForwardHandle} from
  * {@link #beginForward} until the handle ended or was invalidated <i>and</i> the forward was acknowledged
@@ -148,7 +149,7 @@ public final class HiCacheController implements AutoCloseable {
     private StoragePort.Tier tier;
     /** The port a storage tier attaches through (see {@link #storagePort()}). */
     private final StoragePort storagePort = new ControllerStoragePort(this);
-    private final HostRoom room;
+    private final HostEvictingAllocator room;
     private final BackupBook backups;
     private final HostLeases leases;
     private final Withdrawal withdrawal;
@@ -192,7 +193,7 @@ public final class HiCacheController implements AutoCloseable {
         this.budget = new HostBudget(lanes, cpSize, hostPool.pageCount(), metrics);
         this.targetPageBytes = hostPool.bytesPerPageAllLayers();
         this.draftPageBytes = draftPool == null ? 0 : draftPool.bytesPerPageAllLayers();
-        this.room = new HostRoom(tree, budget, allocator, hostPool, draftPool, cpSize, metrics);
+        this.room = new HostEvictingAllocator(tree, budget, allocator, hostPool, draftPool, cpSize, metrics);
         this.backups = new BackupBook(this, b, tree, room, budget, metrics, slotPool, commands, targetPageBytes,
             draftPageBytes, health);
         // a group of one answers at once: only a real group's agreement is watched

@@ -10,7 +10,8 @@ import io.hicache.radix.RadixTree;
 /**
  * The storage tier's host leases of one controller: host pages reserved for a prefetch ({@link #reserve}), then
  * published as a host-only node ({@link #publish}) or given back ({@link #end}); each ends exactly once, and the
- * controller ends those still open when it closes ({@link #endAll}). Pages and budget come from the {@link HostRoom}.
+ * controller ends those still open when it closes ({@link #endAll}). Pages and budget come from the
+ * {@link HostEvictingAllocator}.
  *
  * <p><b>Threads.</b> Scheduler thread only; the controller checks the thread and its state before calling.
  */
@@ -19,7 +20,7 @@ final class HostLeases {
     private static final long LEASE_HOLDER_BASE = 1L << 62;
 
     private final HiCacheController owner;
-    private final HostRoom room;
+    private final HostEvictingAllocator room;
     private final HostBudget budget;
     private final HostPageAllocator allocator;
     private final RadixTree tree;
@@ -31,8 +32,8 @@ final class HostLeases {
     private final java.util.ArrayList<HostLease> open = new java.util.ArrayList<>();
     private long leaseSeq;
 
-    HostLeases(HiCacheController owner, HostRoom room, HostBudget budget, HostPageAllocator allocator, RadixTree tree,
-               OwnerLanes lanes, int cpSize, int rank, int pageSize, HostKvPool draftPool) {
+    HostLeases(HiCacheController owner, HostEvictingAllocator room, HostBudget budget, HostPageAllocator allocator,
+               RadixTree tree, OwnerLanes lanes, int cpSize, int rank, int pageSize, HostKvPool draftPool) {
         this.owner = owner;
         this.room = room;
         this.budget = budget;

@@ -7,7 +7,7 @@ import io.hicache.cuda.CudaEvent;
  * draft layer (on the load stream) and a final event. Scheduler-written except {@link #status} and
  * {@link #completedNs} (completion agent) and {@link #generation} (read by the forward thread).
  */
-final class LoadSet extends Tracked {
+final class LoadSet extends WatchedCompletion {
     final int index;
     final CudaEvent startEvent;
     final CudaEvent[] targetEvents;

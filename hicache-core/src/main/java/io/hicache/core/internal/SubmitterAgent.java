@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Failures.</b> A CUDA error while submitting is recorded on the forward (its backups are aborted at
  * completion) and counted. Any other exception while handling one message or command marks that forward
- * {@link Tracked#agentError}, seals it (its final event still waits for the copies already queued), is counted
- * and logged once per distinct error by {@link AgentErrors}, and the agent goes on with the next message.
+ * {@link WatchedCompletion#agentError}, seals it (its final event still waits for the copies already queued), is
+ * counted and logged once per distinct error by {@link AgentErrors}, and the agent goes on with the next message.
  *
  * <p>Owns the backup stream's submission order, the copy planners and plan; runs on its own thread under an
  * {@code AgentRunner} or is stepped by the caller. Allocation-free in steady state.

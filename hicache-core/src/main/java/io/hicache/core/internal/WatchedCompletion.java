@@ -9,7 +9,7 @@ import io.hicache.cuda.CudaEvent;
  * once the final event completed, or at once when it could not be recorded (the context is dead). {@link #status} and {@link #completedNs} are written by the completion
  * agent before it posts the item to its ack queue.
  */
-abstract class Tracked {
+abstract class WatchedCompletion {
     final CudaEvent finalEvent;
     int submitError;
     String submitErrorCall;
@@ -23,7 +23,7 @@ abstract class Tracked {
     volatile int status;
     long completedNs;
 
-    Tracked(CudaEvent finalEvent) {
+    WatchedCompletion(CudaEvent finalEvent) {
         this.finalEvent = finalEvent;
     }
 

@@ -11,14 +11,14 @@ import io.hicache.radix.spi.HostEvictionListener;
 import io.hicache.radix.spi.HostValue;
 
 /**
- * Room in a controller's host pool: the group budget, the page allocator, and host eviction that makes room (each
- * evicted node's pages freed, retired from the pools and given back to the budget, the {@link StoragePort.EvictionObserver}
- * told first). Backups and storage-tier leases both take their pages here.
+ * Allocates a controller's host pages under the group budget, evicting host-only nodes to make room when there is
+ * none (each evicted node's pages freed, retired from the pools and given back to the budget, the
+ * {@link StoragePort.EvictionObserver} told first). Backups and storage-tier leases both take their pages here.
  *
  * <p><b>Threads.</b> Scheduler thread only, like the tree and the allocator. Allocation-free except when a host
  * value holds more pages than any before (the scratch array grows).
  */
-final class HostRoom {
+final class HostEvictingAllocator {
     private final RadixTree tree;
     private final HostBudget budget;
     private final HostPageAllocator allocator;
@@ -31,8 +31,8 @@ final class HostRoom {
     private StoragePort.EvictionObserver observer;
     private int[] scratchPages = new int[64];
 
-    HostRoom(RadixTree tree, HostBudget budget, HostPageAllocator allocator, HostKvPool hostPool, HostKvPool draftPool,
-             int cpSize, HiCacheMetrics metrics) {
+    HostEvictingAllocator(RadixTree tree, HostBudget budget, HostPageAllocator allocator, HostKvPool hostPool,
+                          HostKvPool draftPool, int cpSize, HiCacheMetrics metrics) {
         this.tree = tree;
         this.budget = budget;
         this.allocator = allocator;
