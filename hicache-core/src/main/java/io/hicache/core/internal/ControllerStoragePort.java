@@ -19,7 +19,7 @@ import java.util.function.LongSupplier;
  */
 final class ControllerStoragePort implements StoragePort {
     private final HiCacheController ctl;
-    /** The tree's observer as the storage tier reports to it; the one instance {@link #storageTransitions} hands out. */
+    /** The cache's tier listener as the storage tier reports to it ({@link #storageTransitions}). */
     private final StorageTransitions transitions = new StorageTransitions() {
         @Override
         public void pagesStored(RadixNode node, int firstPage, int pages) {
