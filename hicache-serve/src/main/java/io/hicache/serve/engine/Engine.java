@@ -53,7 +53,7 @@ public final class Engine {
     private static final int MAX_OPEN_FORWARDS = 48;
 
     /** What {@link #submit} decided. */
-    public enum Admission { ACCEPTED, QUEUE_FULL, STOPPING }
+    public enum Admission { ACCEPTED, QUEUE_FULL, STOPPING, FAILED }
 
     /** What {@link #flush} did: flushed, or refused because requests run (with how many). */
     public record FlushResult(boolean flushed, int busyRequests) {
@@ -69,6 +69,7 @@ public final class Engine {
     private final Thread thread;
     private volatile boolean stopping;
     private volatile long graceDeadlineNs = Long.MAX_VALUE;
+    private volatile String failure;
     private volatile CacheTiers tiersView;
 
     // ------------------------------------------------------------------ engine thread only
@@ -153,9 +154,13 @@ public final class Engine {
     /**
      * Hands a request to the engine, or refuses it: the engine holds at most {@code maxRunning + maxQueued} requests
      * (running or waiting); one more is {@link Admission#QUEUE_FULL} (the HTTP layer answers 503 with Retry-After),
-     * and after {@link #shutdown} began every one is {@link Admission#STOPPING}. Any thread.
+     * after {@link #shutdown} began every one is {@link Admission#STOPPING}, and after the engine stopped on an internal
+     * error ({@link #failure()}) every one is {@link Admission#FAILED} (the HTTP layer answers 503 at once). Any thread.
      */
     public Admission submit(ServeRequest r) {
+        if (failure != null) {
+            return Admission.FAILED;
+        }
         if (stopping) {
             return Admission.STOPPING;
         }
@@ -167,8 +172,22 @@ public final class Engine {
             return Admission.QUEUE_FULL;
         }
         inbox.offer(r);
+        if (failure != null && inbox.remove(r)) { // the engine stopped before it could see it: nobody will
+            inSystem.decrementAndGet();
+            return Admission.FAILED;
+        }
         LockSupport.unpark(thread);
         return Admission.ACCEPTED;
+    }
+
+    /**
+     * Why the engine stopped serving, or null while it serves. It stops only on an error that leaves the shared state
+     * (the radix tree, the device pool) possibly inconsistent: a failure inside one request's forward fails that
+     * request alone, unless the tree already holds pages of that forward whose KV was never computed (a later match
+     * would read it), in which case the engine stops rather than serve wrong KV. Any thread.
+     */
+    public String failure() {
+        return failure;
     }
 
     /** Requests held (running or waiting). Any thread. */
@@ -217,6 +236,15 @@ public final class Engine {
     }
 
     private void command(Object c) {
+        String f = failure;
+        if (f != null) {
+            if (c instanceof FlushCommand fc) {
+                fc.result().completeExceptionally(new IllegalStateException(f));
+            } else if (c instanceof InspectCommand ic) {
+                ic.result().completeExceptionally(new IllegalStateException(f));
+            }
+            return;
+        }
         inbox.offer(c);
         LockSupport.unpark(thread);
     }
@@ -250,6 +278,7 @@ public final class Engine {
             loop();
         } catch (RuntimeException | Error e) {
             LOG.error("engine failed; aborting every request", e);
+            failure = "the engine stopped after an internal error (" + e + "); restart the server";
             failAll(500, "engine error: " + e);
         } finally {
             drainAndClose();
@@ -590,20 +619,26 @@ public final class Engine {
         boolean worked = false;
         for (ServeRequest r : running) {
             if (r.state == ServeRequest.State.PREFILL) {
-                prefillChunk(r);
+                forward(r, true);
                 worked = true;
                 break;
             }
         }
         for (ServeRequest r : running) {
-            if (r.state == ServeRequest.State.DECODE && !done(r)) {
-                decodeStep(r);
+            if (r.state == ServeRequest.State.DECODE && !done(r) && r.error == null) {
+                forward(r, false);
                 worked = true;
             }
         }
         for (Iterator<ServeRequest> it = running.iterator(); it.hasNext(); ) {
             ServeRequest r = it.next();
-            if (r.recompute && r.state == ServeRequest.State.PREFILL && r.kv == null) {
+            if (r.error != null) {
+                it.remove();
+                finishCache(r, true); // the pages it computed are whole and valid; the rest go back to the pool
+                left(r);
+                metrics.failed.increment();
+                r.sink.onError(500, r.error);
+            } else if (r.recompute && r.state == ServeRequest.State.PREFILL && r.kv == null) {
                 it.remove(); // its load failed: served again, from the head of the queue, without the host tier
                 waiting.addFirst(r);
                 metrics.recomputed.increment();
@@ -613,6 +648,37 @@ public final class Engine {
             }
         }
         return worked;
+    }
+
+    /**
+     * One prefill chunk or decode token of {@code r}. A failure inside the model's forward fails {@code r} alone (it
+     * leaves at the end of the step with a 500) when the tree holds no page of {@code r} past what it computed;
+     * otherwise the tree would keep KV never computed, so the failure stops the engine ({@link #failure()}).
+     */
+    private void forward(ServeRequest r, boolean prefill) {
+        try {
+            if (prefill) {
+                prefillChunk(r);
+            } else {
+                decodeStep(r);
+            }
+        } catch (ForwardFailed e) {
+            RuntimeException cause = (RuntimeException) e.getCause();
+            if (tiers != null && r.insertedTo > r.computedTo) {
+                throw cause;
+            }
+            LOG.error("request {}: its forward failed; failing it alone", r.id, cause);
+            r.error = "engine error: " + cause;
+        }
+    }
+
+    /** A failure inside the model's forward of one request (the cause); the forward wrote only that request's KV. */
+    private static final class ForwardFailed extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        ForwardFailed(RuntimeException cause) {
+            super(cause);
+        }
     }
 
     private static boolean done(ServeRequest r) {
@@ -640,6 +706,8 @@ public final class Engine {
         AbstractTensor last;
         try {
             last = model.forwardChunk(r.seq, from, to, r.kv, layerHooks);
+        } catch (RuntimeException e) {
+            throw new ForwardFailed(e);
         } finally {
             if (hooks != null) {
                 hooks.endForward(); // a layer never reported stored aborts its backups rather than publishing them
@@ -674,6 +742,8 @@ public final class Engine {
         try (AbstractTensor out = model.forwardChunk(r.seq, pos, pos + 1, r.kv, null)) { // KV into its own page
             r.computedTo = pos + 1;
             model.logits(out, logits);
+        } catch (RuntimeException e) {
+            throw new ForwardFailed(e);
         }
         r.append(metrics, sampler.next(logits, r.params.temperature(), r.params.topP(), r.params.topK(), r.rng));
     }

@@ -78,6 +78,8 @@ public final class ServeRequest {
     long firstTokenNs;
     long lastTokenNs;
     boolean recompute;
+    /** Set when its forward failed: it leaves the engine at the end of the step with this 500 message. */
+    String error;
 
     /**
      * @param id        the engine-wide request id (also the cache's request id)

@@ -157,6 +157,10 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
                 ch.attr(CURRENT).set(null);
                 throw new ApiException(503, "server_shutting_down", null, "the server is shutting down");
             }
+            case FAILED -> {
+                ch.attr(CURRENT).set(null);
+                throw new ApiException(503, "engine_failed", null, engine.failure());
+            }
         }
     }
 

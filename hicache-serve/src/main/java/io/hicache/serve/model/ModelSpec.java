@@ -106,15 +106,30 @@ public record ModelSpec(String name, int layers, int hidden, int heads, int kvHe
         return (long) kvWidth() * Float.BYTES;
     }
 
-    /** Jlama's configuration for this shape. */
+    /**
+     * Positions Jlama's RoPE table holds beyond {@link #contextTokens}. Jlama 0.8.4's {@code CausalSelfAttention}
+     * reads the frequencies of KV head {@code h} at {@code position * headSize / 2 + h * headSize}, that is at the
+     * row of position {@code position + 2h} (queries use their group's KV head, so attention stays relative and the
+     * arithmetic is consistent), and it sizes the table by the configuration's context: with a table of exactly
+     * {@code contextTokens} rows, positions past {@code contextTokens - 2 * kvHeads + 1} overran it. The engine serves
+     * {@code contextTokens}; Jlama's configuration gets these extra rows so the last position's heads stay inside.
+     */
+    public int ropeSlack() {
+        return 2 * (kvHeads - 1);
+    }
+
+    /**
+     * Jlama's configuration for this shape: its context is {@link #contextTokens} plus {@link #ropeSlack()} (the RoPE
+     * table's rows; a row's values do not depend on the table's length, so the function computed is unchanged).
+     */
     public Config config() {
-        return new Config(contextTokens, hidden, ffn, heads, kvHeads, layers, 1e-5f, vocab, ByteTokenizer.BOS,
+        return new Config(contextTokens + ropeSlack(), hidden, ffn, heads, kvHeads, layers, 1e-5f, vocab, ByteTokenizer.BOS,
             List.of(ByteTokenizer.EOS), ActivationFunction.Type.SILU, 10_000.0, null, headSize(), null, null);
     }
 
     /** A new model instance with its own weights (drawn from the seed) and its own KV memory. */
     public StepModel newModel() {
-        return new StepModel(config(), new SeededWeights(this));
+        return new StepModel(config(), contextTokens, new SeededWeights(this));
     }
 
     /** One line for logs. */

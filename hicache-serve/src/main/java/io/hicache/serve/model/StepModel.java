@@ -35,10 +35,15 @@ public final class StepModel extends LlamaModel {
         void afterLayer(int layer, int startPos, int tokens, KvBufferCache.KvBuffer kv);
     }
 
+    private final int contextTokens;
     private LayerListener listener;
 
-    StepModel(Config config, WeightLoader weights) {
+    StepModel(Config config, int contextTokens, WeightLoader weights) {
         super(config, weights, null, DType.F32, DType.F32, Optional.empty());
+        if (contextTokens > config.contextLength) {
+            throw new IllegalArgumentException("context " + contextTokens + " exceeds Jlama's " + config.contextLength);
+        }
+        this.contextTokens = contextTokens;
     }
 
     @Override
@@ -80,9 +85,9 @@ public final class StepModel extends LlamaModel {
      * @return the output of position {@code to - 1} (close it)
      */
     public AbstractTensor forwardChunk(int[] tokens, int from, int to, KvBufferCache.KvBuffer kv, LayerListener l) {
-        if (from < 0 || to <= from || to > tokens.length || to > c.contextLength) {
+        if (from < 0 || to <= from || to > tokens.length || to > contextTokens) {
             throw new IllegalArgumentException("chunk [" + from + ", " + to + ") outside the sequence of "
-                + tokens.length + " tokens or the context of " + c.contextLength);
+                + tokens.length + " tokens or the context of " + contextTokens);
         }
         listener = l;
         try {
