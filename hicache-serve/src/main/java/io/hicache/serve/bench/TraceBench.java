@@ -448,10 +448,11 @@ public final class TraceBench {
             input += r.inputLength();
             blocks += r.blockCount();
             int tokenCount = x.prompt.length;
+            // the engine's tokens are the simulator's expansion (blockTokens a block), so the hits count as the
+            // simulator's HitStats counts them: whole blocks of the expansion, tokens scaled to the trace's own
             int hit = Math.min(x.cached, tokenCount);
-            long hitSim = (long) hit * blockTokens / r.blockSize();
-            hitBlocks += hit >= tokenCount ? r.blockCount() : hitSim / blockTokens;
-            hitPrompt += Math.min(hit, r.inputLength());
+            hitBlocks += hit >= tokenCount ? r.blockCount() : hit / blockTokens;
+            hitPrompt += Math.min((long) hit * r.blockSize() / blockTokens, r.inputLength());
             device += x.cachedDevice;
             host += x.cachedHost;
             storage += x.cachedStorage;

@@ -146,13 +146,21 @@ public final class ValidateSim {
             io.hicache.sim.trace.TraceSource src = io.hicache.sim.trace.TraceSource.parse(o.trace,
                 Path.of("").toAbsolutePath(), root, limit);
             src.scan();
+            int blockTokens = Integer.parseInt(value(o.traceFlags, "--block-tokens", Integer.toString(src.blockSize())));
+            if (blockTokens < 1) {
+                throw new TraceBench.Usage("--block-tokens must be >= 1, got " + blockTokens);
+            }
+            // both sides send a block as blockTokens tokens (TraceTokens, the simulator's TokenExpander)
+            io.hicache.sim.trace.TokenExpander expander = new io.hicache.sim.trace.TokenExpander(blockTokens);
             try (io.hicache.sim.trace.TraceReader r = src.open()) {
                 io.hicache.sim.trace.Request q;
                 while ((q = r.next()) != null) {
-                    if ((long) q.inputLength() + Math.max(1, q.outputLength()) > context) {
+                    int prompt = expander.tokenCount(q);
+                    if ((long) prompt + Math.max(1, q.outputLength()) > context) {
                         throw new TraceBench.Usage("--trace: request " + q.index() + " (trace id " + q.id() + ") needs "
-                            + q.inputLength() + " prompt + " + q.outputLength() + " output tokens, beyond the engine's "
-                            + "context of " + context + " tokens (--context-tokens, or --limit the trace)");
+                            + prompt + " prompt + " + q.outputLength() + " output tokens" + (prompt != q.inputLength()
+                            ? " at --block-tokens " + blockTokens : "") + ", beyond the engine's context of " + context
+                            + " tokens (--context-tokens, a smaller --block-tokens, or --limit the trace)");
                     }
                 }
             }

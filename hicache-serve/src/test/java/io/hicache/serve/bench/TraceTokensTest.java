@@ -78,6 +78,66 @@ class TraceTokensTest {
         }
     }
 
+    /** Mooncake-shaped requests: 512-token blocks sharing prefixes, the last block partial. */
+    private static List<Request> mooncakeShaped() {
+        SplittableRandom rnd = new SplittableRandom(11);
+        List<Request> rs = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            int blocks = 1 + rnd.nextInt(14);
+            int[] ids = new int[blocks];
+            int shared = rnd.nextInt(blocks + 1);
+            for (int b = 0; b < blocks; b++) {
+                ids[b] = b < shared ? b : 100 + rnd.nextInt(1 << 20);
+            }
+            rs.add(new Request(i, i, i, blocks * 512 - rnd.nextInt(512), 1 + rnd.nextInt(300), ids, 512));
+        }
+        return rs;
+    }
+
+    @Test
+    void atBlockTokensBelowTheTracesBlockBothSidesExpandAndCountHitsAlike() {
+        List<Request> trace = mooncakeShaped();
+        for (int blockTokens : new int[] {16, 32, 64}) {
+            TraceTokens tokens = new TraceTokens(blockTokens, 16, 320);
+            TokenExpander sim = new TokenExpander(blockTokens);
+            TokenExpander simKeys = new TokenExpander(blockTokens);
+            Map<List<Integer>, Integer> keyOfPage = new HashMap<>();
+            io.hicache.sim.HitStats simHits = new io.hicache.sim.HitStats(blockTokens);
+            List<TraceBench.Outcome> outcomes = new ArrayList<>();
+            SplittableRandom rnd = new SplittableRandom(blockTokens);
+            for (Request r : trace) {
+                int[] raw = tokens.raw(r);
+                assertThat(raw).isEqualTo(sim.expand(r));
+                assertThat(raw.length).isEqualTo((int) Math.ceilDiv((long) r.inputLength() * blockTokens, 512));
+                int[] ids = tokens.remap(raw);
+                int[] keys = simKeys.pageKeys(r, 16);
+                assertThat(keys.length * 16).isGreaterThanOrEqualTo(ids.length - 15);
+                for (int p = 0; p + 16 <= ids.length; p++) {
+                    if (p % 16 == 0) {
+                        List<Integer> page = Arrays.stream(ids, p, p + 16).boxed().toList();
+                        Integer k = keyOfPage.putIfAbsent(page, keys[p / 16]);
+                        assertThat(k == null ? keys[p / 16] : k).as("one page, one key").isEqualTo(keys[p / 16]);
+                    }
+                }
+                // an engine hit of any length (whole pages, or the whole prompt) counts as the simulator counts it
+                int cached = rnd.nextInt(4) == 0 ? ids.length : rnd.nextInt(ids.length / 16 + 1) * 16;
+                int device = rnd.nextInt(cached + 1);
+                simHits.record(r, ids.length, device, cached - device);
+                outcomes.add(new TraceBench.Outcome(r, true, null, r.index(), 5, 9, ids, new int[r.outputLength()],
+                    cached, device, cached - device, 0, 0, 4, false));
+            }
+            assertThat(new HashMap<>(keyOfPage).values().stream().distinct().count()).isEqualTo(keyOfPage.size());
+            Map<String, Object> s = TraceBench.summarize(outcomes, "mc", blockTokens, 16,
+                new TraceBench.Options("mc", 1, Long.MAX_VALUE, blockTokens, null, null, true, 0, List.of()));
+            assertThat((Double) s.get("token_hit_ratio")).as("block tokens %d", blockTokens).isPositive()
+                .isEqualTo(simHits.tokenHitRatio());
+            assertThat((Double) s.get("block_hit_ratio")).isEqualTo(simHits.blockHitRatio());
+            assertThat(s.get("device_hit_tokens")).isEqualTo(simHits.deviceHitTokens());
+            assertThat(s.get("host_hit_tokens")).isEqualTo(simHits.hostHitTokens());
+            assertThat(s.get("input_tokens")).isEqualTo(simHits.inputTokens());
+        }
+    }
+
     @Test
     void aFollowUpCarriesThePromptSentAndTheAnswerGeneratedForItsParent(@TempDir Path dir) throws Exception {
         List<Request> trace = multiTurn(dir);

@@ -15,7 +15,8 @@ import java.io.IOException;
 /**
  * The {@code --engine-profile} part of a {@link RunPlan}: reads the profile, refuses the options it replaces or that
  * the profiled engine does not model (exit status 2, one line each), and derives what the plan needs from it (the
- * serving configuration, the KV footprint) and checks the trace against the engine's context and device pool. Used on
+ * serving configuration, the KV footprint) and checks the trace, as the engine is sent it ({@code --block-tokens}
+ * tokens a block), against the engine's context and device pool. Used on
  * the command line's thread.
  */
 final class ProfilePlan {
@@ -71,12 +72,16 @@ final class ProfilePlan {
         return p.pageSize();
     }
 
-    /** Refuses a {@code --block-tokens} that is not the trace's block size: the engine computes the trace's tokens. */
-    static void checkBlockTokens(CommandLine cl, Integer given, int formatBlock) {
-        if (given != null && given != formatBlock) {
-            throw RunPlan.usage(cl, "--block-tokens " + given + " with --engine-profile: the engine computes the "
-                    + "trace's own tokens, so --block-tokens must be the trace's block size " + formatBlock
-                    + " (or left out)");
+    /**
+     * Refuses block tokens the engine's pages cannot carry: the client sends each trace block as {@code blockTokens}
+     * tokens ({@code --block-tokens}, the trace's block size when left out) and the engine caches whole pages, so the
+     * profile's page size must divide them, as the simulator's page keys need.
+     */
+    static void checkBlockTokens(CommandLine cl, int blockTokens, int formatBlock, EngineProfile p) {
+        if (blockTokens % p.pageSize() != 0) {
+            throw RunPlan.usage(cl, "--block-tokens " + blockTokens + (blockTokens == formatBlock ? " (the trace's "
+                    + "block size)" : "") + " is not a multiple of the engine profile's page_size " + p.pageSize()
+                    + ": each trace block is sent as --block-tokens tokens and the engine caches whole pages");
         }
     }
 
@@ -162,18 +167,21 @@ final class ProfilePlan {
      * pages than the device pool holds (the engine reserves a request's pages for prompt and output at admission). A
      * record the trace cannot read is left to the preflight, which fails the run on it with its line.
      */
-    static void checkTrace(CommandLine cl, TraceSource trace, EngineProfile p, long deviceTokens) {
+    static void checkTrace(CommandLine cl, TraceSource trace, EngineProfile p, long deviceTokens, int blockTokens) {
         int context = p.model().contextTokens();
         long devicePages = deviceTokens / p.pageSize();
+        io.hicache.sim.trace.TokenExpander expander = new io.hicache.sim.trace.TokenExpander(blockTokens);
         try (TraceReader reader = trace.open()) {
             Request r;
             while ((r = reader.next()) != null) {
-                long tokens = (long) r.inputLength() + Math.max(1, r.outputLength());
+                int prompt = expander.tokenCount(r); // what the engine is sent: the trace's own at its block size
+                long tokens = (long) prompt + Math.max(1, r.outputLength());
                 if (tokens > context) {
                     throw RunPlan.usage(cl, "request " + r.index() + " of trace " + trace.name() + " holds "
-                            + r.inputLength() + " prompt + " + r.outputLength() + " output tokens, beyond the "
+                            + prompt + " prompt + " + r.outputLength() + " output tokens" + (prompt != r.inputLength()
+                            ? " at --block-tokens " + blockTokens : "") + ", beyond the "
                             + "engine profile's context of " + context + " tokens (model.context_tokens); use a "
-                            + "model with a longer context or --limit");
+                            + "model with a longer context, a smaller --block-tokens or --limit");
                 }
                 long pages = (tokens + p.pageSize() - 1) / p.pageSize();
                 if (pages > devicePages) {

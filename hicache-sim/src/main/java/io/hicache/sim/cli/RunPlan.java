@@ -126,8 +126,8 @@ final class RunPlan {
         var profile = ProfilePlan.read(cl, o, so, z, env);
         int pageSize = o.pageSize == null ? SimConfig.defaultPageSize(blockTokens) : o.pageSize;
         if (profile != null) {
-            ProfilePlan.checkBlockTokens(cl, o.blockTokens, formatBlock);
             pageSize = ProfilePlan.pageSize(cl, o.pageSize, profile);
+            ProfilePlan.checkBlockTokens(cl, blockTokens, formatBlock, profile);
             if (o.deviceCapacity == null) {
                 throw usage(cl, "--engine-profile needs --device-capacity-tokens: the engine's device KV pool in "
                         + "tokens (its --device-tokens)");
@@ -184,7 +184,7 @@ final class RunPlan {
         }
         if (profile != null) {
             kv = ProfilePlan.footprint(profile, device);
-            ProfilePlan.checkTrace(cl, trace, profile, device);
+            ProfilePlan.checkTrace(cl, trace, profile, device, blockTokens);
         }
         List<Long> hosts = new ArrayList<>();
         if (o.hostCapacity != null) {

@@ -120,7 +120,9 @@ final class Replay {
         this.compute = config.computeModel();
         this.pageSize = config.pageSize();
         int blockSize = trace.blockSize();
-        this.promptTokensPerSimToken = (double) blockSize / config.blockTokens();
+        // The profiled engine computes the expansion's tokens themselves (the client sends them as input_ids), so a
+        // simulated token is one of its tokens whatever --block-tokens is; the preset models scale to the trace's.
+        this.promptTokensPerSimToken = profile != null ? 1.0 : (double) blockSize / config.blockTokens();
         this.gpusPerRank = serving.tp();
         double kvShare = config.model().kvShardedByTp() ? 1.0 / serving.tp() : 1.0;
         double bytesPerTokenPerLayer = profile == null ? config.model().kvBytesPerTokenPerLayer() * kvShare

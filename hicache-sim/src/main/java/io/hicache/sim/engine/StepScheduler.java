@@ -303,7 +303,7 @@ final class StepScheduler {
             } else {
                 growForDecode(q); // pages were reserved at admission: never preempts
                 stepDecode.add(q);
-                decodeContext += q.request.inputLength() + q.decoded;
+                decodeContext += q.simTokens + q.decoded;
             }
         }
         return taken > 0 || chunk;
@@ -320,7 +320,7 @@ final class StepScheduler {
         long ns = 0;
         for (int i = 0; i < stepDecode.size(); i++) {
             ServedRequest q = stepDecode.get(i);
-            decodeNs[i] = t.decodeNs(q.request.inputLength() + Math.max(1, q.decoded) - 1L);
+            decodeNs[i] = t.decodeNs(q.simTokens + Math.max(1, q.decoded) - 1L);
             ns += decodeNs[i];
         }
         stepDecodeTotalNs = ns;

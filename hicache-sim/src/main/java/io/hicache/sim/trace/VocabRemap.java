@@ -16,8 +16,9 @@ import java.util.SplittableRandom;
  * expander can make ({@code vocab^D >= 2^31 / pageSize}, at most {@code pageSize}), and a seeded hash of {@code g} and
  * {@code o} after them. Two different pages differ in their first {@code D} tokens, so the map is injective on pages
  * (never folds two blocks together), and it depends only on the simulator's token, so a block maps alike wherever it
- * occurs. The client must expand with {@code blockTokens} equal to the trace's block size (so it sends the trace's own
- * token counts) and a page size that divides it, the engine's.
+ * occurs. The client expands with the {@code blockTokens} the simulator is given (the trace's block size sends the
+ * trace's own token counts; a smaller one, each block as that many tokens) and a page size that divides it, the
+ * engine's.
  *
  * <p>A trace whose pages outnumber what {@code vocab^pageSize} can tell apart (only with a tiny vocabulary and page
  * size) fails with {@link IllegalStateException} at the first page beyond, rather than folding it.
@@ -143,8 +144,9 @@ public final class VocabRemap {
     }
 
     /**
-     * The engine's prompt for {@code r}: {@link TokenExpander#expand} then {@link #token} per id; its length is the
-     * prompt's tokens when the expander's {@code blockTokens} is the trace's block size.
+     * The engine's prompt for {@code r}: {@link TokenExpander#expand} then {@link #token} per id; its length is
+     * {@link TokenExpander#tokenCount}, the prompt's own tokens when the expander's {@code blockTokens} is the trace's
+     * block size.
      */
     public int[] tokenIds(TokenExpander expander, Request r) {
         int[] t = expander.expand(r);

@@ -93,6 +93,46 @@ class ProfileCliTest {
         assertThat(out.toString(StandardCharsets.UTF_8)).contains("Assumptions: times are estimates of a roofline");
     }
 
+    @Test
+    void blockTokensExpandEachTraceBlockToThatManyEngineTokens() throws IOException {
+        // 512-token blocks (Mooncake) at --block-tokens 16: a 2040-token prompt is 64 tokens for the engine, within its
+        // context of 2048, and times exactly as a trace of 16-token blocks with the same block structure does
+        Files.writeString(work.resolve("mc.jsonl"), """
+                {"timestamp": 0, "input_length": 2040, "output_length": 40, "hash_ids": [0, 1, 2, 3]}
+                {"timestamp": 30, "input_length": 1500, "output_length": 20, "hash_ids": [0, 1, 5]}
+                {"timestamp": 60, "input_length": 2048, "output_length": 30, "hash_ids": [0, 1, 2, 7]}
+                """);
+        Files.writeString(work.resolve("b16.jsonl"), """
+                {"timestamp_ms": 0, "input_length": 64, "output_length": 40, "block_tokens": 16, "hash_ids": [0, 1, 2, 3], "covers_answer": false}
+                {"timestamp_ms": 30, "input_length": 47, "output_length": 20, "block_tokens": 16, "hash_ids": [0, 1, 5], "covers_answer": false}
+                {"timestamp_ms": 60, "input_length": 64, "output_length": 30, "block_tokens": 16, "hash_ids": [0, 1, 2, 7], "covers_answer": false}
+                """);
+        int rc = run("replay", "--engine-profile", "p.json", "--trace", "mc.jsonl", "--block-tokens", "16",
+                "--device-capacity-tokens", "4096", "--json", "scaled.json");
+        assertThat(rc).as(err()).isZero();
+        rc = run("replay", "--engine-profile", "p.json", "--trace", "hicache:b16.jsonl", "--device-capacity-tokens",
+                "4096", "--json", "native.json");
+        assertThat(rc).as(err()).isZero();
+        ObjectMapper m = new ObjectMapper();
+        JsonNode scaled = m.readTree(work.resolve("scaled.json").toFile());
+        JsonNode exact = m.readTree(work.resolve("native.json").toFile());
+        for (String f : new String[] {"ttft_ms", "tpot_ms", "e2e_ms"}) {
+            assertThat(scaled.get(f).get("p50").asDouble()).as(f).isPositive()
+                    .isEqualTo(exact.get(f).get("p50").asDouble());
+            assertThat(scaled.get(f).get("max").asDouble()).as(f).isEqualTo(exact.get(f).get("max").asDouble());
+        }
+        assertThat(scaled.get("block_hit_ratio").asDouble()).isPositive()
+                .isEqualTo(exact.get("block_hit_ratio").asDouble());
+        assertThat(scaled.get("device_hit_tokens").asLong()).isEqualTo(exact.get("device_hit_tokens").asLong());
+        // the same long prompt at its own block size is beyond the context; a page size that does not divide the
+        // block tokens cannot carry the blocks
+        refused("beyond the engine profile's context of 2048 tokens", "replay", "--engine-profile", "p.json",
+                "--trace", "mc.jsonl", "--device-capacity-tokens", "4096", "--json", "x.json");
+        refused("--block-tokens 8 is not a multiple of the engine profile's page_size 16", "replay",
+                "--engine-profile", "p.json", "--trace", "mc.jsonl", "--block-tokens", "8",
+                "--device-capacity-tokens", "4096", "--json", "x.json");
+    }
+
     private void refused(String expect, String... args) {
         err.reset();
         int rc = run(args);
