@@ -261,13 +261,18 @@ final class StepScheduler {
      * fewer than {@code max_running} run (a request whose host hit is loading is passed over; one without device pages
      * stops the queue), then one chunk of the oldest running request still prefilling, and one decode token of every
      * decoding request. Pages for prompt and output are reserved at admission, as the engine does, so decoding never
-     * preempts.
+     * preempts. A request's queue time ends at its first admission attempt, as the engine's {@code queue_ms} does.
      */
     private boolean formProfiledBatch(long now, boolean force) {
         int maxRunning = fleet.maxRunning;
         int taken = 0;
         for (int i = 0; i < waiting.size() && running.size() < maxRunning;) {
             ServedRequest q = waiting.get(i);
+            if (q.firstScheduledNs < 0) {
+                // the engine's queue time ends at its first admission attempt (Engine.admitWithCache stamps it before
+                // the page check); waiting at the head for pages counts in its TTFT, not its queue_ms
+                q.firstScheduledNs = now;
+            }
             int admitted = admit(q, force);
             if (admitted < 0) {
                 admissionPageWaits++;
@@ -280,9 +285,6 @@ final class StepScheduler {
             waiting.remove(i);
             running.add(q);
             taken++;
-            if (q.firstScheduledNs < 0) {
-                q.firstScheduledNs = now;
-            }
             if (force) {
                 break;
             }

@@ -137,6 +137,29 @@ class ProfiledEngineTest {
         assertThat(one.tokenHitRatio()).isEqualTo(three.tokenHitRatio());
     }
 
+    /**
+     * A request that reaches the head of the queue but finds no device pages waits there: that wait is TTFT, not
+     * queue time, as the engine's {@code queue_ms} ends at its first admission attempt.
+     */
+    @Test
+    void waitingForPagesAtTheHeadIsNotQueueTime() throws IOException {
+        TraceSource t = trace("""
+                {"timestamp": 0, "input_length": 200, "output_length": 40, "hash_ids": [1]}
+                {"timestamp": 0, "input_length": 200, "output_length": 40, "hash_ids": [2]}
+                """);
+        SimResult roomy = run(config(100_000, 0), t, PROFILE);
+        SimResult tight = run(config(320, 0), t, PROFILE); // 20 pages: one request's 15 at a time
+        assertThat(roomy.serving().queueMs().max()).isZero();
+        assertThat(tight.serving().queueMs().max()).isZero();
+        double service = PROFILE.forwardMs(200, 0) + PROFILE.logitsMs();
+        for (int d = 1; d < 40; d++) {
+            service += PROFILE.forwardMs(1, 200 + d - 1) + PROFILE.logitsMs() + stepMs();
+        }
+        // the second is admitted when the first has finished: its TTFT holds the first's service
+        assertThat(tight.serving().ttftMs().max()).isGreaterThan(service);
+        assertThat(roomy.serving().ttftMs().max()).isLessThan(service);
+    }
+
     /** Timing cannot change hits here (turns spaced, device large): the profiled engine's are the cache-only ones. */
     @Test
     void theCachePathIsTheSimulators() throws IOException {
