@@ -632,7 +632,11 @@ final class DstHarness implements AutoCloseable {
             count("group." + (ranks[0].cache.groupState().cause() == io.hicache.core.cp.GroupState.Cause.DIVERGED
                 ? "diverged" : "degraded." + ranks[0].cache.groupState().cause()));
         }
-        checks.checkSettled();
+        checks.checkSettled(() -> {
+            for (Rank rank : ranks) {
+                pollStep(rank);
+            }
+        });
         // (v1) no node committed on one rank only: every rank holds host values for the same token prefixes (where the
         // schedules stayed identical: after a divergence, or a release past a time limit, the ranks' host budgets and
         // so their host evictions differ, and the check is the per-backup one above)
