@@ -47,7 +47,8 @@ class ModuleGraphTest {
         HOUSE.put("hicache-micrometer", with(API, "hicache-storage"));
         HOUSE.put("hicache-aeron", API);
         HOUSE.put("hicache-sim", with(API, "hicache-storage", "hicache-events"));
-        HOUSE.put("hicache-serve", with(API, "hicache-storage", "hicache-events", "hicache-micrometer"));
+        // hicache-sim: its trace readers and token expansion, so a trace replays against the engine as the simulator expands it
+        HOUSE.put("hicache-serve", with(API, "hicache-storage", "hicache-events", "hicache-micrometer", "hicache-sim"));
         HOUSE.put("soak", with(API, "hicache-storage", "hicache-aeron"));
         HOUSE.put("bench", with(API, "hicache-storage", "hicache-events", "hicache-sim", "hicache-aeron"));
         HOUSE.put("engine-example", with(API, "hicache-testkit"));
