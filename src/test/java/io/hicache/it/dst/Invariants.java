@@ -223,15 +223,7 @@ final class Invariants {
             pollEveryRank.run();
         }
         for (Rec rec : recs.values()) {
-            boolean committed = false;
-            boolean doubt = false;
-            for (Backup b : rec.b) {
-                if (b != null) {
-                    committed |= b.state() == BackupState.COMMITTED && !b.revoked();
-                    doubt |= inDoubt(b);
-                }
-            }
-            if (committed && doubt) {
+            if (committedWhereReleased(rec)) {
                 count("settled.notRevoked");
                 violations.add("seq " + rec.seq + " is still committed on a rank although another released it past "
                     + "its sealed time limit: a node committed on one rank only");
@@ -240,18 +232,23 @@ final class Invariants {
         throwViolations();
     }
 
+    /** Whether {@code rec} is committed (not revoked) on one rank and released past its sealed time limit on another. */
+    private boolean committedWhereReleased(Rec rec) {
+        boolean committed = false;
+        boolean doubt = false;
+        for (Backup b : rec.b) {
+            if (b != null) {
+                committed |= b.state() == BackupState.COMMITTED && !b.revoked();
+                doubt |= inDoubt(b);
+            }
+        }
+        return committed && doubt;
+    }
+
     /** True while a backup one rank committed and another released past its sealed time limit is still published. */
     private boolean unsettled() {
         for (Rec rec : recs.values()) {
-            boolean committed = false;
-            boolean doubt = false;
-            for (Backup b : rec.b) {
-                if (b != null) {
-                    committed |= b.state() == BackupState.COMMITTED && !b.revoked();
-                    doubt |= inDoubt(b);
-                }
-            }
-            if (committed && doubt) {
+            if (committedWhereReleased(rec)) {
                 return true;
             }
         }

@@ -111,7 +111,11 @@ final class HostEvictingAllocator {
     }
 
     private void onHostRevoked(RadixNode node, HostValue value) {
-        HostPages hp = (HostPages) value;
+        freeOwnedPages((HostPages) value);
+    }
+
+    /** Frees the pages {@code hp} owns and gives its lanes back to the budget. @return the pages freed */
+    private int freeOwnedPages(HostPages hp) {
         int n = hp.ownedPageCount();
         if (n > scratchPages.length) {
             scratchPages = new int[Math.max(n, scratchPages.length * 2)];
@@ -121,6 +125,7 @@ final class HostEvictingAllocator {
             freeWritten(scratchPages, 0, n);
         }
         budget.give(hp.lanes());
+        return n;
     }
 
     /** A checking runtime learns the pages are free now (the draft pool shares the page ids). */
@@ -136,15 +141,7 @@ final class HostEvictingAllocator {
         if (observer != null) {
             observer.onHostEvicting(node, hp);
         }
-        int n = hp.ownedPageCount();
-        if (n > scratchPages.length) {
-            scratchPages = new int[Math.max(n, scratchPages.length * 2)];
-        }
-        hp.copyHostPages(scratchPages, 0);
-        if (n > 0) {
-            freeWritten(scratchPages, 0, n);
-        }
-        budget.give(hp.lanes());
+        int n = freeOwnedPages(hp);
         metrics.add(Metric.HOST_PAGES_EVICTED, n);
     }
 }
