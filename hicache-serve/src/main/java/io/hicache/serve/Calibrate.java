@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import io.hicache.serve.engine.Calibration;
 import io.hicache.serve.engine.EngineConfig;
 import io.hicache.serve.engine.Engine;
+import io.hicache.serve.engine.ForwardProbe;
 import io.hicache.serve.engine.ServeMetrics;
 import io.hicache.serve.http.HttpServer;
 import io.hicache.serve.model.ModelSpec;
@@ -58,12 +59,21 @@ public final class Calibrate {
         try {
             Calibration.Result m = Calibration.measure(e, REPEATS, Calibrate::progress);
             progress("per-step and per-request overheads through HTTP");
-            double[] over = overheads(cfg, m);
-            Map<String, Object> profile = profile(e, m, over[0], over[1], (System.nanoTime() - t0) / 1e9);
+            SpeedProbe.Reading probe;
+            try (ForwardProbe fp = ForwardProbe.open(e)) {
+                probe = new SpeedProbe.Reading(fp.tokens(), ForwardProbe.RUNS, fp.medianMs(ForwardProbe.RUNS));
+            }
+            progress("speed probe: a forward of " + probe.tokens() + " tokens takes " + String.format(Locale.ROOT,
+                "%.3f", probe.forwardMs()) + " ms");
+            Overheads over = overheads(cfg, m);
+            Map<String, Object> profile = profile(e, m, over.stepMs, over.requestMs, over.prefillBusyFactor, probe,
+                (System.nanoTime() - t0) / 1e9);
             write(abs, profile);
             System.out.printf(Locale.ROOT, "serve: wrote the engine profile %s (%.0f s): step overhead %.3f ms, request "
-                + "overhead %.3f ms, logits %.3f ms, decode at context 0 %.3f ms%n", out, (System.nanoTime() - t0) / 1e9,
-                over[0], over[1], m.logitsMs(), m.forward().ms()[0][0]);
+                + "overhead %.3f ms, busy prefill factor %.3f, logits %.3f ms, decode at context 0 %.3f ms, speed probe (%d "
+                + "tokens) %.3f ms%n", out, (System.nanoTime() - t0) / 1e9, over.stepMs, over.requestMs,
+                over.prefillBusyFactor, m.logitsMs(), m.forward().ms()[0][0],
+                probe.tokens(), probe.forwardMs());
             return 0;
         } catch (IOException | RuntimeException ex) {
             if (Boolean.getBoolean("hicache.debug")) {
@@ -79,7 +89,7 @@ public final class Calibrate {
      * any thread.
      */
     public static Map<String, Object> profile(EngineConfig e, Calibration.Result m, double stepMs, double requestMs,
-                                       double seconds) {
+                                              double prefillBusyFactor, SpeedProbe.Reading probe, double seconds) {
         ModelSpec s = e.model();
         Map<String, Object> p = new LinkedHashMap<>();
         p.put("format", "hicache-engine-profile");
@@ -117,8 +127,16 @@ public final class Calibrate {
         p.put("logits_ms", round(m.logitsMs()));
         p.put("step_overhead_ms", round(stepMs));
         p.put("request_overhead_ms", round(requestMs));
+        p.put("prefill_busy_factor", round(prefillBusyFactor));
         p.put("load", copy(m.load()));
         p.put("backup", copy(m.backup()));
+        if (probe != null) { // not read by the simulator: validate-sim's reference for the machine's speed
+            Map<String, Object> sp = new LinkedHashMap<>();
+            sp.put("tokens", probe.tokens());
+            sp.put("runs", probe.runs());
+            sp.put("forward_ms", round(probe.forwardMs()));
+            p.put("speed_probe", sp);
+        }
         Map<String, Object> cal = new LinkedHashMap<>();
         cal.put("date", Instant.now().toString());
         cal.put("machine", System.getProperty("os.arch") + ", " + Runtime.getRuntime().availableProcessors()
@@ -138,12 +156,16 @@ public final class Calibrate {
         return m;
     }
 
+    /** The HTTP-path figures: per-step and per-request overheads in ms, and the prefill's busy factor. */
+    record Overheads(double stepMs, double requestMs, double prefillBusyFactor) {
+    }
+
     /**
-     * {@code [step overhead, request overhead]} in ms, from an engine with {@code cfg}'s flags on a free port, sent
-     * tiny requests of fresh random ids (no cache hit), interleaved: nine one-token answers (TTFT) and five of 33
-     * tokens (the time per token after the first).
+     * The overheads from an engine with {@code cfg}'s flags on a free port, sent tiny requests of fresh random ids
+     * (no cache hit), interleaved: nine one-token answers (TTFT) and five of 33 tokens (the time per token after the
+     * first).
      */
-    static double[] overheads(ServeConfig cfg, Calibration.Result m) throws IOException {
+    static Overheads overheads(ServeConfig cfg, Calibration.Result m) throws IOException {
         Engine engine = new Engine(cfg.engine(), new ServeMetrics());
         engine.start();
         HttpServer http = new HttpServer(engine, "127.0.0.1", 0, null, cfg.maxBodyBytes());
@@ -174,7 +196,7 @@ public final class Calibrate {
             double decodeMs = interpolate(g, 1, prompt + decode / 2.0);
             double step = Math.max(0, median(perToken) - decodeMs - m.logitsMs());
             double request = Math.max(0, median(ttft) - step);
-            return new double[] {step, request};
+            return new Overheads(step, request, busyFactor(cfg, client, url, rnd));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted", e);
@@ -182,6 +204,98 @@ public final class Calibrate {
             http.closeListener();
             engine.shutdown(0);
             http.stop();
+        }
+    }
+
+    /**
+     * How much longer a prefill takes while other requests decode beside it, streaming their tokens to a client, than
+     * alone: the engine's own prefill time of fresh prompts of the speed probe's length, alone (before and after) and
+     * while {@code bg} streams decode (each a fresh prompt of 16 tokens, as many new tokens as the device pool leaves
+     * room for, read line by line and parsed as a client does); the ratio of the medians. 1 when the pool leaves no
+     * room for streams of 32 tokens or more.
+     */
+    private static double busyFactor(ServeConfig cfg, HttpClient client, String url, SplittableRandom rnd)
+        throws IOException, InterruptedException {
+        EngineConfig e = cfg.engine();
+        int vocab = e.model().vocab();
+        int ps = e.pageSize();
+        int probe = ForwardProbe.tokens(e.model().contextTokens());
+        int bg = Math.max(1, Math.min(3, e.maxRunning() - 1));
+        int room = e.deviceTokens() - probe - 2 * ps;
+        int out = Math.min(Math.min(400, room / bg - 16 - 2 * ps), e.model().contextTokens() - 32);
+        if (e.maxRunning() < 2 || out < 32) {
+            return 1;
+        }
+        double[] alone = new double[8];
+        for (int i = 0; i < alone.length / 2; i++) {
+            alone[i] = timed(client, url, ids(rnd, probe, vocab), 1)[2];
+        }
+        java.util.concurrent.CountDownLatch decoding = new java.util.concurrent.CountDownLatch(bg);
+        java.util.concurrent.atomic.AtomicInteger finished = new java.util.concurrent.atomic.AtomicInteger();
+        List<Thread> streams = new java.util.ArrayList<>();
+        for (int b = 0; b < bg; b++) {
+            int[] p = ids(rnd, 16, vocab);
+            streams.add(Thread.ofVirtual().start(() -> {
+                try {
+                    stream(client, url, p, out, decoding);
+                } catch (IOException | RuntimeException ex) {
+                    decoding.countDown();
+                } catch (InterruptedException ex) {
+                    Thread.currentThread().interrupt();
+                } finally {
+                    finished.incrementAndGet();
+                }
+            }));
+        }
+        decoding.await();
+        double[] busy = new double[7];
+        int n = 0;
+        while (n < busy.length && finished.get() == 0) {
+            double ms = timed(client, url, ids(rnd, probe, vocab), 1)[2];
+            if (finished.get() == 0) { // every stream was still decoding when this prefill ended
+                busy[n++] = ms;
+            }
+        }
+        for (Thread t : streams) {
+            t.join();
+        }
+        for (int i = alone.length / 2; i < alone.length; i++) {
+            alone[i] = timed(client, url, ids(rnd, probe, vocab), 1)[2];
+        }
+        if (n < 3) {
+            progress("busy prefill: the streams ended before three prefills were timed beside them; factor 1");
+            return 1;
+        }
+        double a = median(alone);
+        double b = median(Arrays.copyOf(busy, n));
+        progress(String.format(Locale.ROOT, "busy prefill: %d tokens take %.1f ms alone and %.1f ms beside %d decoding "
+            + "streams (median of %d and %d)", probe, a, b, bg, alone.length, n));
+        return b / a;
+    }
+
+    /** Streams one {@code /generate} of {@code max} new tokens, counting {@code first} down at its first token. */
+    private static void stream(HttpClient client, String url, int[] ids, int max,
+                               java.util.concurrent.CountDownLatch first) throws IOException, InterruptedException {
+        String body = "{\"input_ids\":" + Arrays.toString(ids).replace(" ", "") + ",\"stream\":true,"
+            + "\"sampling_params\":{\"max_new_tokens\":" + max + ",\"temperature\":0,\"ignore_eos\":true}}";
+        HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(URI.create(url))
+            .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+            HttpResponse.BodyHandlers.ofLines());
+        boolean counted = false;
+        try (Stream<String> lines = r.body()) {
+            for (String line : (Iterable<String>) lines::iterator) {
+                if (line.startsWith("data:") && !line.contains("[DONE]")) {
+                    JSON.readTree(line.substring(5).strip()); // as a client parses each event
+                    if (!counted) {
+                        first.countDown();
+                        counted = true;
+                    }
+                }
+            }
+        } finally {
+            if (!counted) {
+                first.countDown();
+            }
         }
     }
 
@@ -194,11 +308,10 @@ public final class Calibrate {
     }
 
     /**
-     * {@code [ttft ms, e2e ms, the engine's prefill ms]} of one streamed {@code /generate} of {@code ids}, {@code max}
-     * new tokens (the last from {@code meta_info.hicache_timing.prefill_ms}).
+     * {@code [ttft ms, e2e ms, the engine's prefill ms]} of one streamed {@code /generate} of {@code ids} with
+     * {@code max} new tokens (the last from {@code meta_info.hicache_timing.prefill_ms}), on the client's clock.
      */
-    private static double[] timed(HttpClient client, String url, int[] ids, int max)
-        throws IOException, InterruptedException {
+    private static double[] timed(HttpClient client, String url, int[] ids, int max) throws IOException, InterruptedException {
         String body = "{\"input_ids\":" + Arrays.toString(ids).replace(" ", "") + ",\"stream\":true,"
             + "\"sampling_params\":{\"max_new_tokens\":" + max + ",\"temperature\":0,\"ignore_eos\":true}}";
         long t0 = System.nanoTime();
@@ -238,7 +351,7 @@ public final class Calibrate {
      * The profile's reading of the grid: bilinear inside, linear extrapolation from the last two points past the last
      * row or column, clamped at 0.
      */
-    static double interpolate(Calibration.Grid g, double tokens, double context) {
+    public static double interpolate(Calibration.Grid g, double tokens, double context) {
         int[] ta = g.tokens();
         int[] ca = g.context();
         int i = segment(ta, tokens);

@@ -47,7 +47,7 @@ class CalibrateTest {
     @Test
     void theProfileIsTheContractsFormatAndTheSimulatorReadsItBack(@TempDir Path dir) throws Exception {
         Calibration.Result m = result();
-        Map<String, Object> p = Calibrate.profile(CFG, m, 0.3, 12.5, 40);
+        Map<String, Object> p = Calibrate.profile(CFG, m, 0.3, 12.5, 1.25, new SpeedProbe.Reading(128, 7, 150.0), 40);
         Path f = dir.resolve("profile.json");
         Calibrate.write(f, p);
         try (var files = Files.list(dir)) {
@@ -64,6 +64,7 @@ class CalibrateTest {
         assertThat(e.logitsMs()).isEqualTo(0.07);
         assertThat(e.stepOverheadMs()).isEqualTo(0.3);
         assertThat(e.requestOverheadMs()).isEqualTo(12.5);
+        assertThat(e.prefillBusyFactor()).isEqualTo(1.25);
         assertThat(e.load().bytesPerS()).isEqualTo(2e9);
         assertThat(e.backup().fixedMs()).isEqualTo(0.2);
         SplittableRandom rnd = new SplittableRandom(8);
@@ -77,7 +78,7 @@ class CalibrateTest {
 
     @Test
     void aProfileWithAFieldMissingIsRefusedByTheSimulatorNamingIt(@TempDir Path dir) throws Exception {
-        Map<String, Object> p = new java.util.LinkedHashMap<>(Calibrate.profile(CFG, result(), 0.3, 12.5, 40));
+        Map<String, Object> p = new java.util.LinkedHashMap<>(Calibrate.profile(CFG, result(), 0.3, 12.5, 1, null, 40));
         p.remove("backup");
         String json = new ObjectMapper().writeValueAsString(p);
         assertThatThrownBy(() -> EngineProfile.parse(json, "p.json")).hasMessageContaining("backup");

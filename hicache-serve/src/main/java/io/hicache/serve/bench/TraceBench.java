@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.hicache.serve.ServeConfig;
+import io.hicache.serve.SpeedProbe;
 import io.hicache.serve.model.ByteTokenizer;
 import io.hicache.sim.trace.Request;
 import io.hicache.sim.trace.TraceFormatException;
@@ -70,13 +71,17 @@ public final class TraceBench {
     }
 
     record Options(String trace, double timeScale, long limit, int blockTokens, Path json, String url,
-                   boolean closedLoop, int warmup, List<String> engineFlags) {
+                   boolean closedLoop, int warmup, List<String> engineFlags, Path requestsJson) {
+        Options(String trace, double timeScale, long limit, int blockTokens, Path json, String url, boolean closedLoop,
+                int warmup, List<String> engineFlags) {
+            this(trace, timeScale, limit, blockTokens, json, url, closedLoop, warmup, engineFlags, null);
+        }
     }
 
     /** One request's outcome, on the client's clock (ms since the replay started) and the engine's usage. */
     record Outcome(Request request, boolean ok, String error, double sentMs, double ttftMs, double e2eMs, int[] prompt,
                    int[] generated, int cached, int cachedDevice, int cachedHost, int cachedStorage, double queueMs,
-                   double engineTtftMs, boolean waited) {
+                   double engineTtftMs, boolean waited, JsonNode timing) {
     }
 
     private TraceBench() {
@@ -172,12 +177,29 @@ public final class TraceBench {
                 progress("warming the engine up with %d synthetic requests, then flushing its cache", o.warmup);
                 client.warmUp(o.warmup, vocab, Math.max(pageSize,
                     Math.min(Math.min(context / 2, 512), server.path("device_tokens").asInt(1024) / 2 / pageSize * pageSize - 16)));
+                client.flush();
             }
+            SpeedProbe.Reading before = client.probe();
             progress("replaying %d requests of %s at time scale %s against %s", requests.size(), src.name(),
                 o.timeScale, url);
             List<Outcome> out = replay(client, requests, raw, rawConv, tokens, o);
             Map<String, Object> s = summarize(out, src.name(), blockTokens, pageSize, o);
+            SpeedProbe.Reading after = before == null ? null : client.probe();
+            if (after != null) { // the machine's speed around the replay, for validate-sim (not a replay figure)
+                Map<String, Object> sp = new LinkedHashMap<>();
+                sp.put("tokens", before.tokens());
+                sp.put("runs", before.runs());
+                sp.put("before_ms", before.forwardMs());
+                sp.put("after_ms", after.forwardMs());
+                s.put("engine_speed_probe", sp);
+                progress("speed probe (a forward of %d tokens): %.1f ms before the replay, %.1f ms after",
+                    before.tokens(), before.forwardMs(), after.forwardMs());
+            }
             printSummary(s);
+            if (o.requestsJson != null) {
+                writeAtomically(o.requestsJson, perRequest(out));
+                progress("wrote %s", o.requestsJson);
+            }
             if (o.json != null) {
                 writeAtomically(o.json, s);
                 progress("wrote %s", o.json);
@@ -206,8 +228,12 @@ public final class TraceBench {
                                 TraceTokens tokens, Options o) {
         Map<Long, Integer> byId = new HashMap<>();
         List<CompletableFuture<Outcome>> done = new ArrayList<>();
+        // released(i): request i has been handed to the HTTP client, or waits for the turn it follows; the next
+        // request waits for it, so that requests of one arrival time reach the engine in trace order
+        List<CompletableFuture<Void>> released = new ArrayList<>();
         for (int i = 0; i < requests.size(); i++) {
             done.add(new CompletableFuture<>());
+            released.add(new CompletableFuture<>());
         }
         long t0 = System.nanoTime();
         for (int i = 0; i < requests.size(); i++) {
@@ -222,13 +248,21 @@ public final class TraceBench {
                     for (long now; (now = System.nanoTime()) < at; ) {
                         LockSupport.parkNanos(at - now);
                     }
-                    Outcome p = parent == null ? null : done.get(parent).join();
-                    boolean waited = p != null && System.nanoTime() > at;
-                    int[] prompt = prompt(tokens, raw.get(index), p, p == null ? null : rawConv.get(parent));
-                    res = client.generate(r, prompt, t0, waited);
+                    if (index > 0) {
+                        released.get(index - 1).join();
+                    }
+                    CompletableFuture<Outcome> p = parent == null ? null : done.get(parent);
+                    if (p != null && !p.isDone()) {
+                        released.get(index).complete(null);
+                    }
+                    Outcome po = p == null ? null : p.join();
+                    boolean waited = po != null && System.nanoTime() > at;
+                    int[] prompt = prompt(tokens, raw.get(index), po, po == null ? null : rawConv.get(parent));
+                    res = client.generate(r, prompt, t0, waited, released.get(index));
                 } catch (RuntimeException e) {
                     res = failed(r, e.toString());
                 }
+                released.get(index).complete(null);
                 done.get(index).complete(res);
             });
         }
@@ -278,7 +312,7 @@ public final class TraceBench {
     }
 
     private static Outcome failed(Request r, String error) {
-        return new Outcome(r, false, error, 0, 0, 0, new int[0], new int[0], 0, 0, 0, 0, 0, 0, false);
+        return new Outcome(r, false, error, 0, 0, 0, new int[0], new int[0], 0, 0, 0, 0, 0, 0, false, null);
     }
 
     /** The HTTP side: one client, streaming {@code /generate}, retrying 503 (a full queue) after its Retry-After. */
@@ -307,24 +341,44 @@ public final class TraceBench {
             }
         }
 
+        /** The engine's {@link SpeedProbe} reading, or null (with a line) when the engine has no speed probe. */
+        SpeedProbe.Reading probe() {
+            try {
+                return SpeedProbe.measure(http, url, io.hicache.serve.engine.ForwardProbe.RUNS);
+            } catch (IOException e) {
+                progress("no speed probe: %s", e.getMessage());
+                return null;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new Failed("interrupted");
+            }
+        }
+
         /**
          * Sends {@code n} requests of random ids ({@code tokens} long, 8 new tokens) one after the other, so that the
-         * engine's JIT has compiled its paths before the replay's clock starts, then empties its cache
-         * ({@code /flush_cache}, retried while requests are still held).
+         * engine's JIT has compiled its paths before the replay's clock starts.
          */
         void warmUp(int n, int vocab, int tokens) {
             java.util.SplittableRandom rnd = new java.util.SplittableRandom(3);
-            Request shape = new Request(0, -1, 0, tokens, 8, new int[] {0}, tokens);
             for (int i = 0; i < n; i++) {
+                // a prompt, then the same prompt extended: the second prefill runs over a cached context, as a
+                // follow-up turn's does
                 int[] ids = new int[tokens];
                 for (int k = 0; k < tokens; k++) {
                     ids[k] = ByteTokenizer.FIRST_BYTE + rnd.nextInt(vocab - ByteTokenizer.FIRST_BYTE);
                 }
-                Outcome x = generate(shape, ids, System.nanoTime(), false);
-                if (!x.ok) {
-                    throw new Failed("a warm-up request failed: " + x.error);
+                for (int len : new int[] {Math.max(1, tokens / 2), tokens}) {
+                    Request shape = new Request(0, -1, 0, len, 8, new int[] {0}, len);
+                    Outcome x = generate(shape, Arrays.copyOf(ids, len), System.nanoTime(), false);
+                    if (!x.ok) {
+                        throw new Failed("a warm-up request failed: " + x.error);
+                    }
                 }
             }
+        }
+
+        /** Empties the engine's cache ({@code /flush_cache}, retried while requests are still held). */
+        void flush() {
             try {
                 for (int attempt = 0; ; attempt++) {
                     HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url + "/flush_cache"))
@@ -334,7 +388,7 @@ public final class TraceBench {
                         return;
                     }
                     if (r.statusCode() != 409 || attempt > 600) {
-                        throw new Failed("the engine refused /flush_cache after the warm-up: HTTP " + r.statusCode());
+                        throw new Failed("the engine refused /flush_cache: HTTP " + r.statusCode());
                     }
                     Thread.sleep(50);
                 }
@@ -347,6 +401,11 @@ public final class TraceBench {
         }
 
         Outcome generate(Request r, int[] prompt, long t0, boolean waited) {
+            return generate(r, prompt, t0, waited, null);
+        }
+
+        /** Sends one request; {@code sending}, when given, completes as the request goes to the HTTP client. */
+        Outcome generate(Request r, int[] prompt, long t0, boolean waited, CompletableFuture<Void> sending) {
             ObjectNode body = JSON.createObjectNode();
             ArrayNode ids = body.putArray("input_ids");
             for (int id : prompt) {
@@ -364,7 +423,17 @@ public final class TraceBench {
                     HttpRequest hr = HttpRequest.newBuilder(URI.create(url + "/generate")).timeout(Duration.ofMinutes(30))
                         .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(json))
                         .build();
-                    HttpResponse<Stream<String>> resp = http.send(hr, HttpResponse.BodyHandlers.ofLines());
+                    CompletableFuture<HttpResponse<Stream<String>>> pending =
+                        http.sendAsync(hr, HttpResponse.BodyHandlers.ofLines());
+                    if (sending != null) {
+                        sending.complete(null);
+                    }
+                    HttpResponse<Stream<String>> resp;
+                    try {
+                        resp = pending.get();
+                    } catch (java.util.concurrent.ExecutionException e) {
+                        return failed(r, String.valueOf(e.getCause()));
+                    }
                     if (resp.statusCode() == 503 && attempt < 1000) {
                         resp.body().close();
                         long ms = resp.headers().firstValueAsLong("Retry-After").orElse(1) * 1000;
@@ -423,7 +492,7 @@ public final class TraceBench {
             return new Outcome(r, true, null, (sent - t0) / 1e6, ttft < 0 ? e2e : ttft, e2e, prompt, gen,
                 m.path("cached_tokens").asInt(), det.path("device").asInt(), det.path("host").asInt(),
                 det.path("storage").asInt(), m.path("hicache_timing").path("queue_ms").asDouble(),
-                m.path("hicache_timing").path("ttft_ms").asDouble(), waited);
+                m.path("hicache_timing").path("ttft_ms").asDouble(), waited, m.path("hicache_timing"));
         }
     }
 
@@ -496,6 +565,34 @@ public final class TraceBench {
         return s;
     }
 
+    /**
+     * One object per request in trace order ({@code --requests-json}): its index and trace id, when it was sent (ms
+     * after the replay began), its TTFT and end-to-end time on the client's clock, prompt and output tokens, the
+     * cached tokens and the engine's {@code hicache_timing} (where its time to first token went).
+     */
+    static List<Map<String, Object>> perRequest(List<Outcome> out) {
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (Outcome x : out) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("index", x.request.index());
+            m.put("id", x.request.id());
+            m.put("ok", x.ok);
+            if (!x.ok) {
+                m.put("error", x.error);
+            } else {
+                m.put("sent_ms", x.sentMs);
+                m.put("ttft_ms", x.ttftMs);
+                m.put("e2e_ms", x.e2eMs);
+                m.put("prompt_tokens", x.prompt.length);
+                m.put("output_tokens", x.generated.length);
+                m.put("cached_tokens", x.cached);
+                m.put("engine_timing", x.timing);
+            }
+            rows.add(m);
+        }
+        return rows;
+    }
+
     /** p50, p90, p99 (nearest rank), max and mean, as the simulator's {@code Latency}. */
     static Map<String, Double> latency(double[] v) {
         double[] s = v.clone();
@@ -549,12 +646,13 @@ public final class TraceBench {
         String url = null;
         boolean closedLoop = true;
         int warmup = -1;
+        Path requestsJson = null;
         List<String> engine = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--help")) {
                 throw new Usage("usage: scripts/bench-serve --trace [FORMAT:]FILE [--time-scale 1] [--limit N] "
-                    + "[--block-tokens N] [--json FILE] [--url http://HOST:PORT (a running engine) | engine flags: "
+                    + "[--block-tokens N] [--json FILE] [--requests-json FILE] [--url http://HOST:PORT (a running engine) | engine flags: "
                     + "--model, --device-tokens, --host-tokens, --chunk-tokens, --page-size, ...] [--no-closed-loop] [--warmup N (default 4 for an engine it starts, 0 with --url: a warm-up flushes the cache)]");
             }
             if (a.equals("--no-closed-loop")) {
@@ -580,6 +678,7 @@ public final class TraceBench {
                 case "--limit" -> limit = integer(a, v);
                 case "--block-tokens" -> blockTokens = (int) integer(a, v);
                 case "--json" -> json = Path.of(v);
+                case "--requests-json" -> requestsJson = Path.of(v);
                 case "--url" -> url = v;
                 case "--warmup" -> {
                     warmup = v.equals("0") ? 0 : (int) integer(a, v);
@@ -606,7 +705,7 @@ public final class TraceBench {
             throw new Usage("--json: no such folder " + json.toAbsolutePath().getParent());
         }
         return new Options(trace, timeScale, limit, blockTokens, json, url, closedLoop,
-            warmup >= 0 ? warmup : url == null ? 4 : 0, List.copyOf(engine));
+            warmup >= 0 ? warmup : url == null ? 4 : 0, List.copyOf(engine), requestsJson);
     }
 
     private static double number(String flag, String v) {

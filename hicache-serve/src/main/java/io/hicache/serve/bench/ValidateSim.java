@@ -2,7 +2,9 @@ package io.hicache.serve.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.hicache.serve.Calibrate;
 import io.hicache.serve.ServeConfig;
+import io.hicache.serve.engine.Calibration;
 import io.hicache.serve.model.ModelSpec;
 
 import java.io.IOException;
@@ -34,7 +36,7 @@ public final class ValidateSim {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     record Options(String trace, List<String> configs, Path json, Path profile, List<String> traceFlags,
-                   List<String> engineFlags) {
+                   List<String> engineFlags, boolean fixedProfile) {
     }
 
     private ValidateSim() {
@@ -94,8 +96,17 @@ public final class ValidateSim {
             bench.addAll(engine);
             progress("%s: replaying the trace against the engine (%s)", c, String.join(" ", engine));
             child(bench, work.resolve(c + "-bench.log"), c + ": bench-serve");
+            Map<String, Object> speed = o.fixedProfile ? null : speedScale(profile, measured);
+            Path used = profile;
+            if (speed != null) {
+                used = work.resolve(c + "-engine-profile.json");
+                TraceBench.writeAtomically(used, scaled(profile, (Double) speed.get("factor"), speed));
+                progress("%s: the engine's speed probe took %.1f ms before the replay and %.1f ms after, where the "
+                    + "profile's grid reads %.1f ms: its times scaled by %.3f for this replay (--fixed-profile: not)", c,
+                    speed.get("before_ms"), speed.get("after_ms"), speed.get("grid_ms"), speed.get("factor"));
+            }
             List<String> sim = new ArrayList<>(List.of(root.resolve("hicache-sim.sh").toString(), "replay", "--trace",
-                o.trace, "--engine-profile", profile.toString(), "--json", predicted.toString()));
+                o.trace, "--engine-profile", used.toString(), "--json", predicted.toString()));
             sim.addAll(o.traceFlags);
             sim.addAll(simFlags(c, engine, work));
             progress("%s: replaying the trace through the simulator (%s)", c, String.join(" ", sim.subList(2, sim.size())));
@@ -103,6 +114,9 @@ public final class ValidateSim {
             Map<String, Object> pair = new LinkedHashMap<>();
             pair.put("measured", read(measured));
             pair.put("predicted", read(predicted));
+            if (speed != null) {
+                pair.put("speed_scale", speed);
+            }
             out.put(c, pair);
         }
         printTable(out);
@@ -111,6 +125,105 @@ public final class ValidateSim {
             progress("wrote %s", o.json);
         }
         return 0;
+    }
+
+    /**
+     * How much slower (above 1) or faster the machine ran the engine around a replay than the profile's forward grid
+     * says: the mean of the engine's speed probe right before and after the replay ({@code engine_speed_probe} in the
+     * measured JSON, a forward of a fixed shape) over the grid's own reading at that shape (as the simulator reads
+     * it). The grid then keeps the calibration's shape (how a forward's cost grows with tokens and context) and takes
+     * its level from the time of the replay. Null, with a line saying why, when the replay has no probe or the
+     * profile no grid. Only synthetic probe forwards enter it, never the trace's.
+     */
+    static Map<String, Object> speedScale(Path profile, Path measured) {
+        JsonNode p;
+        JsonNode run;
+        try {
+            p = JSON.readTree(profile.toFile());
+            run = JSON.readTree(measured.toFile()).path("engine_speed_probe");
+        } catch (IOException e) {
+            throw new TraceBench.Failed("cannot read " + profile + " or " + measured + ": " + e.getMessage());
+        }
+        Calibration.Grid grid = grid(p.path("forward_ms"));
+        if (grid == null || !run.path("before_ms").isNumber() || !run.path("after_ms").isNumber()
+            || run.path("tokens").asInt() < 1) {
+            progress("the replay has no speed probe or the profile no forward grid: the profile is used as calibrated");
+            return null;
+        }
+        int tokens = run.path("tokens").asInt();
+        double ref = Calibrate.interpolate(grid, tokens, 0);
+        if (!(ref > 0)) {
+            progress("the profile's grid reads 0 ms at the probe's shape: the profile is used as calibrated");
+            return null;
+        }
+        double before = run.path("before_ms").asDouble();
+        double after = run.path("after_ms").asDouble();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("factor", (before + after) / 2 / ref);
+        m.put("tokens", tokens);
+        m.put("grid_ms", ref);
+        m.put("before_ms", before);
+        m.put("after_ms", after);
+        JsonNode cal = p.path("speed_probe").path("forward_ms");
+        if (cal.isNumber()) {
+            m.put("calibration_probe_ms", cal.asDouble());
+        }
+        return m;
+    }
+
+    /** The profile's {@code forward_ms} as a grid, or null when it is not one. */
+    private static Calibration.Grid grid(JsonNode f) {
+        JsonNode t = f.path("tokens");
+        JsonNode c = f.path("context");
+        JsonNode ms = f.path("ms");
+        if (!t.isArray() || !c.isArray() || !ms.isArray() || t.isEmpty() || c.isEmpty() || ms.size() != t.size()) {
+            return null;
+        }
+        int[] tokens = new int[t.size()];
+        int[] context = new int[c.size()];
+        double[][] v = new double[t.size()][c.size()];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = t.get(i).asInt();
+            if (ms.get(i).size() != context.length) {
+                return null;
+            }
+            for (int j = 0; j < context.length; j++) {
+                v[i][j] = ms.get(i).get(j).asDouble();
+            }
+        }
+        for (int j = 0; j < context.length; j++) {
+            context[j] = c.get(j).asInt();
+        }
+        return new Calibration.Grid(tokens, context, v);
+    }
+
+    /**
+     * The profile with its engine-thread times (the forward grid, the logits, the step and request overheads)
+     * multiplied by {@code factor}; the copy rates stay (they are memory bandwidth, not the engine thread's speed).
+     */
+    static JsonNode scaled(Path profile, double factor, Map<String, Object> speed) {
+        com.fasterxml.jackson.databind.node.ObjectNode p;
+        try {
+            p = (com.fasterxml.jackson.databind.node.ObjectNode) JSON.readTree(profile.toFile());
+        } catch (IOException e) {
+            throw new TraceBench.Failed("cannot read " + profile + ": " + e.getMessage());
+        }
+        for (String grid : List.of("forward_ms", "forward_ms_medians")) {
+            JsonNode rows = p.path(grid).path("ms");
+            for (JsonNode row : rows) {
+                com.fasterxml.jackson.databind.node.ArrayNode a = (com.fasterxml.jackson.databind.node.ArrayNode) row;
+                for (int j = 0; j < a.size(); j++) {
+                    a.set(j, a.get(j).asDouble() * factor);
+                }
+            }
+        }
+        for (String f : List.of("logits_ms", "step_overhead_ms", "request_overhead_ms")) {
+            if (p.has(f)) {
+                p.put(f, p.path(f).asDouble() * factor);
+            }
+        }
+        p.set("speed_scale", JSON.valueToTree(speed));
+        return p;
     }
 
     /** The simulator's flags for configuration {@code c} of an engine run with {@code engine}. */
@@ -274,6 +387,10 @@ public final class ValidateSim {
             Map<String, Object> p = (Map<String, Object>) pair.get("predicted");
             System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8s%n", e.getKey(), "figure", "measured", "predicted",
                 "ratio");
+            if (pair.get("speed_scale") instanceof Map<?, ?> sp) {
+                System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8.3f%n", "", "profile time scale (speed probe)",
+                    "", "", ((Number) sp.get("factor")).doubleValue());
+            }
             for (String f : FIGURES) {
                 Double a = figure(m, f);
                 Double b = figure(p, f);
@@ -303,12 +420,17 @@ public final class ValidateSim {
         Path profile = null;
         List<String> traceFlags = new ArrayList<>();
         List<String> engine = new ArrayList<>();
+        boolean fixed = false;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--help")) {
                 throw new TraceBench.Usage("usage: scripts/validate-sim --trace [FORMAT:]FILE [--configs device,host,l3] "
-                    + "[--json FILE] [--engine-profile FILE] [--block-tokens N] [--time-scale X] [--limit N] "
+                    + "[--json FILE] [--engine-profile FILE] [--fixed-profile] [--block-tokens N] [--time-scale X] [--limit N] "
                     + "[engine flags: --model, --device-tokens, --host-tokens, --chunk-tokens, --page-size, ...]");
+            }
+            if (a.equals("--fixed-profile")) {
+                fixed = true;
+                continue;
             }
             if (ServeConfig.SWITCHES.contains(a)) {
                 throw new TraceBench.Usage(a + ": the comparison needs the prefix cache");
@@ -362,7 +484,8 @@ public final class ValidateSim {
             && !Files.isDirectory(json.toAbsolutePath().getParent())) {
             throw new TraceBench.Usage("--json: no such folder " + json.toAbsolutePath().getParent());
         }
-        return new Options(absolute(trace), configs, json, profile, List.copyOf(traceFlags), List.copyOf(engine));
+        return new Options(absolute(trace), configs, json, profile, List.copyOf(traceFlags), List.copyOf(engine),
+            fixed);
     }
 
     /** The trace spec with its file made absolute (the children run in other folders). */

@@ -45,9 +45,11 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     private final Engine engine;
     private final byte[] apiKey;
     private final long startedS = System.currentTimeMillis() / 1000;
+    private final SpeedProbeRoute probes;
 
     ApiHandler(Engine engine, String apiKey) {
         this.engine = engine;
+        this.probes = new SpeedProbeRoute(engine.config());
         this.apiKey = apiKey == null ? null : ("Bearer " + apiKey).getBytes(StandardCharsets.UTF_8);
     }
 
@@ -93,6 +95,7 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
                         engine.scrape(), keepAlive, null);
                 }
                 case "/flush_cache" -> flush(ctx, keepAlive);
+                case "/hicache/speed_probe" -> probes.handle(ctx.channel(), req, keepAlive, m);
                 default -> {
                     if (path.startsWith("/v1/models/")) {
                         get(m);
@@ -226,6 +229,11 @@ final class ApiHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         } else {
             ch.writeAndFlush(r);
         }
+    }
+
+    /** Ends what the handler runs beside the event loops (the speed probe). */
+    void close() {
+        probes.close();
     }
 
     @Override

@@ -38,6 +38,7 @@ public final class HttpServer {
     private EventLoopGroup boss;
     private EventLoopGroup workers;
     private Channel server;
+    private ApiHandler handler;
 
     /**
      * @param apiKey       the key every route but {@code /health} requires as {@code Authorization: Bearer}, or null
@@ -55,7 +56,7 @@ public final class HttpServer {
     public int start() {
         boss = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         workers = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
-        ApiHandler handler = new ApiHandler(engine, apiKey);
+        handler = new ApiHandler(engine, apiKey);
         ServerBootstrap b = new ServerBootstrap().group(boss, workers).channel(NioServerSocketChannel.class)
             .option(ChannelOption.SO_BACKLOG, 1024).childOption(ChannelOption.TCP_NODELAY, true)
             .childHandler(new ChannelInitializer<SocketChannel>() {
@@ -94,6 +95,9 @@ public final class HttpServer {
         }
         if (boss != null) {
             boss.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+        }
+        if (handler != null) {
+            handler.close();
         }
     }
 

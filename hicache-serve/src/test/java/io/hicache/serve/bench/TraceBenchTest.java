@@ -30,8 +30,17 @@ class TraceBenchTest {
         Path json = dir.resolve("out.json");
         try (TestServer s = TestServer.start(TestServer.config(1024, 0))) {
             int code = TraceBench.run(new String[] {"--trace", trace.toString(), "--url", s.url(""), "--json",
-                json.toString()});
+                json.toString(), "--requests-json", dir.resolve("requests.json").toString()});
             assertThat(code).isZero();
+        }
+        JsonNode rows = new ObjectMapper().readTree(dir.resolve("requests.json").toFile());
+        assertThat(rows.size()).isEqualTo(4);
+        for (int i = 0; i < rows.size(); i++) {
+            JsonNode row = rows.get(i);
+            assertThat(row.path("index").asInt()).isEqualTo(i); // trace order
+            assertThat(row.path("ok").asBoolean()).isTrue();
+            assertThat(row.path("ttft_ms").asDouble()).isPositive().isLessThanOrEqualTo(row.path("e2e_ms").asDouble());
+            assertThat(row.path("engine_timing").path("prefill_ms").asDouble()).isPositive();
         }
         // a follow-up finds its parent's prompt and the whole pages of the answer whose KV was computed (all but
         // the last token's), which is only possible when it resends the answer the engine gave
@@ -61,6 +70,44 @@ class TraceBenchTest {
         assertThat(m.path("ttft_ms").path("p50").asDouble()).isPositive()
             .isLessThan(m.path("e2e_ms").path("max").asDouble());
         assertThat(m.path("throughput_output_tokens_per_s").asDouble()).isPositive();
+        JsonNode probe = m.path("engine_speed_probe"); // read before and after the replay, on the engine's own pool
+        assertThat(probe.path("before_ms").asDouble()).isPositive();
+        assertThat(probe.path("after_ms").asDouble()).isPositive();
+    }
+
+    @Test
+    void validateSimScalesTheProfileByTheSpeedProbeAroundTheReplay(@TempDir Path dir) throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        var cfg = io.hicache.serve.ServeConfig.parse(new String[] {"--model", "small"}, Map.of()).engine();
+        var grid = new io.hicache.serve.engine.Calibration.Grid(new int[] {1, 16}, new int[] {0, 64},
+            new double[][] {{1, 2}, {10, 20}});
+        var copy = new io.hicache.serve.engine.Calibration.Copy(1e9, 0.5);
+        Path profile = dir.resolve("p.json");
+        Calibrate.write(profile, Calibrate.profile(cfg, new io.hicache.serve.engine.Calibration.Result(grid, grid, 0.1,
+            copy, copy, 1024, 1), 0.2, 4, 1, new io.hicache.serve.SpeedProbe.Reading(16, 7, 10), 1));
+        Path measured = dir.resolve("m.json");
+        Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 16, \"runs\": 7, \"before_ms\": 11, "
+            + "\"after_ms\": 13}}");
+        Map<String, Object> speed = ValidateSim.speedScale(profile, measured);
+        assertThat((Double) speed.get("grid_ms")).isEqualTo(10.0); // the grid at the probe's shape (16 tokens, no context)
+        assertThat((Double) speed.get("factor")).isEqualTo(1.2);
+        assertThat((Double) speed.get("calibration_probe_ms")).isEqualTo(10.0);
+        JsonNode scaled = ValidateSim.scaled(profile, 1.2, speed);
+        assertThat(scaled.path("forward_ms").path("ms").get(1).get(1).asDouble()).isEqualTo(24.0);
+        assertThat(scaled.path("logits_ms").asDouble()).isCloseTo(0.12, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(scaled.path("request_overhead_ms").asDouble()).isEqualTo(4.8);
+        assertThat(scaled.path("load").path("bytes_per_s").asLong()).isEqualTo(1_000_000_000L); // copies stay
+        Path out = dir.resolve("scaled.json");
+        TraceBench.writeAtomically(out, scaled);
+        io.hicache.sim.model.EngineProfile read = io.hicache.sim.model.EngineProfile.read(out);
+        assertThat(read.forwardMs(16, 64)).isEqualTo(24.0); // the simulator reads the scaled grid
+        // the grid is read as the simulator reads it, also between its points
+        Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 8, \"before_ms\": 11, \"after_ms\": 11}}");
+        assertThat((Double) ValidateSim.speedScale(profile, measured).get("grid_ms")).isEqualTo(1 + 9 * 7 / 15.0);
+        // a replay without a probe leaves the profile as calibrated
+        Files.writeString(measured, "{}");
+        assertThat(ValidateSim.speedScale(profile, measured)).isNull();
+        assertThat(json.readTree(profile.toFile()).path("speed_probe").path("forward_ms").asDouble()).isEqualTo(10.0);
     }
 
     @Test
@@ -119,7 +166,7 @@ class TraceBenchTest {
         var grid = new io.hicache.serve.engine.Calibration.Grid(new int[] {1}, new int[] {0}, new double[][] {{1}});
         var copy = new io.hicache.serve.engine.Calibration.Copy(1e9, 0);
         Calibrate.write(profile, Calibrate.profile(cfg, new io.hicache.serve.engine.Calibration.Result(grid, grid, 0.1, copy,
-            copy, 1024, 1), 0, 0, 1));
+            copy, 1024, 1), 0, 0, 1, null, 1));
         ValidateSim.checkProfile(profile, List.of("--model", "small"));
         assertThatThrownBy(() -> ValidateSim.checkProfile(profile, List.of("--model", "tiny")))
             .isInstanceOf(TraceBench.Usage.class).hasMessageContaining("was measured on");

@@ -124,7 +124,7 @@ class TraceTokensTest {
                 int device = rnd.nextInt(cached + 1);
                 simHits.record(r, ids.length, device, cached - device);
                 outcomes.add(new TraceBench.Outcome(r, true, null, r.index(), 5, 9, ids, new int[r.outputLength()],
-                    cached, device, cached - device, 0, 0, 4, false));
+                    cached, device, cached - device, 0, 0, 4, false, null));
             }
             assertThat(new HashMap<>(keyOfPage).values().stream().distinct().count()).isEqualTo(keyOfPage.size());
             Map<String, Object> s = TraceBench.summarize(outcomes, "mc", blockTokens, 16,
@@ -166,7 +166,7 @@ class TraceTokensTest {
         sent[0] = 7; // what the parent was sent may differ from the plain expansion (its own parent's answer)
         int[] generated = new int[parent.outputLength()];
         Arrays.fill(generated, 42);
-        TraceBench.Outcome p = new TraceBench.Outcome(parent, true, null, 0, 1, 2, sent, generated, 0, 0, 0, 0, 0, 0, false);
+        TraceBench.Outcome p = new TraceBench.Outcome(parent, true, null, 0, 1, 2, sent, generated, 0, 0, 0, 0, 0, 0, false, null);
         int[] ids = TraceBench.prompt(tokens, raw.get(child.index()), p, conv.get(parentIndex));
         int in = parent.inputLength();
         assertThat(Arrays.copyOfRange(ids, 0, in)).isEqualTo(sent);
@@ -175,7 +175,7 @@ class TraceTokensTest {
         assertThat(Arrays.copyOfRange(ids, in + generated.length, ids.length))
             .isEqualTo(Arrays.copyOfRange(plain, in + generated.length, plain.length));
         TraceBench.Outcome failed = new TraceBench.Outcome(parent, false, "x", 0, 0, 0, new int[0], new int[0], 0, 0,
-            0, 0, 0, 0, false);
+            0, 0, 0, 0, false, null);
         assertThat(TraceBench.prompt(tokens, raw.get(child.index()), failed, conv.get(parentIndex))).isEqualTo(plain);
     }
 

@@ -156,6 +156,26 @@ class ServerTest {
     }
 
     @Test
+    void theSpeedProbeTimesAForwardOfItsShapeAndLeavesTheCacheAlone() throws Exception {
+        Inspection before = s.awaitIdle();
+        HttpResponse<String> r = s.post("/hicache/speed_probe?runs=3", "");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        JsonNode p = JSON.readTree(r.body());
+        assertThat(p.path("tokens").asInt()).isEqualTo(io.hicache.serve.engine.ForwardProbe.tokens(
+            s.engine.config().model().contextTokens()));
+        assertThat(p.path("runs").asInt()).isEqualTo(3);
+        assertThat(p.path("forward_ms").asDouble()).isPositive();
+        Inspection after = s.engine.inspect().join();
+        assertThat(after.devicePagesCached()).isEqualTo(before.devicePagesCached()); // its own pool, not the engine's
+        assertThat(after.hostPagesCommitted()).isEqualTo(before.hostPagesCommitted());
+        assertThat(s.post("/hicache/speed_probe?runs=0", "").statusCode()).isEqualTo(400);
+        assertThat(s.post("/hicache/speed_probe?runs=x", "").statusCode()).isEqualTo(400);
+        HttpResponse<String> get = s.client().send(HttpRequest.newBuilder(URI.create(s.url("/hicache/speed_probe")))
+            .GET().build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(get.statusCode()).isEqualTo(405);
+    }
+
+    @Test
     void aFullQueueGets503WithRetryAfterAndAFlushWhileBusyGets409() throws Exception {
         // max-running 2 + max-queued 1: three long streams are held; a fourth request is refused
         List<InputStream> held = new ArrayList<>();

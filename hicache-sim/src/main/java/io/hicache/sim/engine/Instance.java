@@ -464,11 +464,12 @@ final class Instance {
     private boolean startProfiledStep(long now, List<ServedRequest> prefill, boolean waits) {
         ProfiledTiming t = fleet.timing;
         long prefillNs = 0;
+        boolean busy = scheduler.decodesBeside(prefill); // another request's tokens stream during the chunk
         for (int i = 0; i < prefill.size(); i++) {
             ServedRequest q = prefill.get(i);
             long context = fleet.promptTokens(q.prefilledSim);
             long fresh = fleet.promptTokens(q.prefilledSim + q.chunkSim) - context;
-            prefillNs += t.prefillNs(fresh, context, q.prefilledSim + q.chunkSim >= q.targetSim);
+            prefillNs += t.prefillNs(fresh, context, q.prefilledSim + q.chunkSim >= q.targetSim, busy);
             scheduler.insertChunk(q);
         }
         long layerNs = prefillNs / layers; // the rest of the division runs in the tail, before the decodes

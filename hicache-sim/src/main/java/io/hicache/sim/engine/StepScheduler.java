@@ -159,6 +159,16 @@ final class StepScheduler {
         return stepDecode.size();
     }
 
+    /** Whether a request other than those in {@code prefill} decodes a token in the step being formed. */
+    boolean decodesBeside(List<ServedRequest> prefill) {
+        for (int i = 0; i < stepDecode.size(); i++) {
+            if (!prefill.contains(stepDecode.get(i))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Prompt and decode context of the step's decoding requests, in tokens. */
     long decodeContext() {
         return decodeContext;

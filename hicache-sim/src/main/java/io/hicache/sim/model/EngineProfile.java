@@ -77,6 +77,7 @@ public final class EngineProfile {
     private final double logitsMs;
     private final double stepOverheadMs;
     private final double requestOverheadMs;
+    private final double prefillBusyFactor;
     private final CopyRate load;
     private final CopyRate backup;
     private final String calibration;
@@ -114,6 +115,11 @@ public final class EngineProfile {
         this.logitsMs = nonNegative(root, "logits_ms");
         this.stepOverheadMs = nonNegative(root, "step_overhead_ms");
         this.requestOverheadMs = nonNegative(root, "request_overhead_ms");
+        JsonNode busy = root.get("prefill_busy_factor"); // optional: profiles before it read as 1
+        this.prefillBusyFactor = busy == null ? 1 : number(busy, "prefill_busy_factor");
+        if (!(prefillBusyFactor > 0) || Double.isInfinite(prefillBusyFactor)) {
+            throw error("prefill_busy_factor must be a finite number > 0, got " + prefillBusyFactor);
+        }
         this.load = rate(root, "load");
         this.backup = rate(root, "backup");
         JsonNode c = root.get("calibration");
@@ -135,6 +141,7 @@ public final class EngineProfile {
         this.logitsMs = p.logitsMs;
         this.stepOverheadMs = p.stepOverheadMs;
         this.requestOverheadMs = p.requestOverheadMs;
+        this.prefillBusyFactor = p.prefillBusyFactor;
         this.load = p.load;
         this.backup = p.backup;
         this.calibration = p.calibration;
@@ -277,6 +284,15 @@ public final class EngineProfile {
     /** Per request (admission, HTTP, respond), ms. */
     public double requestOverheadMs() {
         return requestOverheadMs;
+    }
+
+    /**
+     * How much longer a prefill chunk's forward takes in a step where other requests decode (their tokens
+     * streaming to their clients beside it, on the same cores) than the grid, measured without them; 1 when the profile does
+     * not say.
+     */
+    public double prefillBusyFactor() {
+        return prefillBusyFactor;
     }
 
     /** Host to device (load-back) copy rate. */

@@ -98,6 +98,31 @@ class ProfiledEngineTest {
         }
     }
 
+    /**
+     * The busy factor prices a prefill chunk in a step that also decodes (tokens of another request streaming beside
+     * it) and no other: a lone request's TTFT is unchanged, one that arrives while another decodes pays the factor.
+     */
+    @Test
+    void aPrefillBesideDecodingRequestsCostsTheBusyFactor() throws IOException {
+        EngineProfile busy = EngineProfile.parse(PROFILE_JSON.replace("\"request_overhead_ms\": 1.0,",
+            "\"request_overhead_ms\": 1.0, \"prefill_busy_factor\": 1.5,"), "busy");
+        assertThat(busy.prefillBusyFactor()).isEqualTo(1.5);
+        assertThat(PROFILE.prefillBusyFactor()).isEqualTo(1.0); // absent: 1
+        TraceSource lone = trace("""
+                {"timestamp": 0, "input_length": 200, "output_length": 4, "hash_ids": [1]}
+                """);
+        assertThat(run(config(100_000, 0), lone, busy).serving().ttftMs().p50())
+            .isCloseTo(run(config(100_000, 0), lone, PROFILE).serving().ttftMs().p50(), within(1e-3));
+        // the second arrives 10 ms in, while the first decodes its 400 tokens
+        TraceSource two = trace("""
+                {"timestamp": 0, "input_length": 64, "output_length": 400, "hash_ids": [1]}
+                {"timestamp": 10, "input_length": 200, "output_length": 1, "hash_ids": [2]}
+                """);
+        double plain = run(config(100_000, 0), two, PROFILE).serving().ttftMs().max();
+        double slowed = run(config(100_000, 0), two, busy).serving().ttftMs().max();
+        assertThat(slowed - plain).isCloseTo(0.5 * PROFILE.forwardMs(200, 0), within(0.5));
+    }
+
     /** A whole cached prompt restores whole pages only: the engine computes its last page again. */
     @Test
     void aWholeCachedPromptComputesItsLastPage() throws IOException {

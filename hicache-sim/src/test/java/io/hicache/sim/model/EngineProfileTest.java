@@ -59,6 +59,17 @@ class EngineProfileTest {
     }
 
     @Test
+    void theBusyFactorIsOptionalAndMustBePositive() {
+        assertThat(valid().prefillBusyFactor()).isEqualTo(1.0);
+        assertThat(EngineProfile.parse(profile(GRID, ", \"prefill_busy_factor\": 1.3"), "p.json").prefillBusyFactor())
+            .isEqualTo(1.3);
+        assertThatThrownBy(() -> EngineProfile.parse(profile(GRID, ", \"prefill_busy_factor\": 0"), "p.json"))
+            .hasMessageContaining("prefill_busy_factor");
+        assertThatThrownBy(() -> EngineProfile.parse(profile(GRID, ", \"prefill_busy_factor\": \"x\""), "p.json"))
+            .hasMessageContaining("prefill_busy_factor");
+    }
+
+    @Test
     void readsAFile(@TempDir Path dir) throws Exception {
         Path f = dir.resolve("p.json");
         Files.writeString(f, profile(GRID, ""));

@@ -1,0 +1,129 @@
+package io.hicache.serve.engine;
+
+import com.github.tjake.jlama.tensor.AbstractTensor;
+import io.hicache.core.LoadOverlap;
+import io.hicache.core.WritePolicy;
+import io.hicache.serve.model.ModelSpec;
+import io.hicache.serve.model.StepModel;
+import io.hicache.storage.PrefetchPolicy;
+import io.hicache.storage.StorageWritePolicy;
+
+import java.util.Arrays;
+import java.util.SplittableRandom;
+
+/**
+ * How fast this JVM runs the engine's forward right now: one forward of {@link #TOKENS} fresh tokens over an empty
+ * KV (the calibration grid's cell at that shape, measured the same way), on a model of its own (the served model's
+ * shape and seed, so the same compiled code) over a device pool of its own, never the engine's. The calibration
+ * stores a reading in the profile ({@code speed_probe}); the engine answers {@code POST /hicache/speed_probe} with one,
+ * so that {@code validate-sim} can scale the profile to how fast the machine ran around a replay (a shared VM's speed
+ * drifts by tens of per cent between minutes).
+ *
+ * <p>Not thread-safe: one caller at a time (the HTTP layer serialises its probes); it runs beside whatever the
+ * engine serves, so read it on an idle engine. {@link #close} frees its model and pool.
+ */
+public final class ForwardProbe implements AutoCloseable {
+    /** The probe's new tokens unless the context is shorter. */
+    public static final int TOKENS = 128;
+    /** Forwards per reading (the median is kept), after {@link #WARM} untimed ones. */
+    public static final int RUNS = 15;
+    static final int WARM = 3;
+
+    private final StepModel model;
+    private final CacheTiers tiers;
+    private final ServeRequest request;
+    private final int[] pages;
+    private final int[] ids;
+    private final int tokens;
+    private boolean closed;
+
+    private ForwardProbe(StepModel model, CacheTiers tiers, ServeRequest request, int[] pages, int[] ids) {
+        this.model = model;
+        this.tiers = tiers;
+        this.request = request;
+        this.pages = pages;
+        this.ids = ids;
+        this.tokens = ids.length;
+    }
+
+    /** The probe's new tokens on a model of {@code contextTokens}. */
+    public static int tokens(int contextTokens) {
+        return Math.max(1, Math.min(TOKENS, contextTokens / 4));
+    }
+
+    /**
+     * A probe for the engine {@code cfg} describes (its model and page size).
+     *
+     * @throws IllegalStateException its device pool cannot be made
+     */
+    public static ForwardProbe open(EngineConfig cfg) {
+        ModelSpec spec = cfg.model();
+        int ps = cfg.pageSize();
+        int n = tokens(spec.contextTokens());
+        int pageCount = (n + ps - 1) / ps;
+        EngineConfig c = new EngineConfig(spec, true, (pageCount + 1) * ps, 0, ps, cfg.chunkTokens(), 1, 0,
+            WritePolicy.WRITE_THROUGH, LoadOverlap.SAME_FORWARD, null, StorageWritePolicy.WRITE_THROUGH,
+            PrefetchPolicy.TIMEOUT, 0, null, 1);
+        StepModel model = spec.newModel();
+        CacheTiers t = new CacheTiers(c);
+        try {
+            t.open();
+            int[] dev = new int[pageCount];
+            if (!t.pool.allocate(pageCount, dev, 0)) {
+                throw new IllegalStateException("speed probe: no device pages");
+            }
+            SplittableRandom rnd = new SplittableRandom(13);
+            int[] seq = new int[n];
+            for (int i = 0; i < n; i++) {
+                seq[i] = 3 + rnd.nextInt(spec.vocab() - 3);
+            }
+            ServeRequest r = new ServeRequest(0, seq, SamplingParams.greedy(1), System.nanoTime(), null, "probe");
+            r.kvPages = dev;
+            r.kv = new DeviceKvViews(t).bufferFor(model, r);
+            return new ForwardProbe(model, t, r, dev, seq);
+        } catch (RuntimeException e) {
+            t.close();
+            model.close();
+            throw e;
+        }
+    }
+
+    /** The new tokens of each timed forward. */
+    public int tokens() {
+        return tokens;
+    }
+
+    /** The median of {@code runs} timed forwards in ms, after {@link #WARM} untimed ones. */
+    public double medianMs(int runs) {
+        if (closed) {
+            throw new IllegalStateException("the speed probe is closed");
+        }
+        if (runs < 1) {
+            throw new IllegalArgumentException("runs must be >= 1, got " + runs);
+        }
+        double[] ms = new double[runs];
+        for (int k = -WARM; k < runs; k++) {
+            long t0 = System.nanoTime();
+            AbstractTensor out = model.forwardChunk(ids, 0, tokens, request.kv, null);
+            double took = (System.nanoTime() - t0) / 1e6;
+            out.close();
+            if (k >= 0) {
+                ms[k] = took;
+            }
+        }
+        Arrays.sort(ms);
+        return runs % 2 == 1 ? ms[runs / 2] : (ms[runs / 2 - 1] + ms[runs / 2]) / 2;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        request.kv.close();
+        tiers.pool.free(pages, 0, pages.length);
+        tiers.close();
+        model.close();
+    }
+}
