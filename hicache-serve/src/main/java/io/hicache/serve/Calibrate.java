@@ -226,7 +226,7 @@ public final class Calibrate {
         if (e.maxRunning() < 2 || out < 32) {
             return 1;
         }
-        double[] alone = new double[8];
+        double[] alone = new double[12];
         for (int i = 0; i < alone.length / 2; i++) {
             alone[i] = timed(client, url, ids(rnd, probe, vocab), 1)[2];
         }
@@ -248,7 +248,7 @@ public final class Calibrate {
             }));
         }
         decoding.await();
-        double[] busy = new double[7];
+        double[] busy = new double[15];
         int n = 0;
         while (n < busy.length && finished.get() == 0) {
             double ms = timed(client, url, ids(rnd, probe, vocab), 1)[2];
@@ -262,8 +262,8 @@ public final class Calibrate {
         for (int i = alone.length / 2; i < alone.length; i++) {
             alone[i] = timed(client, url, ids(rnd, probe, vocab), 1)[2];
         }
-        if (n < 3) {
-            progress("busy prefill: the streams ended before three prefills were timed beside them; factor 1");
+        if (n < 5) {
+            progress("busy prefill: the streams ended before five prefills were timed beside them; factor 1");
             return 1;
         }
         double a = median(alone);
