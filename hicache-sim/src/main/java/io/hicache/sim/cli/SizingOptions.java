@@ -20,7 +20,7 @@ final class SizingOptions {
 
     @Option(names = "--tolerance", paramLabel = "FRACTION",
             description = "sweep, compare: the recommendation is the smallest host size whose block hit ratio is "
-                    + "within this relative fraction of the best (default 0.01 = 1 %).")
+                    + "within this relative fraction of the best (default 0.01 = 1 %%).")
     Double tolerance;
 
     @Option(names = "--summary-json", paramLabel = "FILE",

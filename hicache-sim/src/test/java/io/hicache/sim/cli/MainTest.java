@@ -396,6 +396,26 @@ class MainTest {
         assertThat(n.get("block_hit_ratio").asDouble()).isEqualTo(6.0 / 16);
     }
 
+    /** Picocli formats descriptions as format strings: a bare percent sign printed a warning above every --help. */
+    @Test
+    void everyHelpRendersWithoutAFormatWarning() {
+        Main.Env env = new Main.Env(config -> null, System.out, System.err, Path.of("."), repoRoot(), false);
+        picocli.CommandLine top = Main.commandLine(env);
+        List<picocli.CommandLine> all = new java.util.ArrayList<>(List.of(top));
+        all.addAll(top.getSubcommands().values());
+        PrintStream saved = System.err;
+        ByteArrayOutputStream warnings = new ByteArrayOutputStream();
+        try {
+            System.setErr(new PrintStream(warnings, true, StandardCharsets.UTF_8)); // where picocli's tracer writes
+            for (picocli.CommandLine c : all) {
+                assertThat(c.getUsageMessage()).isNotEmpty();
+            }
+        } finally {
+            System.setErr(saved);
+        }
+        assertThat(warnings.toString(StandardCharsets.UTF_8)).doesNotContain("WARN");
+    }
+
     @Test
     void helpExitsZero() {
         assertThat(run(recording, "--help")).isZero();
