@@ -209,10 +209,10 @@ public final class Calibrate {
 
     /**
      * How much longer a prefill takes while other requests decode beside it, streaming their tokens to a client, than
-     * alone: the engine's own prefill time of fresh prompts of the speed probe's length, alone (before and after) and
-     * while {@code bg} streams decode (each a fresh prompt of 16 tokens, as many new tokens as the device pool leaves
-     * room for, read line by line and parsed as a client does); the ratio of the medians. 1 when the pool leaves no
-     * room for streams of 32 tokens or more.
+     * alone: the engine's own prefill time of fresh prompts of the speed probe's length, in three blocks of four alone
+     * and then up to five while {@code bg} streams decode (each a fresh prompt of 16 tokens, as many new tokens as the
+     * device pool leaves room for, read line by line and parsed as a client does); the ratio of the medians. 1 when the
+     * pool leaves no room for streams of 32 tokens or more.
      */
     private static double busyFactor(ServeConfig cfg, HttpClient client, String url, SplittableRandom rnd)
         throws IOException, InterruptedException {
@@ -226,10 +226,37 @@ public final class Calibrate {
         if (e.maxRunning() < 2 || out < 32) {
             return 1;
         }
-        double[] alone = new double[12];
-        for (int i = 0; i < alone.length / 2; i++) {
-            alone[i] = timed(client, url, ids(rnd, probe, vocab), 1)[2];
+        // three blocks of prefills alone then beside fresh streams, so that the machine's drift weighs on both alike
+        double[] alone = new double[3 * ALONE_PER_BLOCK];
+        double[] busy = new double[3 * BUSY_PER_BLOCK];
+        int n = 0;
+        for (int block = 0; block < 3; block++) {
+            for (int i = 0; i < ALONE_PER_BLOCK; i++) {
+                alone[block * ALONE_PER_BLOCK + i] = timed(client, url, ids(rnd, probe, vocab), 1)[2];
+            }
+            n += busyBlock(client, url, rnd, bg, out, probe, vocab, busy, n);
         }
+        if (n < 6) {
+            progress("busy prefill: the streams ended before six prefills were timed beside them; factor 1");
+            return 1;
+        }
+        double a = median(alone);
+        double b = median(Arrays.copyOf(busy, n));
+        progress(String.format(Locale.ROOT, "busy prefill: %d tokens take %.1f ms alone and %.1f ms beside %d decoding "
+            + "streams (median of %d and %d)", probe, a, b, bg, alone.length, n));
+        return b / a;
+    }
+
+    private static final int ALONE_PER_BLOCK = 4;
+    private static final int BUSY_PER_BLOCK = 5;
+
+    /**
+     * Starts {@code bg} decoding streams, times up to {@link #BUSY_PER_BLOCK} prefills beside them into
+     * {@code busy[from...]} (each kept only if every stream still decoded when it ended), waits for the streams to end;
+     * returns how many it kept.
+     */
+    private static int busyBlock(HttpClient client, String url, SplittableRandom rnd, int bg, int out, int probe,
+                                 int vocab, double[] busy, int from) throws InterruptedException, IOException {
         java.util.concurrent.CountDownLatch decoding = new java.util.concurrent.CountDownLatch(bg);
         java.util.concurrent.atomic.AtomicInteger finished = new java.util.concurrent.atomic.AtomicInteger();
         List<Thread> streams = new java.util.ArrayList<>();
@@ -248,29 +275,17 @@ public final class Calibrate {
             }));
         }
         decoding.await();
-        double[] busy = new double[15];
         int n = 0;
-        while (n < busy.length && finished.get() == 0) {
+        while (n < BUSY_PER_BLOCK && finished.get() == 0) {
             double ms = timed(client, url, ids(rnd, probe, vocab), 1)[2];
-            if (finished.get() == 0) { // every stream was still decoding when this prefill ended
-                busy[n++] = ms;
+            if (finished.get() == 0) {
+                busy[from + n++] = ms;
             }
         }
         for (Thread t : streams) {
             t.join();
         }
-        for (int i = alone.length / 2; i < alone.length; i++) {
-            alone[i] = timed(client, url, ids(rnd, probe, vocab), 1)[2];
-        }
-        if (n < 5) {
-            progress("busy prefill: the streams ended before five prefills were timed beside them; factor 1");
-            return 1;
-        }
-        double a = median(alone);
-        double b = median(Arrays.copyOf(busy, n));
-        progress(String.format(Locale.ROOT, "busy prefill: %d tokens take %.1f ms alone and %.1f ms beside %d decoding "
-            + "streams (median of %d and %d)", probe, a, b, bg, alone.length, n));
-        return b / a;
+        return n;
     }
 
     /** Streams one {@code /generate} of {@code max} new tokens, counting {@code first} down at its first token. */

@@ -91,7 +91,7 @@ public final class ValidateSim {
                 engine.add("file:" + work.resolve("l3-engine"));
             }
             List<String> bench = new ArrayList<>(List.of(root.resolve("scripts/bench-serve").toString(), "--trace",
-                o.trace, "--json", measured.toString()));
+                o.trace, "--json", measured.toString(), "--requests-json", work.resolve(c + "-requests.json").toString()));
             bench.addAll(o.traceFlags);
             bench.addAll(engine);
             progress("%s: replaying the trace against the engine (%s)", c, String.join(" ", engine));
