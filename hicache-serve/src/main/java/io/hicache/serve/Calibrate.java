@@ -291,8 +291,7 @@ public final class Calibrate {
     /** Streams one {@code /generate} of {@code max} new tokens, counting {@code first} down at its first token. */
     private static void stream(HttpClient client, String url, int[] ids, int max,
                                java.util.concurrent.CountDownLatch first) throws IOException, InterruptedException {
-        String body = "{\"input_ids\":" + Arrays.toString(ids).replace(" ", "") + ",\"stream\":true,"
-            + "\"sampling_params\":{\"max_new_tokens\":" + max + ",\"temperature\":0,\"ignore_eos\":true}}";
+        String body = generateBody(ids, max);
         HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(URI.create(url))
             .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
             HttpResponse.BodyHandlers.ofLines());
@@ -314,6 +313,12 @@ public final class Calibrate {
         }
     }
 
+    /** A streamed, greedy {@code /generate} of {@code ids} with exactly {@code max} new tokens. */
+    private static String generateBody(int[] ids, int max) {
+        return "{\"input_ids\":" + Arrays.toString(ids).replace(" ", "") + ",\"stream\":true,"
+            + "\"sampling_params\":{\"max_new_tokens\":" + max + ",\"temperature\":0,\"ignore_eos\":true}}";
+    }
+
     private static int[] ids(SplittableRandom rnd, int n, int vocab) {
         int[] ids = new int[n];
         for (int i = 0; i < n; i++) {
@@ -327,8 +332,7 @@ public final class Calibrate {
      * {@code max} new tokens (the last from {@code meta_info.hicache_timing.prefill_ms}), on the client's clock.
      */
     private static double[] timed(HttpClient client, String url, int[] ids, int max) throws IOException, InterruptedException {
-        String body = "{\"input_ids\":" + Arrays.toString(ids).replace(" ", "") + ",\"stream\":true,"
-            + "\"sampling_params\":{\"max_new_tokens\":" + max + ",\"temperature\":0,\"ignore_eos\":true}}";
+        String body = generateBody(ids, max);
         long t0 = System.nanoTime();
         HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(URI.create(url))
             .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
@@ -366,7 +370,7 @@ public final class Calibrate {
      * The profile's reading of the grid: bilinear inside, linear extrapolation from the last two points past the last
      * row or column, clamped at 0.
      */
-    public static double interpolate(Calibration.Grid g, double tokens, double context) {
+    static double interpolate(Calibration.Grid g, double tokens, double context) {
         int[] ta = g.tokens();
         int[] ca = g.context();
         int i = segment(ta, tokens);

@@ -2,9 +2,7 @@ package io.hicache.serve.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.hicache.serve.Calibrate;
 import io.hicache.serve.ServeConfig;
-import io.hicache.serve.engine.Calibration;
 import io.hicache.serve.model.ModelSpec;
 
 import java.io.IOException;
@@ -133,7 +131,8 @@ public final class ValidateSim {
      * measured JSON, a forward of a fixed shape) over the grid's own reading at that shape (as the simulator reads
      * it). The grid then keeps the calibration's shape (how a forward's cost grows with tokens and context) and takes
      * its level from the time of the replay. Null, with a line saying why, when the replay has no probe or the
-     * profile no grid. Only synthetic probe forwards enter it, never the trace's.
+     * grid reads 0 at its shape; a profile the simulator refuses is bad input. Only synthetic probe forwards enter
+     * it, never the trace's.
      */
     static Map<String, Object> speedScale(Path profile, Path measured) {
         JsonNode p;
@@ -144,14 +143,17 @@ public final class ValidateSim {
         } catch (IOException e) {
             throw new TraceBench.Failed("cannot read " + profile + " or " + measured + ": " + e.getMessage());
         }
-        Calibration.Grid grid = grid(p.path("forward_ms"));
-        if (grid == null || !run.path("before_ms").isNumber() || !run.path("after_ms").isNumber()
-            || run.path("tokens").asInt() < 1) {
-            progress("the replay has no speed probe or the profile no forward grid: the profile is used as calibrated");
+        if (!run.path("before_ms").isNumber() || !run.path("after_ms").isNumber() || run.path("tokens").asInt() < 1) {
+            progress("the replay has no speed probe: the profile is used as calibrated");
             return null;
         }
         int tokens = run.path("tokens").asInt();
-        double ref = Calibrate.interpolate(grid, tokens, 0);
+        double ref;
+        try {
+            ref = io.hicache.sim.model.EngineProfile.read(profile).forwardMs(tokens, 0); // as the simulator reads it
+        } catch (IllegalArgumentException e) {
+            throw new TraceBench.Usage("--engine-profile: " + e.getMessage());
+        }
         if (!(ref > 0)) {
             progress("the profile's grid reads 0 ms at the probe's shape: the profile is used as calibrated");
             return null;
@@ -169,32 +171,6 @@ public final class ValidateSim {
             m.put("calibration_probe_ms", cal.asDouble());
         }
         return m;
-    }
-
-    /** The profile's {@code forward_ms} as a grid, or null when it is not one. */
-    private static Calibration.Grid grid(JsonNode f) {
-        JsonNode t = f.path("tokens");
-        JsonNode c = f.path("context");
-        JsonNode ms = f.path("ms");
-        if (!t.isArray() || !c.isArray() || !ms.isArray() || t.isEmpty() || c.isEmpty() || ms.size() != t.size()) {
-            return null;
-        }
-        int[] tokens = new int[t.size()];
-        int[] context = new int[c.size()];
-        double[][] v = new double[t.size()][c.size()];
-        for (int i = 0; i < tokens.length; i++) {
-            tokens[i] = t.get(i).asInt();
-            if (ms.get(i).size() != context.length) {
-                return null;
-            }
-            for (int j = 0; j < context.length; j++) {
-                v[i][j] = ms.get(i).get(j).asDouble();
-            }
-        }
-        for (int j = 0; j < context.length; j++) {
-            context[j] = c.get(j).asInt();
-        }
-        return new Calibration.Grid(tokens, context, v);
     }
 
     /**

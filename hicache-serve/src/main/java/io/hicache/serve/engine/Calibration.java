@@ -93,9 +93,7 @@ public final class Calibration {
         int[] context = contextAxis(ctx, cfg.chunkTokens());
         int devTokens = (ctx + ps - 1) / ps * ps + ps;
         int copyTokens = Math.min(1024, Math.max(4 * ps, ctx / 4 / ps * ps));
-        EngineConfig c = new EngineConfig(spec, true, Math.max(devTokens, 4 * copyTokens), 4 * copyTokens, ps,
-            cfg.chunkTokens(), 1, 0, WritePolicy.WRITE_THROUGH, LoadOverlap.SAME_FORWARD, null,
-            StorageWritePolicy.WRITE_THROUGH, PrefetchPolicy.TIMEOUT, 0, null, 1);
+        EngineConfig c = scratch(cfg, Math.max(devTokens, 4 * copyTokens), 4 * copyTokens);
         StepModel model = spec.newModel();
         try (CacheTiers t = new CacheTiers(c)) {
             t.open();
@@ -161,7 +159,18 @@ public final class Calibration {
         }
     }
 
-    private static double forwardMs(StepModel model, int[] seq, int from, int tokens, ServeRequest r) {
+    /**
+     * The engine a measurement runs on its own: {@code cfg}'s model, page size and chunk, one request at a time, the
+     * given device and host pools, write-through backups, same-forward loads, no L3.
+     */
+    static EngineConfig scratch(EngineConfig cfg, int deviceTokens, int hostTokens) {
+        return new EngineConfig(cfg.model(), true, deviceTokens, hostTokens, cfg.pageSize(), cfg.chunkTokens(), 1, 0,
+            WritePolicy.WRITE_THROUGH, LoadOverlap.SAME_FORWARD, null, StorageWritePolicy.WRITE_THROUGH,
+            PrefetchPolicy.TIMEOUT, 0, null, 1);
+    }
+
+    /** Milliseconds of one forward of {@code seq[from, from + tokens)} over {@code r}'s KV buffer. */
+    static double forwardMs(StepModel model, int[] seq, int from, int tokens, ServeRequest r) {
         long t0 = System.nanoTime();
         AbstractTensor out = model.forwardChunk(seq, from, from + tokens, r.kv, null);
         double ms = (System.nanoTime() - t0) / 1e6;

@@ -1,14 +1,8 @@
 package io.hicache.serve.engine;
 
-import com.github.tjake.jlama.tensor.AbstractTensor;
-import io.hicache.core.LoadOverlap;
-import io.hicache.core.WritePolicy;
 import io.hicache.serve.model.ModelSpec;
 import io.hicache.serve.model.StepModel;
-import io.hicache.storage.PrefetchPolicy;
-import io.hicache.storage.StorageWritePolicy;
 
-import java.util.Arrays;
 import java.util.SplittableRandom;
 
 /**
@@ -61,9 +55,7 @@ public final class ForwardProbe implements AutoCloseable {
         int ps = cfg.pageSize();
         int n = tokens(spec.contextTokens());
         int pageCount = (n + ps - 1) / ps;
-        EngineConfig c = new EngineConfig(spec, true, (pageCount + 1) * ps, 0, ps, cfg.chunkTokens(), 1, 0,
-            WritePolicy.WRITE_THROUGH, LoadOverlap.SAME_FORWARD, null, StorageWritePolicy.WRITE_THROUGH,
-            PrefetchPolicy.TIMEOUT, 0, null, 1);
+        EngineConfig c = Calibration.scratch(cfg, (pageCount + 1) * ps, 0);
         StepModel model = spec.newModel();
         CacheTiers t = new CacheTiers(c);
         try {
@@ -103,16 +95,12 @@ public final class ForwardProbe implements AutoCloseable {
         }
         double[] ms = new double[runs];
         for (int k = -WARM; k < runs; k++) {
-            long t0 = System.nanoTime();
-            AbstractTensor out = model.forwardChunk(ids, 0, tokens, request.kv, null);
-            double took = (System.nanoTime() - t0) / 1e6;
-            out.close();
+            double took = Calibration.forwardMs(model, ids, 0, tokens, request); // as the grid times a cell
             if (k >= 0) {
                 ms[k] = took;
             }
         }
-        Arrays.sort(ms);
-        return runs % 2 == 1 ? ms[runs / 2] : (ms[runs / 2 - 1] + ms[runs / 2]) / 2;
+        return Calibration.median(ms);
     }
 
     @Override
