@@ -66,13 +66,12 @@ public final class Calibrate {
             progress("speed probe: a forward of " + probe.tokens() + " tokens takes " + String.format(Locale.ROOT,
                 "%.3f", probe.forwardMs()) + " ms");
             Overheads over = overheads(cfg, m);
-            Map<String, Object> profile = profile(e, m, over.stepMs, over.requestMs, over.prefillBusyFactor, probe,
-                (System.nanoTime() - t0) / 1e9);
+            Map<String, Object> profile = profile(e, m, over, probe, (System.nanoTime() - t0) / 1e9);
             write(abs, profile);
             System.out.printf(Locale.ROOT, "serve: wrote the engine profile %s (%.0f s): step overhead %.3f ms, request "
-                + "overhead %.3f ms, busy prefill factor %.3f, logits %.3f ms, decode at context 0 %.3f ms, speed probe (%d "
+                + "overhead %.3f ms, busy prefill factor %.3f, service prefill factor %.3f, logits %.3f ms, decode at context 0 %.3f ms, speed probe (%d "
                 + "tokens) %.3f ms%n", out, (System.nanoTime() - t0) / 1e9, over.stepMs, over.requestMs,
-                over.prefillBusyFactor, m.logitsMs(), m.forward().ms()[0][0],
+                over.prefillBusyFactor, over.prefillServiceFactor, m.logitsMs(), m.forward().ms()[0][0],
                 probe.tokens(), probe.forwardMs());
             return 0;
         } catch (IOException | RuntimeException ex) {
@@ -88,8 +87,8 @@ public final class Calibrate {
      * The profile in the contract's format (docs/SERVING.md, "Calibration"), as a JSON tree of maps and arrays. Pure:
      * any thread.
      */
-    public static Map<String, Object> profile(EngineConfig e, Calibration.Result m, double stepMs, double requestMs,
-                                              double prefillBusyFactor, SpeedProbe.Reading probe, double seconds) {
+    public static Map<String, Object> profile(EngineConfig e, Calibration.Result m, Overheads over,
+                                              SpeedProbe.Reading probe, double seconds) {
         ModelSpec s = e.model();
         Map<String, Object> p = new LinkedHashMap<>();
         p.put("format", "hicache-engine-profile");
@@ -125,9 +124,10 @@ public final class Calibrate {
         raw.put("ms", round(m.measured().ms()));
         p.put("forward_ms_medians", raw);
         p.put("logits_ms", round(m.logitsMs()));
-        p.put("step_overhead_ms", round(stepMs));
-        p.put("request_overhead_ms", round(requestMs));
-        p.put("prefill_busy_factor", round(prefillBusyFactor));
+        p.put("step_overhead_ms", round(over.stepMs()));
+        p.put("request_overhead_ms", round(over.requestMs()));
+        p.put("prefill_busy_factor", round(over.prefillBusyFactor()));
+        p.put("prefill_service_factor", round(over.prefillServiceFactor()));
         p.put("load", copy(m.load()));
         p.put("backup", copy(m.backup()));
         if (probe != null) { // not read by the simulator: validate-sim's reference for the machine's speed
@@ -144,7 +144,7 @@ public final class Calibrate {
         cal.put("runs", m.repeats());
         cal.put("notes", String.format(Locale.ROOT, "synthetic shapes only (random ids, no trace); forward_ms: "
             + "medians of %d rounds over the grid after a JIT warm-up, fitted (decode a + b*ctx; prefill a + b*t + c*ctx "
-            + "+ d*t*ctx + e*t^2; forward_ms_medians has the medians); overheads from tiny requests over HTTP; took %.0f s", m.repeats(), seconds));
+            + "+ d*t*ctx + e*t^2; forward_ms_medians has the medians); overheads from tiny requests over HTTP; the service factor from synthetic conversations over HTTP; took %.0f s", m.repeats(), seconds));
         p.put("calibration", cal);
         return p;
     }
@@ -156,8 +156,11 @@ public final class Calibrate {
         return m;
     }
 
-    /** The HTTP-path figures: per-step and per-request overheads in ms, and the prefill's busy factor. */
-    record Overheads(double stepMs, double requestMs, double prefillBusyFactor) {
+    /**
+     * The HTTP-path figures: per-step and per-request overheads in ms, the prefill's busy factor (beside decoding
+     * streams) and its service factor (the served prefill over the grid, {@link ServiceFactor}).
+     */
+    public record Overheads(double stepMs, double requestMs, double prefillBusyFactor, double prefillServiceFactor) {
     }
 
     /**
@@ -194,9 +197,11 @@ public final class Calibrate {
             }
             Calibration.Grid g = m.forward();
             double decodeMs = interpolate(g, 1, prompt + decode / 2.0);
-            double step = Math.max(0, median(perToken) - decodeMs - m.logitsMs());
-            double request = Math.max(0, median(ttft) - step);
-            return new Overheads(step, request, busyFactor(cfg, client, url, rnd));
+            double step = Math.max(0, Calibration.median(perToken) - decodeMs - m.logitsMs());
+            double request = Math.max(0, Calibration.median(ttft) - step);
+            double busy = busyFactor(cfg, client, url, rnd);
+            return new Overheads(step, request, busy,
+                ServiceFactor.measure(cfg.engine(), m, client, url, rnd, ServiceFactor.IDLE_MS).factor());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted", e);
@@ -240,8 +245,8 @@ public final class Calibrate {
             progress("busy prefill: the streams ended before six prefills were timed beside them; factor 1");
             return 1;
         }
-        double a = median(alone);
-        double b = median(Arrays.copyOf(busy, n));
+        double a = Calibration.median(alone);
+        double b = Calibration.median(Arrays.copyOf(busy, n));
         progress(String.format(Locale.ROOT, "busy prefill: %d tokens take %.1f ms alone and %.1f ms beside %d decoding "
             + "streams (median of %d and %d)", probe, a, b, bg, alone.length, n));
         return b / a;
@@ -319,7 +324,7 @@ public final class Calibrate {
             + "\"sampling_params\":{\"max_new_tokens\":" + max + ",\"temperature\":0,\"ignore_eos\":true}}";
     }
 
-    private static int[] ids(SplittableRandom rnd, int n, int vocab) {
+    static int[] ids(SplittableRandom rnd, int n, int vocab) {
         int[] ids = new int[n];
         for (int i = 0; i < n; i++) {
             ids[i] = 3 + rnd.nextInt(vocab - 3);
@@ -328,10 +333,12 @@ public final class Calibrate {
     }
 
     /**
-     * {@code [ttft ms, e2e ms, the engine's prefill ms]} of one streamed {@code /generate} of {@code ids} with
-     * {@code max} new tokens (the last from {@code meta_info.hicache_timing.prefill_ms}), on the client's clock.
+     * {@code [ttft ms, e2e ms, the engine's prefill ms, cached tokens, the engine's load wait ms]} of one streamed
+     * {@code /generate} of {@code ids} with {@code max} new tokens, the first two on the client's clock, the others
+     * from the final event's {@code meta_info} ({@code hicache_timing.prefill_ms}, {@code cached_tokens},
+     * {@code hicache_timing.load_wait_ms}).
      */
-    private static double[] timed(HttpClient client, String url, int[] ids, int max) throws IOException, InterruptedException {
+    static double[] timed(HttpClient client, String url, int[] ids, int max) throws IOException, InterruptedException {
         String body = generateBody(ids, max);
         long t0 = System.nanoTime();
         HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(URI.create(url))
@@ -339,6 +346,8 @@ public final class Calibrate {
             HttpResponse.BodyHandlers.ofLines());
         double ttft = -1;
         double prefill = 0;
+        double cached = 0;
+        double loadWait = 0;
         try (Stream<String> lines = r.body()) {
             if (r.statusCode() != 200) {
                 throw new IOException("the engine answered a calibration request with HTTP " + r.statusCode() + ": "
@@ -351,7 +360,7 @@ public final class Calibrate {
                 String v = line.substring(5).strip();
                 if (v.equals("[DONE]")) {
                     double e2e = (System.nanoTime() - t0) / 1e6;
-                    return new double[] {ttft < 0 ? e2e : ttft, e2e, prefill};
+                    return new double[] {ttft < 0 ? e2e : ttft, e2e, prefill, cached, loadWait};
                 }
                 JsonNode d = JSON.readTree(v);
                 if (ttft < 0 && !d.path("text").asText().isEmpty()) {
@@ -360,6 +369,8 @@ public final class Calibrate {
                 JsonNode timing = d.path("meta_info").path("hicache_timing");
                 if (timing.has("prefill_ms")) {
                     prefill = timing.path("prefill_ms").asDouble();
+                    loadWait = timing.path("load_wait_ms").asDouble();
+                    cached = d.path("meta_info").path("cached_tokens").asDouble();
                 }
             }
         }
@@ -423,13 +434,6 @@ public final class Calibrate {
             r[i] = Arrays.stream(v[i]).map(Calibrate::round).toArray();
         }
         return r;
-    }
-
-    private static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        int n = s.length;
-        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
     }
 
     private static void progress(String line) {

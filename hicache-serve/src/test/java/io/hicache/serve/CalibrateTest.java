@@ -47,7 +47,8 @@ class CalibrateTest {
     @Test
     void theProfileIsTheContractsFormatAndTheSimulatorReadsItBack(@TempDir Path dir) throws Exception {
         Calibration.Result m = result();
-        Map<String, Object> p = Calibrate.profile(CFG, m, 0.3, 12.5, 1.25, new SpeedProbe.Reading(128, 7, 150.0), 40);
+        Map<String, Object> p = Calibrate.profile(CFG, m, new Calibrate.Overheads(0.3, 12.5, 1.25, 1.1),
+            new SpeedProbe.Reading(128, 7, 150.0), 40);
         Path f = dir.resolve("profile.json");
         Calibrate.write(f, p);
         try (var files = Files.list(dir)) {
@@ -65,6 +66,7 @@ class CalibrateTest {
         assertThat(e.stepOverheadMs()).isEqualTo(0.3);
         assertThat(e.requestOverheadMs()).isEqualTo(12.5);
         assertThat(e.prefillBusyFactor()).isEqualTo(1.25);
+        assertThat(e.prefillServiceFactor()).isEqualTo(1.1);
         assertThat(e.load().bytesPerS()).isEqualTo(2e9);
         assertThat(e.backup().fixedMs()).isEqualTo(0.2);
         SplittableRandom rnd = new SplittableRandom(8);
@@ -76,9 +78,49 @@ class CalibrateTest {
         }
     }
 
+    /** The service factor reads a served prefill as the engine runs it: chunks from the first uncached token. */
+    @Test
+    void theServiceFactorReadsTheGridChunkByChunkFromTheMatchedPrefix() {
+        Calibration.Result m = result();
+        int chunk = CFG.chunkTokens();
+        int half = chunk / 2;
+        int quarter = chunk / 4;
+        double fresh = ServiceFactor.gridMs(m, chunk, chunk + half, 0);
+        assertThat(fresh).isCloseTo(Calibrate.interpolate(m.forward(), chunk, 0)
+            + Calibrate.interpolate(m.forward(), half, chunk) + m.logitsMs(), within(1e-9));
+        double cached = ServiceFactor.gridMs(m, chunk, chunk + half, quarter);
+        assertThat(cached).isCloseTo(Calibrate.interpolate(m.forward(), chunk, quarter)
+            + Calibrate.interpolate(m.forward(), half - quarter, quarter + chunk) + m.logitsMs(), within(1e-9));
+        // a whole prompt matched: the engine computes its last token again
+        assertThat(ServiceFactor.gridMs(m, chunk, 64, 64))
+            .isCloseTo(Calibrate.interpolate(m.forward(), 1, 63) + m.logitsMs(), within(1e-9));
+    }
+
+    /**
+     * On a real engine over HTTP: every turn of every synthetic conversation is priced, the follow-up turns over the
+     * prefix the engine matched (read from its {@code cached_tokens}), and the factor is a finite positive ratio.
+     */
+    @Test
+    void theServiceFactorPricesServedPrefillsOverTheirMatchedPrefixes() throws Exception {
+        EngineConfig cfg = TestServer.config(4096, 0);
+        Calibration.Result m = Calibration.measure(cfg, 1, line -> { });
+        try (TestServer s = TestServer.start(cfg)) {
+            ServiceFactor.Measured f = ServiceFactor.measure(cfg, m, s.client(), s.url("/generate"),
+                new SplittableRandom(3), 0);
+            assertThat(f.prefills()).isEqualTo(ServiceFactor.CONVERSATIONS * ServiceFactor.TURNS);
+            assertThat(f.withPrefix()).isEqualTo(ServiceFactor.CONVERSATIONS * (ServiceFactor.TURNS - 1));
+            assertThat(f.factor()).isPositive().isLessThan(20);
+        }
+        // no room for two turns: 1, and nothing sent
+        EngineConfig tiny = TestServer.config(64, 0);
+        assertThat(ServiceFactor.measure(tiny, m, null, "http://127.0.0.1:1/generate", new SplittableRandom(3), 0))
+            .isEqualTo(new ServiceFactor.Measured(1, 0, 0));
+    }
+
     @Test
     void aProfileWithAFieldMissingIsRefusedByTheSimulatorNamingIt(@TempDir Path dir) throws Exception {
-        Map<String, Object> p = new java.util.LinkedHashMap<>(Calibrate.profile(CFG, result(), 0.3, 12.5, 1, null, 40));
+        Map<String, Object> p = new java.util.LinkedHashMap<>(Calibrate.profile(CFG, result(),
+            new Calibrate.Overheads(0.3, 12.5, 1, 1), null, 40));
         p.remove("backup");
         String json = new ObjectMapper().writeValueAsString(p);
         assertThatThrownBy(() -> EngineProfile.parse(json, "p.json")).hasMessageContaining("backup");

@@ -115,6 +115,7 @@ public final class ValidateSim {
             if (speed != null) {
                 pair.put("speed_scale", speed);
             }
+            pair.put("profile_factors", factors(used));
             out.put(c, pair);
         }
         printTable(out);
@@ -355,6 +356,20 @@ public final class ValidateSim {
         return v instanceof Number n ? n.doubleValue() : null;
     }
 
+    /** The profile's calibrated prefill factors, as the simulator reads them (1 where the profile does not say). */
+    static Map<String, Object> factors(Path profile) {
+        io.hicache.sim.model.EngineProfile p;
+        try {
+            p = io.hicache.sim.model.EngineProfile.read(profile);
+        } catch (IllegalArgumentException e) {
+            throw new TraceBench.Usage("--engine-profile: " + e.getMessage());
+        }
+        Map<String, Object> f = new LinkedHashMap<>();
+        f.put("prefill_service_factor", p.prefillServiceFactor());
+        f.put("prefill_busy_factor", p.prefillBusyFactor());
+        return f;
+    }
+
     @SuppressWarnings("unchecked")
     private static void printTable(Map<String, Object> out) {
         for (Map.Entry<String, Object> e : out.entrySet()) {
@@ -366,6 +381,12 @@ public final class ValidateSim {
             if (pair.get("speed_scale") instanceof Map<?, ?> sp) {
                 System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8.3f%n", "", "profile time scale (speed probe)",
                     "", "", ((Number) sp.get("factor")).doubleValue());
+            }
+            if (pair.get("profile_factors") instanceof Map<?, ?> pf) {
+                for (Map.Entry<?, ?> f : pf.entrySet()) {
+                    System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8.3f%n", "", "profile " + f.getKey(), "", "",
+                        ((Number) f.getValue()).doubleValue());
+                }
             }
             for (String f : FIGURES) {
                 Double a = figure(m, f);

@@ -261,7 +261,8 @@ public final class Calibration {
         return new Copy(b2 / (Math.max(t2, 1e-6) / 1e3), 0);
     }
 
-    static double median(double[] v) {
+    /** The median of {@code v} (the mean of the middle two for an even length); {@code v} is left as it is. */
+    public static double median(double[] v) {
         double[] s = v.clone();
         Arrays.sort(s);
         int n = s.length;

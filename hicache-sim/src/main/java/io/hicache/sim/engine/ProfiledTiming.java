@@ -7,8 +7,9 @@ import io.hicache.sim.model.EngineProfile;
  * a step runs one prefill chunk of the oldest request still prefilling, then one decode token of every decoding
  * request, each a forward of one sequence; a forward costs {@link EngineProfile#forwardMs} of its new tokens and the
  * context already in its KV, plus {@link EngineProfile#logitsMs} when it emits a token (the prefill's last chunk, every
- * decode); a prefill chunk in a step where another request decodes costs {@link EngineProfile#prefillBusyFactor} times its grid
- * figure; the step adds {@link EngineProfile#stepOverheadMs}. Per request, {@link EngineProfile#requestOverheadMs} is
+ * decode); every prefill chunk costs {@link EngineProfile#prefillServiceFactor} times its grid figure, and a chunk in a
+ * step where another request decodes {@link EngineProfile#prefillBusyFactor} times more; the step adds
+ * {@link EngineProfile#stepOverheadMs}. Per request, {@link EngineProfile#requestOverheadMs} is
  * added to the times the client sees (first token, end), not to the engine's clock: it is spent in the HTTP layer.
  * Immutable; used by the replay's threads.
  */
@@ -30,13 +31,15 @@ final class ProfiledTiming {
 
     /**
      * A prefill chunk's forward: {@code fresh} tokens over {@code context}, times the profile's busy factor when
-     * another request decodes in the same step ({@code busy}); the logits when it ends the prompt.
+     * another request decodes in the same step ({@code busy}), times the profile's service factor; the logits when it
+     * ends the prompt.
      */
     long prefillNs(long fresh, long context, boolean emits, boolean busy) {
         if (fresh <= 0) {
             return 0;
         }
-        double ms = profile.forwardMs(fresh, context) * (busy ? profile.prefillBusyFactor() : 1);
+        double ms = profile.forwardMs(fresh, context) * profile.prefillServiceFactor()
+            * (busy ? profile.prefillBusyFactor() : 1);
         return ns(ms) + (emits ? logitsNs : 0);
     }
 

@@ -78,6 +78,7 @@ public final class EngineProfile {
     private final double stepOverheadMs;
     private final double requestOverheadMs;
     private final double prefillBusyFactor;
+    private final double prefillServiceFactor;
     private final CopyRate load;
     private final CopyRate backup;
     private final String calibration;
@@ -115,11 +116,8 @@ public final class EngineProfile {
         this.logitsMs = nonNegative(root, "logits_ms");
         this.stepOverheadMs = nonNegative(root, "step_overhead_ms");
         this.requestOverheadMs = nonNegative(root, "request_overhead_ms");
-        JsonNode busy = root.get("prefill_busy_factor"); // optional: profiles before it read as 1
-        this.prefillBusyFactor = busy == null ? 1 : number(busy, "prefill_busy_factor");
-        if (!(prefillBusyFactor > 0) || Double.isInfinite(prefillBusyFactor)) {
-            throw error("prefill_busy_factor must be a finite number > 0, got " + prefillBusyFactor);
-        }
+        this.prefillBusyFactor = factor(root, "prefill_busy_factor");
+        this.prefillServiceFactor = factor(root, "prefill_service_factor");
         this.load = rate(root, "load");
         this.backup = rate(root, "backup");
         JsonNode c = root.get("calibration");
@@ -142,6 +140,7 @@ public final class EngineProfile {
         this.stepOverheadMs = p.stepOverheadMs;
         this.requestOverheadMs = p.requestOverheadMs;
         this.prefillBusyFactor = p.prefillBusyFactor;
+        this.prefillServiceFactor = p.prefillServiceFactor;
         this.load = p.load;
         this.backup = p.backup;
         this.calibration = p.calibration;
@@ -231,6 +230,16 @@ public final class EngineProfile {
         return (x - axis[i]) / (axis[i + 1] - axis[i]);
     }
 
+    /** An optional factor field: 1 when absent, else a finite number > 0. */
+    private double factor(JsonNode root, String field) {
+        JsonNode n = root.get(field); // optional: profiles before it read as 1
+        double v = n == null ? 1 : number(n, field);
+        if (!(v > 0) || Double.isInfinite(v)) {
+            throw error(field + " must be a finite number > 0, got " + v);
+        }
+        return v;
+    }
+
     /** Where the profile came from (its file), as error messages name it. */
     public String source() {
         return source;
@@ -293,6 +302,15 @@ public final class EngineProfile {
      */
     public double prefillBusyFactor() {
         return prefillBusyFactor;
+    }
+
+    /**
+     * How much longer the serving engine's own prefill of a chunk takes (its scheduler's path: the cache's hooks, a
+     * prefix in the request's pages, the HTTP layer running beside it) than the grid's forward of that shape, measured
+     * on the same machine at the same speed; 1 when the profile does not say. It applies to every prefill chunk.
+     */
+    public double prefillServiceFactor() {
+        return prefillServiceFactor;
     }
 
     /** Host to device (load-back) copy rate. */

@@ -123,6 +123,29 @@ class ProfiledEngineTest {
         assertThat(slowed - plain).isCloseTo(0.5 * PROFILE.forwardMs(200, 0), within(0.5));
     }
 
+    /**
+     * The service factor prices every prefill chunk, alone or beside decodes, and no decode: a lone request's TTFT
+     * grows by the factor's share of its prefill forwards, its time after the first token not at all.
+     */
+    @Test
+    void theServiceFactorPricesEveryPrefillChunkAndNoDecode() throws IOException {
+        EngineProfile slow = EngineProfile.parse(PROFILE_JSON.replace("\"request_overhead_ms\": 1.0,",
+            "\"request_overhead_ms\": 1.0, \"prefill_service_factor\": 1.25,"), "slow");
+        assertThat(PROFILE.prefillServiceFactor()).isEqualTo(1.0); // absent: 1
+        // 600 tokens: chunks of 256, 256 and 88 over growing context
+        TraceSource lone = trace("""
+                {"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}
+                """);
+        var plain = run(config(100_000, 0), lone, PROFILE).serving();
+        var slowed = run(config(100_000, 0), lone, slow).serving();
+        int chunk = PROFILE.chunkTokens();
+        double forwards = PROFILE.forwardMs(chunk, 0) + PROFILE.forwardMs(chunk, chunk)
+            + PROFILE.forwardMs(600 - 2 * chunk, 2 * chunk);
+        assertThat(slowed.ttftMs().p50() - plain.ttftMs().p50()).isCloseTo(0.25 * forwards, within(1e-3));
+        assertThat(slowed.e2eMs().p50() - slowed.ttftMs().p50())
+            .isCloseTo(plain.e2eMs().p50() - plain.ttftMs().p50(), within(1e-3));
+    }
+
     /** A whole cached prompt restores whole pages only: the engine computes its last page again. */
     @Test
     void aWholeCachedPromptComputesItsLastPage() throws IOException {

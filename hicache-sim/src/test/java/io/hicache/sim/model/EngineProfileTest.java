@@ -70,6 +70,17 @@ class EngineProfileTest {
     }
 
     @Test
+    void theServiceFactorIsOptionalAndMustBePositive() {
+        assertThat(valid().prefillServiceFactor()).isEqualTo(1.0);
+        assertThat(EngineProfile.parse(profile(GRID, ", \"prefill_service_factor\": 1.12"), "p.json")
+            .prefillServiceFactor()).isEqualTo(1.12);
+        for (String bad : new String[] {"0", "-1", "\"x\"", "1e400"}) {
+            assertThatThrownBy(() -> EngineProfile.parse(profile(GRID, ", \"prefill_service_factor\": " + bad),
+                "p.json")).hasMessageContaining("prefill_service_factor");
+        }
+    }
+
+    @Test
     void readsAFile(@TempDir Path dir) throws Exception {
         Path f = dir.resolve("p.json");
         Files.writeString(f, profile(GRID, ""));

@@ -1,0 +1,114 @@
+package io.hicache.serve;
+
+import io.hicache.serve.engine.Calibration;
+import io.hicache.serve.engine.EngineConfig;
+import io.hicache.serve.engine.ForwardProbe;
+
+import java.io.IOException;
+import java.net.http.HttpClient;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.SplittableRandom;
+
+/**
+ * The calibration's {@code prefill_service_factor}: how much longer the serving engine's own prefill takes than the
+ * forward grid says for the same shape, at the same machine speed. The grid times bare forwards back to back on a
+ * scratch engine; a served prefill also runs the cache's hooks, reads a prefix the radix tree matched in the request's
+ * pages, shares the cores with the HTTP layer and the cache's agents, and usually starts on an engine that was idle
+ * (parked threads, cold caches: on this VM about 5 % slower than one right after another). Measured on synthetic
+ * conversations of random ids (never a trace): {@link #CONVERSATIONS} of up to {@link #TURNS} turns, one request at a
+ * time over HTTP, each turn its predecessor's prompt plus 16 answer-like tokens plus 64 to 255 new ones (fewer on a
+ * small context or pool), one new token each. Before each request a {@link ForwardProbe} reading of five forwards
+ * (the machine's speed at that moment) and then {@link #IDLE_MS} of idle engine; the request's ratio is its {@code hicache_timing.prefill_ms}, less its
+ * {@code load_wait_ms}, over the grid's reading of its chunks (from the {@code cached_tokens} it reported; the logits
+ * on the last) scaled by that probe reading over the grid at the probe's shape, as {@code validate-sim} scales a
+ * profile for a replay. Pairing each request with a reading a moment before it keeps the machine's drift (tens of per
+ * cent between minutes here) out of the ratio. The factor is the median of the ratios.
+ *
+ * <p>Runs on the calibrating thread against an engine nothing else is sending to.
+ */
+final class ServiceFactor {
+    static final int CONVERSATIONS = 5;
+    static final int TURNS = 3;
+    /** How long the engine idles between a probe reading and the request it prices. */
+    static final long IDLE_MS = 400;
+    private static final int PROBE_RUNS = 5;
+
+    private ServiceFactor() {
+    }
+
+    /** A measurement: the factor, how many prefills it came from, and how many of those ran over a matched prefix. */
+    record Measured(double factor, int prefills, int withPrefix) {
+    }
+
+    /**
+     * The factor for the engine at {@code url} started with {@code e}, on {@code m}'s grid, idling {@code idleMs}
+     * before each request; factor 1 (with a line saying why) when its context or device pool leaves no room for two
+     * turns. Turns are 64 to 255 new tokens, fewer on a context or pool under about 2,300 tokens.
+     */
+    static Measured measure(EngineConfig e, Calibration.Result m, HttpClient client, String url, SplittableRandom rnd,
+                            long idleMs) throws IOException, InterruptedException {
+        int vocab = e.model().vocab();
+        int cap = Math.min(e.model().contextTokens() - 32, e.deviceTokens() * 3 / 4);
+        int lo = Math.max(8, Math.min(64, cap / 12));
+        int span = Math.min(192, cap / 3 - 16 - lo);
+        if (span < 1) {
+            progress("service factor: the context or the device pool has no room for two turns; factor 1");
+            return new Measured(1, 0, 0);
+        }
+        double[] ratios = new double[CONVERSATIONS * TURNS];
+        int n = 0;
+        int withPrefix = 0;
+        try (ForwardProbe probe = ForwardProbe.open(e)) {
+            double gridProbe = Calibrate.interpolate(m.forward(), probe.tokens(), 0);
+            for (int c = 0; c < CONVERSATIONS; c++) {
+                int[] prompt = new int[0];
+                for (int t = 0; t < TURNS; t++) {
+                    int add = (t == 0 ? 0 : 16) + lo + rnd.nextInt(span);
+                    if (prompt.length + add > cap) {
+                        break;
+                    }
+                    int[] next = Arrays.copyOf(prompt, prompt.length + add);
+                    System.arraycopy(Calibrate.ids(rnd, add, vocab), 0, next, prompt.length, add);
+                    prompt = next;
+                    double scale = probe.medianMs(PROBE_RUNS) / gridProbe;
+                    if (idleMs > 0) {
+                        Thread.sleep(idleMs); // the measurement's idle period, not a wait for anything
+                    }
+                    double[] r = Calibrate.timed(client, url, prompt, 1);
+                    double served = Math.max(0, r[2] - r[4]); // the engine's prefill, less its wait for loads
+                    ratios[n++] = served / (scale * gridMs(m, e.chunkTokens(), prompt.length, (int) r[3]));
+                    withPrefix += r[3] > 0 ? 1 : 0;
+                }
+            }
+        }
+        double f = Calibration.median(Arrays.copyOf(ratios, n));
+        progress(String.format(Locale.ROOT, "service factor: %d served prefills (%d over a matched prefix), each after "
+            + "%d ms idle, take %.3f x the grid scaled to a speed probe read just before (median; quartiles %.3f and "
+            + "%.3f)", n, withPrefix, idleMs, f, quantile(ratios, n, 0.25), quantile(ratios, n, 0.75)));
+        return new Measured(f, n, withPrefix);
+    }
+
+    private static double quantile(double[] v, int n, double q) {
+        double[] s = Arrays.copyOf(v, n);
+        Arrays.sort(s);
+        return s[(int) Math.round(q * (n - 1))];
+    }
+
+    /**
+     * The grid's reading of the engine's prefill of a {@code prompt}-token prompt with {@code cached} tokens matched:
+     * its chunks of at most {@code chunk} tokens from the first uncached position, each over the context before it,
+     * and the logits after the last.
+     */
+    static double gridMs(Calibration.Result m, int chunk, int prompt, int cached) {
+        double ms = m.logitsMs();
+        for (int from = Math.clamp(cached, 0, prompt - 1); from < prompt; from += chunk) {
+            ms += Calibrate.interpolate(m.forward(), Math.min(chunk, prompt - from), from);
+        }
+        return ms;
+    }
+
+    private static void progress(String line) {
+        System.err.println("serve: calibrate: " + line);
+    }
+}
