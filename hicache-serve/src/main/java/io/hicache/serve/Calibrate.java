@@ -69,8 +69,9 @@ public final class Calibrate {
             Map<String, Object> profile = profile(e, m, over, probe, (System.nanoTime() - t0) / 1e9);
             write(abs, profile);
             System.out.printf(Locale.ROOT, "serve: wrote the engine profile %s (%.0f s): step overhead %.3f ms, request "
-                + "overhead %.3f ms, busy prefill factor %.3f, service prefill factor %.3f, logits %.3f ms, decode at context 0 %.3f ms, speed probe (%d "
-                + "tokens) %.3f ms%n", out, (System.nanoTime() - t0) / 1e9, over.stepMs, over.requestMs,
+                + "overhead %.3f ms, busy prefill factor %.3f, service prefill factor %.3f, logits %.3f ms, decode at "
+                + "context 0 %.3f ms, speed probe (%d tokens) %.3f ms%n", out, (System.nanoTime() - t0) / 1e9,
+                over.stepMs, over.requestMs,
                 over.prefillBusyFactor, over.prefillServiceFactor, m.logitsMs(), m.forward().ms()[0][0],
                 probe.tokens(), probe.forwardMs());
             return 0;
@@ -144,7 +145,8 @@ public final class Calibrate {
         cal.put("runs", m.repeats());
         cal.put("notes", String.format(Locale.ROOT, "synthetic shapes only (random ids, no trace); forward_ms: "
             + "medians of %d rounds over the grid after a JIT warm-up, fitted (decode a + b*ctx; prefill a + b*t + c*ctx "
-            + "+ d*t*ctx + e*t^2; forward_ms_medians has the medians); overheads from tiny requests over HTTP; the service factor from synthetic conversations over HTTP; took %.0f s", m.repeats(), seconds));
+            + "+ d*t*ctx + e*t^2; forward_ms_medians has the medians); overheads from tiny requests over HTTP; the "
+            + "service factor from synthetic conversations over HTTP; took %.0f s", m.repeats(), seconds));
         p.put("calibration", cal);
         return p;
     }

@@ -19,11 +19,12 @@ import java.util.SplittableRandom;
  * conversations of random ids (never a trace): {@link #CONVERSATIONS} of up to {@link #TURNS} turns, one request at a
  * time over HTTP, each turn its predecessor's prompt plus 16 answer-like tokens plus 64 to 255 new ones (fewer on a
  * small context or pool), one new token each. Before each request a {@link ForwardProbe} reading of five forwards
- * (the machine's speed at that moment) and then {@link #IDLE_MS} of idle engine; the request's ratio is its {@code hicache_timing.prefill_ms}, less its
- * {@code load_wait_ms}, over the grid's reading of its chunks (from the {@code cached_tokens} it reported; the logits
- * on the last) scaled by that probe reading over the grid at the probe's shape, as {@code validate-sim} scales a
- * profile for a replay. Pairing each request with a reading a moment before it keeps the machine's drift (tens of per
- * cent between minutes here) out of the ratio. The factor is the median of the ratios.
+ * (the machine's speed at that moment) and then {@link #IDLE_MS} of idle engine; the request's ratio is its
+ * {@code hicache_timing.prefill_ms}, less its {@code load_wait_ms}, over the grid's reading of its chunks (from the
+ * {@code cached_tokens} it reported; the logits on the last) scaled by that probe reading over the grid at the probe's
+ * shape, as {@code validate-sim} scales a profile for a replay. Pairing each request with a reading a moment before it
+ * keeps the machine's drift (tens of per cent between minutes here) out of the ratio. The factor is the median of the
+ * ratios.
  *
  * <p>Runs on the calibrating thread against an engine nothing else is sending to.
  */
@@ -44,7 +45,7 @@ final class ServiceFactor {
     /**
      * The factor for the engine at {@code url} started with {@code e}, on {@code m}'s grid, idling {@code idleMs}
      * before each request; factor 1 (with a line saying why) when its context or device pool leaves no room for two
-     * turns. Turns are 64 to 255 new tokens, fewer on a context or pool under about 2,300 tokens.
+     * turns. Turns add 64 to 255 new tokens, fewer where the context or the device pool is under about 1,100 tokens.
      */
     static Measured measure(EngineConfig e, Calibration.Result m, HttpClient client, String url, SplittableRandom rnd,
                             long idleMs) throws IOException, InterruptedException {
