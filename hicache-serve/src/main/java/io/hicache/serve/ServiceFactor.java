@@ -45,7 +45,7 @@ final class ServiceFactor {
     /**
      * The factor for the engine at {@code url} started with {@code e}, on {@code m}'s grid, idling {@code idleMs}
      * before each request; factor 1 (with a line saying why) when its context or device pool leaves no room for two
-     * turns. Turns add 64 to 255 new tokens, fewer where the context or the device pool is under about 1,100 tokens.
+     * turns, or fewer than three prefills could be priced (a timing or a grid reading at 0 prices none). Turns add 64 to 255 new tokens, fewer where the context or the device pool is under about 1,100 tokens.
      */
     static Measured measure(EngineConfig e, Calibration.Result m, HttpClient client, String url, SplittableRandom rnd,
                             long idleMs) throws IOException, InterruptedException {
@@ -62,6 +62,11 @@ final class ServiceFactor {
         int withPrefix = 0;
         try (ForwardProbe probe = ForwardProbe.open(e)) {
             double gridProbe = Calibrate.interpolate(m.forward(), probe.tokens(), 0);
+            if (!(gridProbe > 0)) {
+                progress("service factor: the grid reads 0 ms at the speed probe's shape, so nothing can be scaled; "
+                    + "factor 1");
+                return new Measured(1, 0, 0);
+            }
             for (int c = 0; c < CONVERSATIONS; c++) {
                 int[] prompt = new int[0];
                 for (int t = 0; t < TURNS; t++) {
@@ -77,11 +82,19 @@ final class ServiceFactor {
                         Thread.sleep(idleMs); // the measurement's idle period, not a wait for anything
                     }
                     double[] r = Calibrate.timed(client, url, prompt, 1);
-                    double served = Math.max(0, r[2] - r[4]); // the engine's prefill, less its wait for loads
-                    ratios[n++] = served / (scale * gridMs(m, e.chunkTokens(), prompt.length, (int) r[3]));
-                    withPrefix += r[3] > 0 ? 1 : 0;
+                    double served = r[2] - r[4]; // the engine's prefill, less its wait for loads
+                    double ratio = served / (scale * gridMs(m, e.chunkTokens(), prompt.length, (int) r[3]));
+                    if (ratio > 0 && Double.isFinite(ratio)) { // else a reading or a grid cell at 0: no sample
+                        ratios[n++] = ratio;
+                        withPrefix += r[3] > 0 ? 1 : 0;
+                    }
                 }
             }
+        }
+        if (n < 3) {
+            progress("service factor: only " + n + " served prefills could be priced (a reading or a grid cell at 0); "
+                + "factor 1");
+            return new Measured(1, n, withPrefix);
         }
         double f = Calibration.median(Arrays.copyOf(ratios, n));
         progress(String.format(Locale.ROOT, "service factor: %d served prefills (%d over a matched prefix), each after "

@@ -103,7 +103,7 @@ class CalibrateTest {
     @Test
     void theServiceFactorPricesServedPrefillsOverTheirMatchedPrefixes() throws Exception {
         EngineConfig cfg = TestServer.config(4096, 0);
-        Calibration.Result m = Calibration.measure(cfg, 1, line -> { });
+        Calibration.Result m = result(); // a grid that grows with tokens and context: every reading is positive
         try (TestServer s = TestServer.start(cfg)) {
             ServiceFactor.Measured f = ServiceFactor.measure(cfg, m, s.client(), s.url("/generate"),
                 new SplittableRandom(3), 0);
@@ -114,6 +114,13 @@ class CalibrateTest {
         // no room for two turns: 1, and nothing sent
         EngineConfig tiny = TestServer.config(64, 0);
         assertThat(ServiceFactor.measure(tiny, m, null, "http://127.0.0.1:1/generate", new SplittableRandom(3), 0))
+            .isEqualTo(new ServiceFactor.Measured(1, 0, 0));
+        // a grid that reads 0 where the probe runs cannot scale anything: 1, never a factor of 0 the profile refuses
+        int[] t = m.forward().tokens();
+        int[] c = m.forward().context();
+        Calibration.Grid zero = new Calibration.Grid(t, c, new double[t.length][c.length]);
+        Calibration.Result flat = new Calibration.Result(zero, zero, 0, m.load(), m.backup(), m.kvBytesPerToken(), 1);
+        assertThat(ServiceFactor.measure(cfg, flat, null, "http://127.0.0.1:1/generate", new SplittableRandom(3), 0))
             .isEqualTo(new ServiceFactor.Measured(1, 0, 0));
     }
 
