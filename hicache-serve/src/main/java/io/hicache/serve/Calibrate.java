@@ -190,11 +190,11 @@ public final class Calibrate {
             double[] ttft = new double[9];
             double[] perToken = new double[5];
             for (int i = 0; i < ttft.length; i++) {
-                double[] t1 = timed(client, url, ids(rnd, prompt, vocab), 1);
-                ttft[i] = t1[0] - t1[2]; // less the prefill the engine itself timed (its forward and logits)
+                Timed t1 = timed(client, url, ids(rnd, prompt, vocab), 1);
+                ttft[i] = t1.ttftMs() - t1.prefillMs(); // less the prefill the engine itself timed (forward, logits)
                 if (i < perToken.length) {
-                    double[] t = timed(client, url, ids(rnd, prompt, vocab), decode);
-                    perToken[i] = (t[1] - t[0]) / (decode - 1);
+                    Timed t = timed(client, url, ids(rnd, prompt, vocab), decode);
+                    perToken[i] = (t.e2eMs() - t.ttftMs()) / (decode - 1);
                 }
             }
             Calibration.Grid g = m.forward();
@@ -239,7 +239,7 @@ public final class Calibrate {
         int n = 0;
         for (int block = 0; block < 3; block++) {
             for (int i = 0; i < ALONE_PER_BLOCK; i++) {
-                alone[block * ALONE_PER_BLOCK + i] = timed(client, url, ids(rnd, probe, vocab), 1)[2];
+                alone[block * ALONE_PER_BLOCK + i] = timed(client, url, ids(rnd, probe, vocab), 1).prefillMs();
             }
             n += busyBlock(client, url, rnd, bg, out, probe, vocab, busy, n);
         }
@@ -284,7 +284,7 @@ public final class Calibrate {
         decoding.await();
         int n = 0;
         while (n < BUSY_PER_BLOCK && finished.get() == 0) {
-            double ms = timed(client, url, ids(rnd, probe, vocab), 1)[2];
+            double ms = timed(client, url, ids(rnd, probe, vocab), 1).prefillMs();
             if (finished.get() == 0) {
                 busy[from + n++] = ms;
             }
@@ -335,12 +335,15 @@ public final class Calibrate {
     }
 
     /**
-     * {@code [ttft ms, e2e ms, the engine's prefill ms, cached tokens, the engine's load wait ms]} of one streamed
-     * {@code /generate} of {@code ids} with {@code max} new tokens, the first two on the client's clock, the others
-     * from the final event's {@code meta_info} ({@code hicache_timing.prefill_ms}, {@code cached_tokens},
-     * {@code hicache_timing.load_wait_ms}).
+     * One timed request: time to first token and end to end on the client's clock; the engine's prefill, its load
+     * wait and the prompt tokens it found cached, from the final event's {@code meta_info}
+     * ({@code hicache_timing.prefill_ms}, {@code hicache_timing.load_wait_ms}, {@code cached_tokens}).
      */
-    static double[] timed(HttpClient client, String url, int[] ids, int max) throws IOException, InterruptedException {
+    record Timed(double ttftMs, double e2eMs, double prefillMs, double loadWaitMs, int cachedTokens) {
+    }
+
+    /** Streams one {@code /generate} of {@code ids} with {@code max} new tokens and times it. */
+    static Timed timed(HttpClient client, String url, int[] ids, int max) throws IOException, InterruptedException {
         String body = generateBody(ids, max);
         long t0 = System.nanoTime();
         HttpResponse<Stream<String>> r = client.send(HttpRequest.newBuilder(URI.create(url))
@@ -348,7 +351,7 @@ public final class Calibrate {
             HttpResponse.BodyHandlers.ofLines());
         double ttft = -1;
         double prefill = 0;
-        double cached = 0;
+        int cached = 0;
         double loadWait = 0;
         try (Stream<String> lines = r.body()) {
             if (r.statusCode() != 200) {
@@ -362,7 +365,7 @@ public final class Calibrate {
                 String v = line.substring(5).strip();
                 if (v.equals("[DONE]")) {
                     double e2e = (System.nanoTime() - t0) / 1e6;
-                    return new double[] {ttft < 0 ? e2e : ttft, e2e, prefill, cached, loadWait};
+                    return new Timed(ttft < 0 ? e2e : ttft, e2e, prefill, loadWait, cached);
                 }
                 JsonNode d = JSON.readTree(v);
                 if (ttft < 0 && !d.path("text").asText().isEmpty()) {
@@ -372,7 +375,7 @@ public final class Calibrate {
                 if (timing.has("prefill_ms")) {
                     prefill = timing.path("prefill_ms").asDouble();
                     loadWait = timing.path("load_wait_ms").asDouble();
-                    cached = d.path("meta_info").path("cached_tokens").asDouble();
+                    cached = d.path("meta_info").path("cached_tokens").asInt();
                 }
             }
         }
@@ -438,7 +441,7 @@ public final class Calibrate {
         return r;
     }
 
-    private static void progress(String line) {
+    static void progress(String line) {
         System.err.println("serve: calibrate: " + line);
     }
 

@@ -45,7 +45,8 @@ final class ServiceFactor {
     /**
      * The factor for the engine at {@code url} started with {@code e}, on {@code m}'s grid, idling {@code idleMs}
      * before each request; factor 1 (with a line saying why) when its context or device pool leaves no room for two
-     * turns, or fewer than three prefills could be priced (a timing or a grid reading at 0 prices none). Turns add 64 to 255 new tokens, fewer where the context or the device pool is under about 1,100 tokens.
+     * turns, or fewer than three prefills could be priced (a timing or a grid reading at 0 prices none). Turns add 64
+     * to 255 new tokens, fewer where the context or the device pool is under about 1,100 tokens.
      */
     static Measured measure(EngineConfig e, Calibration.Result m, HttpClient client, String url, SplittableRandom rnd,
                             long idleMs) throws IOException, InterruptedException {
@@ -54,19 +55,19 @@ final class ServiceFactor {
         int lo = Math.max(8, Math.min(64, cap / 12));
         int span = Math.min(192, cap / 3 - 16 - lo);
         if (span < 1) {
-            progress("service factor: the context or the device pool has no room for two turns; factor 1");
+            Calibrate.progress("service factor: the context or the device pool has no room for two turns; factor 1");
             return new Measured(1, 0, 0);
         }
         double[] ratios = new double[CONVERSATIONS * TURNS];
         int n = 0;
         int withPrefix = 0;
+        double gridProbe = Calibrate.interpolate(m.forward(), ForwardProbe.tokens(e.model().contextTokens()), 0);
+        if (!(gridProbe > 0)) {
+            Calibrate.progress("service factor: the grid reads 0 ms at the speed probe's shape, so nothing can be "
+                + "scaled; factor 1");
+            return new Measured(1, 0, 0);
+        }
         try (ForwardProbe probe = ForwardProbe.open(e)) {
-            double gridProbe = Calibrate.interpolate(m.forward(), probe.tokens(), 0);
-            if (!(gridProbe > 0)) {
-                progress("service factor: the grid reads 0 ms at the speed probe's shape, so nothing can be scaled; "
-                    + "factor 1");
-                return new Measured(1, 0, 0);
-            }
             for (int c = 0; c < CONVERSATIONS; c++) {
                 int[] prompt = new int[0];
                 for (int t = 0; t < TURNS; t++) {
@@ -81,25 +82,25 @@ final class ServiceFactor {
                     if (idleMs > 0) {
                         Thread.sleep(idleMs); // the measurement's idle period, not a wait for anything
                     }
-                    double[] r = Calibrate.timed(client, url, prompt, 1);
-                    double served = r[2] - r[4]; // the engine's prefill, less its wait for loads
-                    double ratio = served / (scale * gridMs(m, e.chunkTokens(), prompt.length, (int) r[3]));
+                    Calibrate.Timed r = Calibrate.timed(client, url, prompt, 1);
+                    double served = r.prefillMs() - r.loadWaitMs(); // the engine's prefill, less its wait for loads
+                    double ratio = served / (scale * gridMs(m, e.chunkTokens(), prompt.length, r.cachedTokens()));
                     if (ratio > 0 && Double.isFinite(ratio)) { // else a reading or a grid cell at 0: no sample
                         ratios[n++] = ratio;
-                        withPrefix += r[3] > 0 ? 1 : 0;
+                        withPrefix += r.cachedTokens() > 0 ? 1 : 0;
                     }
                 }
             }
         }
         if (n < 3) {
-            progress("service factor: only " + n + " served prefills could be priced (a reading or a grid cell at 0); "
-                + "factor 1");
+            Calibrate.progress("service factor: only " + n + " served prefills could be priced (a reading or a grid "
+                + "cell at 0); factor 1");
             return new Measured(1, n, withPrefix);
         }
         double f = Calibration.median(Arrays.copyOf(ratios, n));
-        progress(String.format(Locale.ROOT, "service factor: %d served prefills (%d over a matched prefix), each after "
-            + "%d ms idle, take %.3f x the grid scaled to a speed probe read just before (median; quartiles %.3f and "
-            + "%.3f)", n, withPrefix, idleMs, f, quantile(ratios, n, 0.25), quantile(ratios, n, 0.75)));
+        Calibrate.progress(String.format(Locale.ROOT, "service factor: %d served prefills (%d over a matched prefix), "
+            + "each after %d ms idle, take %.3f x the grid scaled to a speed probe read just before (median; quartiles "
+            + "%.3f and %.3f)", n, withPrefix, idleMs, f, quantile(ratios, n, 0.25), quantile(ratios, n, 0.75)));
         return new Measured(f, n, withPrefix);
     }
 
@@ -120,9 +121,5 @@ final class ServiceFactor {
             ms += Calibrate.interpolate(m.forward(), Math.min(chunk, prompt - from), from);
         }
         return ms;
-    }
-
-    private static void progress(String line) {
-        System.err.println("serve: calibrate: " + line);
     }
 }

@@ -78,6 +78,7 @@ public final class ValidateSim {
             child(cmd, work.resolve("calibrate.log"), "the calibration");
         }
         checkProfile(profile, o.engineFlags);
+        Map<String, Object> factors = factors(profile); // a speed scale leaves them as they are
         progress("engine profile %s", profile);
         Map<String, Object> out = new LinkedHashMap<>();
         for (String c : o.configs) {
@@ -115,7 +116,7 @@ public final class ValidateSim {
             if (speed != null) {
                 pair.put("speed_scale", speed);
             }
-            pair.put("profile_factors", factors(used));
+            pair.put("profile_factors", factors);
             out.put(c, pair);
         }
         printTable(out);

@@ -84,7 +84,8 @@ class TraceBenchTest {
         var copy = new io.hicache.serve.engine.Calibration.Copy(1e9, 0.5);
         Path profile = dir.resolve("p.json");
         Calibrate.write(profile, Calibrate.profile(cfg, new io.hicache.serve.engine.Calibration.Result(grid, grid, 0.1,
-            copy, copy, 1024, 1), new Calibrate.Overheads(0.2, 4, 1, 1), new io.hicache.serve.SpeedProbe.Reading(16, 7, 10), 1));
+            copy, copy, 1024, 1), new Calibrate.Overheads(0.2, 4, 1, 1), new io.hicache.serve.SpeedProbe.Reading(16, 7, 10),
+            1));
         Path measured = dir.resolve("m.json");
         Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 16, \"runs\": 7, \"before_ms\": 11, "
             + "\"after_ms\": 13}}");
@@ -169,7 +170,7 @@ class TraceBenchTest {
             copy, 1024, 1), new Calibrate.Overheads(0, 0, 1.05, 1.125), null, 1));
         ValidateSim.checkProfile(profile, List.of("--model", "small"));
         assertThat(ValidateSim.factors(profile)).containsEntry("prefill_service_factor", 1.125)
-            .containsEntry("prefill_busy_factor", 1.05); // printed and kept per configuration, as the simulator reads them
+            .containsEntry("prefill_busy_factor", 1.05); // kept per configuration, as the simulator reads them
         assertThatThrownBy(() -> ValidateSim.checkProfile(profile, List.of("--model", "tiny")))
             .isInstanceOf(TraceBench.Usage.class).hasMessageContaining("was measured on");
         assertThatThrownBy(() -> ValidateSim.checkProfile(profile, List.of("--model", "small", "--page-size", "32")))
