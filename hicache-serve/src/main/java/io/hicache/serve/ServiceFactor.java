@@ -18,22 +18,21 @@ import java.util.SplittableRandom;
  * (parked threads, cold caches: on this VM about 5 % slower than one right after another). Measured on synthetic
  * conversations of random ids (never a trace): {@link #CONVERSATIONS} of up to {@link #TURNS} turns, one request at a
  * time over HTTP, each turn its predecessor's prompt plus 16 answer-like tokens plus 64 to 255 new ones (fewer on a
- * small context or pool), one new token each. Before each request a {@link ForwardProbe} reading of five forwards
- * (the machine's speed at that moment) and then {@link #IDLE_MS} of idle engine; the request's ratio is its
- * {@code hicache_timing.prefill_ms}, less its {@code load_wait_ms}, over the grid's reading of its chunks (from the
- * {@code cached_tokens} it reported; the logits on the last) scaled by that probe reading over the grid at the probe's
- * shape, as {@code validate-sim} scales a profile for a replay. Pairing each request with a reading a moment before it
- * keeps the machine's drift (tens of per cent between minutes here) out of the ratio. The factor is the median of the
- * ratios.
+ * small context or pool), one new token each. Before each request a short {@link ForwardProbe} reading (the one
+ * {@code bench-serve --gap-probes} takes in a replay's idle gaps) and then {@link #IDLE_MS} of idle engine. A
+ * request's ratio is its {@code hicache_timing.prefill_ms}, less its {@code load_wait_ms}, over the grid's reading of
+ * its chunks (from the {@code cached_tokens} it reported; the logits on the last). The factor is the median ratio
+ * over the grid scaled to the median reading (over the grid at the probe's shape), as {@code validate-sim} scales a
+ * profile to the median reading in a replay's gaps: readings spread through the measurement follow the machine's
+ * drift (tens of per cent between minutes here), and both sides are read the same way.
  *
  * <p>Runs on the calibrating thread against an engine nothing else is sending to.
  */
 final class ServiceFactor {
-    static final int CONVERSATIONS = 5;
+    static final int CONVERSATIONS = 8;
     static final int TURNS = 3;
     /** How long the engine idles between a probe reading and the request it prices. */
     static final long IDLE_MS = 400;
-    private static final int PROBE_RUNS = 5;
 
     private ServiceFactor() {
     }
@@ -58,7 +57,8 @@ final class ServiceFactor {
             Calibrate.progress("service factor: the context or the device pool has no room for two turns; factor 1");
             return new Measured(1, 0, 0);
         }
-        double[] ratios = new double[CONVERSATIONS * TURNS];
+        double[] raw = new double[CONVERSATIONS * TURNS]; // served over the grid, unscaled
+        double[] readings = new double[raw.length];
         int n = 0;
         int withPrefix = 0;
         double gridProbe = Calibrate.interpolate(m.forward(), ForwardProbe.tokens(e.model().contextTokens()), 0);
@@ -78,15 +78,16 @@ final class ServiceFactor {
                     int[] next = Arrays.copyOf(prompt, prompt.length + add);
                     System.arraycopy(Calibrate.ids(rnd, add, vocab), 0, next, prompt.length, add);
                     prompt = next;
-                    double scale = probe.medianMs(PROBE_RUNS) / gridProbe;
+                    double reading = probe.medianMs(ForwardProbe.SHORT_RUNS, ForwardProbe.SHORT_WARM);
                     if (idleMs > 0) {
                         Thread.sleep(idleMs); // the measurement's idle period, not a wait for anything
                     }
                     Calibrate.Timed r = Calibrate.timed(client, url, prompt, 1);
                     double served = r.prefillMs() - r.loadWaitMs(); // the engine's prefill, less its wait for loads
-                    double ratio = served / (scale * gridMs(m, e.chunkTokens(), prompt.length, r.cachedTokens()));
-                    if (ratio > 0 && Double.isFinite(ratio)) { // else a reading or a grid cell at 0: no sample
-                        ratios[n++] = ratio;
+                    double ratio = served / gridMs(m, e.chunkTokens(), prompt.length, r.cachedTokens());
+                    if (ratio > 0 && Double.isFinite(ratio) && reading > 0) { // else a reading or a cell at 0
+                        raw[n] = ratio;
+                        readings[n++] = reading;
                         withPrefix += r.cachedTokens() > 0 ? 1 : 0;
                     }
                 }
@@ -97,10 +98,12 @@ final class ServiceFactor {
                 + "cell at 0); factor 1");
             return new Measured(1, n, withPrefix);
         }
-        double f = Calibration.median(Arrays.copyOf(ratios, n));
+        double scale = Calibration.median(Arrays.copyOf(readings, n)) / gridProbe;
+        double f = Calibration.median(Arrays.copyOf(raw, n)) / scale;
         Calibrate.progress(String.format(Locale.ROOT, "service factor: %d served prefills (%d over a matched prefix), "
-            + "each after %d ms idle, take %.3f x the grid scaled to a speed probe read just before (median; quartiles "
-            + "%.3f and %.3f)", n, withPrefix, idleMs, f, quantile(ratios, n, 0.25), quantile(ratios, n, 0.75)));
+            + "each after a short speed-probe reading and %d ms idle, take %.3f x the grid scaled to the readings' "
+            + "median (%.3f; served over the grid: quartiles %.3f and %.3f of the scaled grid)", n, withPrefix, idleMs,
+            f, scale, quantile(raw, n, 0.25) / scale, quantile(raw, n, 0.75) / scale));
         return new Measured(f, n, withPrefix);
     }
 

@@ -33,8 +33,19 @@ public final class SpeedProbe {
      * @throws IOException the engine is unreachable or answers anything but 200 with a reading
      */
     public static Reading measure(HttpClient client, String baseUrl, int runs) throws IOException, InterruptedException {
+        return measure(client, baseUrl, runs, -1);
+    }
+
+    /**
+     * Reads the engine at {@code baseUrl} with {@code warm} untimed forwards first (the engine's default when
+     * negative).
+     *
+     * @throws IOException the engine is unreachable or answers anything but 200 with a reading
+     */
+    public static Reading measure(HttpClient client, String baseUrl, int runs, int warm)
+        throws IOException, InterruptedException {
         HttpResponse<String> r = client.send(HttpRequest.newBuilder(URI.create(baseUrl + "/hicache/speed_probe?runs="
-                + runs)).timeout(Duration.ofMinutes(5)).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                + runs + (warm >= 0 ? "&warm=" + warm : ""))).timeout(Duration.ofMinutes(5)).POST(HttpRequest.BodyPublishers.noBody()).build(),
             HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != 200) {
             throw new IOException("the engine answered /hicache/speed_probe with HTTP " + r.statusCode() + ": "

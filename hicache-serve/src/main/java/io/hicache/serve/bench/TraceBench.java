@@ -70,11 +70,12 @@ public final class TraceBench {
         }
     }
 
+    /** The flags of a replay; {@code gapProbes}: read the engine's speed probe in the replay's idle gaps. */
     record Options(String trace, double timeScale, long limit, int blockTokens, Path json, String url,
-                   boolean closedLoop, int warmup, List<String> engineFlags, Path requestsJson) {
+                   boolean closedLoop, int warmup, List<String> engineFlags, Path requestsJson, boolean gapProbes) {
         Options(String trace, double timeScale, long limit, int blockTokens, Path json, String url, boolean closedLoop,
                 int warmup, List<String> engineFlags) {
-            this(trace, timeScale, limit, blockTokens, json, url, closedLoop, warmup, engineFlags, null);
+            this(trace, timeScale, limit, blockTokens, json, url, closedLoop, warmup, engineFlags, null, false);
         }
     }
 
@@ -182,7 +183,9 @@ public final class TraceBench {
             SpeedProbe.Reading before = client.probe();
             progress("replaying %d requests of %s at time scale %s against %s", requests.size(), src.name(),
                 o.timeScale, url);
-            List<Outcome> out = replay(client, requests, raw, rawConv, tokens, o);
+            GapProbes gaps = o.gapProbes() && before != null
+                ? new GapProbes(client::gapReading, before.forwardMs() * (GapProbes.RUNS + GapProbes.WARM)) : null;
+            List<Outcome> out = replay(client, requests, raw, rawConv, tokens, o, gaps);
             Map<String, Object> s = summarize(out, src.name(), blockTokens, pageSize, o);
             SpeedProbe.Reading after = before == null ? null : client.probe();
             if (after != null) { // the machine's speed around the replay, for validate-sim (not a replay figure)
@@ -191,9 +194,15 @@ public final class TraceBench {
                 sp.put("runs", before.runs());
                 sp.put("before_ms", before.forwardMs());
                 sp.put("after_ms", after.forwardMs());
+                if (gaps != null) {
+                    sp.put("gaps", gapSummary(gaps));
+                }
                 s.put("engine_speed_probe", sp);
-                progress("speed probe (a forward of %d tokens): %.1f ms before the replay, %.1f ms after",
-                    before.tokens(), before.forwardMs(), after.forwardMs());
+                progress("speed probe (a forward of %d tokens): %.1f ms before the replay, %.1f ms after%s",
+                    before.tokens(), before.forwardMs(), after.forwardMs(), gaps == null ? "" : String.format(
+                        Locale.ROOT, ", %d readings in its gaps (median %.1f ms; %d dropped for a request sent "
+                        + "meanwhile)", gaps.readings().size(), gaps.readings().isEmpty() ? Double.NaN : io.hicache.serve.engine.Calibration.median(gaps.forwardMs()),
+                        gaps.overlapped()));
             }
             printSummary(s);
             if (o.requestsJson != null) {
@@ -220,12 +229,26 @@ public final class TraceBench {
 
     // ------------------------------------------------------------------ the replay
 
+    /** The readings in a replay's gaps, for the measured JSON's {@code engine_speed_probe.gaps}. */
+    static Map<String, Object> gapSummary(GapProbes gaps) {
+        Map<String, Object> g = new LinkedHashMap<>();
+        g.put("runs", GapProbes.RUNS);
+        g.put("warm", GapProbes.WARM);
+        g.put("at_ms", gaps.readings().stream().map(r -> Math.round(r.atMs() * 10) / 10.0).toList());
+        g.put("forward_ms", gaps.readings().stream().map(r -> Math.round(r.forwardMs() * 1000) / 1000.0).toList());
+        g.put("overlapped", gaps.overlapped());
+        if (gaps.failure() != null) {
+            g.put("failure", gaps.failure());
+        }
+        return g;
+    }
+
     /**
      * Sends every request at its time (and after the turn it follows), each on a virtual thread; returns the
-     * outcomes in trace order.
+     * outcomes in trace order. With {@code gaps}, reads the engine's speed probe in the replay's idle gaps.
      */
     static List<Outcome> replay(Client client, List<Request> requests, List<int[]> raw, List<int[]> rawConv,
-                                TraceTokens tokens, Options o) {
+                                TraceTokens tokens, Options o, GapProbes gaps) {
         Map<Long, Integer> byId = new HashMap<>();
         List<CompletableFuture<Outcome>> done = new ArrayList<>();
         // released(i): request i has been handed to the HTTP client, or waits for the turn it follows; the next
@@ -236,6 +259,13 @@ public final class TraceBench {
             released.add(new CompletableFuture<>());
         }
         long t0 = System.nanoTime();
+        if (gaps != null) {
+            long[] due = new long[requests.size()];
+            for (int i = 0; i < due.length; i++) {
+                due[i] = t0 + (long) (requests.get(i).arrivalNs() / o.timeScale);
+            }
+            gaps.start(t0, due);
+        }
         for (int i = 0; i < requests.size(); i++) {
             Request r = requests.get(i);
             Integer parent = o.closedLoop && r.parentId() >= 0 ? byId.get(r.parentId()) : null;
@@ -258,7 +288,16 @@ public final class TraceBench {
                     Outcome po = p == null ? null : p.join();
                     boolean waited = po != null && System.nanoTime() > at;
                     int[] prompt = prompt(tokens, raw.get(index), po, po == null ? null : rawConv.get(parent));
-                    res = client.generate(r, prompt, t0, waited, released.get(index));
+                    if (gaps == null) {
+                        res = client.generate(r, prompt, t0, waited, released.get(index));
+                    } else {
+                        gaps.sending(index);
+                        try {
+                            res = client.generate(r, prompt, t0, waited, released.get(index));
+                        } finally {
+                            gaps.finished();
+                        }
+                    }
                 } catch (RuntimeException e) {
                     res = failed(r, e.toString());
                 }
@@ -278,6 +317,9 @@ public final class TraceBench {
                 progress("%d/%d requests, TTFT %.0f ms, cached %d of %d prompt tokens", n, requests.size(), x.ttftMs,
                     x.cached, x.prompt.length);
             }
+        }
+        if (gaps != null) {
+            gaps.close(); // every request is answered: no more gaps
         }
         return out;
     }
@@ -339,6 +381,11 @@ public final class TraceBench {
                 Thread.currentThread().interrupt();
                 throw new Failed("interrupted");
             }
+        }
+
+        /** One reading in a replay's gap: {@link GapProbes#RUNS} forwards after {@link GapProbes#WARM}. */
+        double gapReading() throws IOException, InterruptedException {
+            return SpeedProbe.measure(http, url, GapProbes.RUNS, GapProbes.WARM).forwardMs();
         }
 
         /** The engine's {@link SpeedProbe} reading, or null (with a line) when the engine has no speed probe. */
@@ -647,16 +694,22 @@ public final class TraceBench {
         boolean closedLoop = true;
         int warmup = -1;
         Path requestsJson = null;
+        boolean gapProbes = false;
         List<String> engine = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--help")) {
                 throw new Usage("usage: scripts/bench-serve --trace [FORMAT:]FILE [--time-scale 1] [--limit N] "
                     + "[--block-tokens N] [--json FILE] [--requests-json FILE] [--url http://HOST:PORT (a running engine) | engine flags: "
-                    + "--model, --device-tokens, --host-tokens, --chunk-tokens, --page-size, ...] [--no-closed-loop] [--warmup N (default 4 for an engine it starts, 0 with --url: a warm-up flushes the cache)]");
+                    + "--model, --device-tokens, --host-tokens, --chunk-tokens, --page-size, ...] [--no-closed-loop] [--warmup N (default 4 for an engine it starts, 0 with --url: a warm-up flushes the cache)] "
+                    + "[--gap-probes (read the engine's speed probe in the replay's idle gaps, for validate-sim)]");
             }
             if (a.equals("--no-closed-loop")) {
                 closedLoop = false;
+                continue;
+            }
+            if (a.equals("--gap-probes")) {
+                gapProbes = true;
                 continue;
             }
             if (ServeConfig.SWITCHES.contains(a)) {
@@ -705,7 +758,7 @@ public final class TraceBench {
             throw new Usage("--json: no such folder " + json.toAbsolutePath().getParent());
         }
         return new Options(trace, timeScale, limit, blockTokens, json, url, closedLoop,
-            warmup >= 0 ? warmup : url == null ? 4 : 0, List.copyOf(engine), requestsJson);
+            warmup >= 0 ? warmup : url == null ? 4 : 0, List.copyOf(engine), requestsJson, gapProbes);
     }
 
     private static double number(String flag, String v) {

@@ -37,6 +37,9 @@ public final class ValidateSim {
                    List<String> engineFlags, boolean fixedProfile) {
     }
 
+    /** Speed-probe readings in a replay's gaps below which the readings before and after it set the scale. */
+    static final int MIN_GAP_READINGS = 5;
+
     private ValidateSim() {
     }
 
@@ -92,6 +95,9 @@ public final class ValidateSim {
             List<String> bench = new ArrayList<>(List.of(root.resolve("scripts/bench-serve").toString(), "--trace",
                 o.trace, "--json", measured.toString(), "--requests-json", work.resolve(c + "-requests.json").toString()));
             bench.addAll(o.traceFlags);
+            if (!o.fixedProfile) {
+                bench.add("--gap-probes");
+            }
             bench.addAll(engine);
             progress("%s: replaying the trace against the engine (%s)", c, String.join(" ", engine));
             child(bench, work.resolve(c + "-bench.log"), c + ": bench-serve");
@@ -100,9 +106,12 @@ public final class ValidateSim {
             if (speed != null) {
                 used = work.resolve(c + "-engine-profile.json");
                 TraceBench.writeAtomically(used, scaled(profile, (Double) speed.get("factor"), speed));
-                progress("%s: the engine's speed probe took %.1f ms before the replay and %.1f ms after, where the "
-                    + "profile's grid reads %.1f ms: its times scaled by %.3f for this replay (--fixed-profile: not)", c,
-                    speed.get("before_ms"), speed.get("after_ms"), speed.get("grid_ms"), speed.get("factor"));
+                progress("%s: the engine's speed probe took %.1f ms before the replay and %.1f ms after, %s in its "
+                    + "gaps, where the profile's grid reads %.1f ms: its times scaled by %.3f (%s) for this replay "
+                    + "(--fixed-profile: not)", c, speed.get("before_ms"), speed.get("after_ms"),
+                    speed.containsKey("gap_median_ms") ? String.format(Locale.ROOT, "%.1f ms (median of %d)",
+                        ((Number) speed.get("gap_median_ms")).doubleValue(), ((Number) speed.get("gap_readings")).intValue()) : speed.get("gap_readings") + " readings",
+                    speed.get("grid_ms"), speed.get("factor"), speed.get("from"));
             }
             List<String> sim = new ArrayList<>(List.of(root.resolve("hicache-sim.sh").toString(), "replay", "--trace",
                 o.trace, "--engine-profile", used.toString(), "--json", predicted.toString()));
@@ -129,9 +138,10 @@ public final class ValidateSim {
 
     /**
      * How much slower (above 1) or faster the machine ran the engine around a replay than the profile's forward grid
-     * says: the mean of the engine's speed probe right before and after the replay ({@code engine_speed_probe} in the
-     * measured JSON, a forward of a fixed shape) over the grid's own reading at that shape (as the simulator reads
-     * it). The grid then keeps the calibration's shape (how a forward's cost grows with tokens and context) and takes
+     * says: the engine's speed probe (a forward of a fixed shape; {@code engine_speed_probe} in the measured JSON) over
+     * the grid's own reading at that shape (as the simulator reads it). The probe is the median of its readings in
+     * the replay's idle gaps ({@code bench-serve --gap-probes}) where there are at least {@link #MIN_GAP_READINGS},
+     * else the mean of its readings right before and after the replay. The grid then keeps the calibration's shape (how a forward's cost grows with tokens and context) and takes
      * its level from the time of the replay. Null, with a line saying why, when the replay has no probe or the
      * grid reads 0 at its shape; a profile the simulator refuses is bad input. Only synthetic probe forwards enter
      * it, never the trace's.
@@ -162,8 +172,19 @@ public final class ValidateSim {
         }
         double before = run.path("before_ms").asDouble();
         double after = run.path("after_ms").asDouble();
+        double[] gaps = readings(run.path("gaps").path("forward_ms"));
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("factor", (before + after) / 2 / ref);
+        if (gaps.length >= MIN_GAP_READINGS) {
+            double median = io.hicache.serve.engine.Calibration.median(gaps);
+            m.put("factor", median / ref);
+            m.put("from", "the replay's gaps");
+            m.put("gap_readings", gaps.length);
+            m.put("gap_median_ms", median);
+        } else {
+            m.put("factor", (before + after) / 2 / ref);
+            m.put("from", "before and after the replay");
+            m.put("gap_readings", gaps.length);
+        }
         m.put("tokens", tokens);
         m.put("grid_ms", ref);
         m.put("before_ms", before);
@@ -173,6 +194,17 @@ public final class ValidateSim {
             m.put("calibration_probe_ms", cal.asDouble());
         }
         return m;
+    }
+
+    /** The positive readings in {@code a} (an array of numbers; none when absent). */
+    private static double[] readings(JsonNode a) {
+        List<Double> v = new ArrayList<>();
+        for (JsonNode x : a) {
+            if (x.isNumber() && x.asDouble() > 0 && Double.isFinite(x.asDouble())) {
+                v.add(x.asDouble());
+            }
+        }
+        return v.stream().mapToDouble(Double::doubleValue).toArray();
     }
 
     /**

@@ -21,7 +21,14 @@ public final class ForwardProbe implements AutoCloseable {
     public static final int TOKENS = 128;
     /** Forwards per reading (the median is kept), after {@link #WARM} untimed ones. */
     public static final int RUNS = 15;
-    static final int WARM = 3;
+    /** Untimed forwards before a reading's timed ones unless told otherwise. */
+    public static final int WARM = 3;
+    /**
+     * A short reading's timed and untimed forwards: the one {@code bench-serve --gap-probes} takes in a replay's idle
+     * gaps and the calibration's service factor takes before each of its requests, so that both read alike.
+     */
+    public static final int SHORT_RUNS = 2;
+    public static final int SHORT_WARM = 1;
 
     private final StepModel model;
     private final CacheTiers tiers;
@@ -87,6 +94,18 @@ public final class ForwardProbe implements AutoCloseable {
 
     /** The median of {@code runs} timed forwards in ms, after {@link #WARM} untimed ones. */
     public double medianMs(int runs) {
+        return medianMs(runs, WARM);
+    }
+
+    /**
+     * The median of {@code runs} timed forwards in ms, after {@code warm} untimed ones.
+     *
+     * @throws IllegalArgumentException {@code runs < 1} or {@code warm < 0}
+     */
+    public double medianMs(int runs, int warm) {
+        if (warm < 0) {
+            throw new IllegalArgumentException("warm must be >= 0, got " + warm);
+        }
         if (closed) {
             throw new IllegalStateException("the speed probe is closed");
         }
@@ -94,7 +113,7 @@ public final class ForwardProbe implements AutoCloseable {
             throw new IllegalArgumentException("runs must be >= 1, got " + runs);
         }
         double[] ms = new double[runs];
-        for (int k = -WARM; k < runs; k++) {
+        for (int k = -warm; k < runs; k++) {
             double took = Calibration.forwardMs(model, ids, 0, tokens, request); // as the grid times a cell
             if (k >= 0) {
                 ms[k] = took;

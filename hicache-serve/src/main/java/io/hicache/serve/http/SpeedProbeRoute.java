@@ -16,9 +16,9 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code POST /hicache/speed_probe[?runs=N]}: times {@code N} (default {@link ForwardProbe#RUNS}, 1 to 101) forwards
- * of the {@link ForwardProbe}'s fixed shape in this JVM and answers {@code {"tokens", "runs", "forward_ms"}} (the
- * median). A benchmarking aid: {@code bench-serve --trace} reads it around a replay so that {@code validate-sim}
+ * {@code POST /hicache/speed_probe[?runs=N][&warm=W]}: times {@code N} (default {@link ForwardProbe#RUNS}, 1 to
+ * 101) forwards of the {@link ForwardProbe}'s fixed shape in this JVM after {@code W} untimed ones (default
+ * {@link ForwardProbe#WARM}, 0 to 10) and answers {@code {"tokens", "runs", "warm", "forward_ms"}} (the median). A benchmarking aid: {@code bench-serve --trace} reads it around a replay so that {@code validate-sim}
  * can scale the engine profile to the machine's speed at the time. The probe has its own model and pool and runs on
  * a thread of its own, one probe at a time, beside whatever the engine serves (read it on an idle engine). Bad
  * {@code runs}: 400; a probe that fails: 500. Event loops call {@link #handle}; {@link #close} ends the thread.
@@ -37,19 +37,9 @@ final class SpeedProbeRoute implements AutoCloseable {
         if (!m.equals(HttpMethod.POST)) {
             throw new ApiException(405, "invalid_request_error", null, "use POST here, not " + m);
         }
-        List<String> v = new QueryStringDecoder(req.uri()).parameters().get("runs");
-        int runs = ForwardProbe.RUNS;
-        if (v != null && !v.isEmpty()) {
-            try {
-                runs = Integer.parseInt(v.get(0));
-            } catch (NumberFormatException e) {
-                runs = -1;
-            }
-            if (runs < 1 || runs > 101) {
-                throw new ApiException(400, "invalid_request_error", "runs", "runs must be 1 to 101, got " + v.get(0));
-            }
-        }
-        int n = runs;
+        java.util.Map<String, List<String>> q = new QueryStringDecoder(req.uri()).parameters();
+        int n = parameter(q, "runs", ForwardProbe.RUNS, 1, 101);
+        int warm = parameter(q, "warm", ForwardProbe.WARM, 0, 10);
         try {
             thread.execute(() -> {
                 String body;
@@ -58,10 +48,11 @@ final class SpeedProbeRoute implements AutoCloseable {
                     if (probe == null) {
                         probe = ForwardProbe.open(config);
                     }
-                    double ms = probe.medianMs(n);
+                    double ms = probe.medianMs(n, warm);
                     ObjectNode o = Json.object();
                     o.put("tokens", probe.tokens());
                     o.put("runs", n);
+                    o.put("warm", warm);
                     o.put("forward_ms", ms);
                     body = Json.write(o);
                     status = HttpResponseStatus.OK;
@@ -76,6 +67,24 @@ final class SpeedProbeRoute implements AutoCloseable {
         } catch (RejectedExecutionException e) {
             throw new ApiException(503, "server_shutting_down", null, "the server is shutting down");
         }
+    }
+
+    private static int parameter(java.util.Map<String, List<String>> q, String name, int absent, int min, int max) {
+        List<String> v = q.get(name);
+        if (v == null || v.isEmpty()) {
+            return absent;
+        }
+        int n;
+        try {
+            n = Integer.parseInt(v.get(0));
+        } catch (NumberFormatException e) {
+            n = min - 1;
+        }
+        if (n < min || n > max) {
+            throw new ApiException(400, "invalid_request_error", name, name + " must be " + min + " to " + max
+                + ", got " + v.get(0));
+        }
+        return n;
     }
 
     /** Ends the probe thread after the probe it runs, and frees the probe. Any thread. */

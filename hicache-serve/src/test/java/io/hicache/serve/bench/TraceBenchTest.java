@@ -76,6 +76,28 @@ class TraceBenchTest {
     }
 
     @Test
+    void gapProbesReadTheEnginesSpeedInTheReplaysIdleGaps(@TempDir Path dir) throws Exception {
+        Path trace = dir.resolve("gap.jsonl"); // two requests three seconds apart: a gap between them
+        Files.writeString(trace, "{\"timestamp\": 0, \"input_length\": 32, \"output_length\": 2, \"hash_ids\": [1]}\n"
+            + "{\"timestamp\": 3000, \"input_length\": 32, \"output_length\": 2, \"hash_ids\": [2]}\n");
+        Path json = dir.resolve("out.json");
+        try (TestServer s = TestServer.start(TestServer.config(1024, 0))) {
+            assertThat(TraceBench.run(new String[] {"--trace", trace.toString(), "--url", s.url(""), "--json",
+                json.toString(), "--gap-probes"})).isZero();
+        }
+        JsonNode gaps = new ObjectMapper().readTree(json.toFile()).path("engine_speed_probe").path("gaps");
+        assertThat(gaps.path("runs").asInt()).isEqualTo(GapProbes.RUNS);
+        assertThat(gaps.path("warm").asInt()).isEqualTo(GapProbes.WARM);
+        assertThat(gaps.path("forward_ms").size()).isPositive().isEqualTo(gaps.path("at_ms").size());
+        for (JsonNode at : gaps.path("at_ms")) {
+            assertThat(at.asDouble()).isBetween(0.0, 3000.0); // in the gap, before the second request was due
+        }
+        for (JsonNode ms : gaps.path("forward_ms")) {
+            assertThat(ms.asDouble()).isPositive();
+        }
+    }
+
+    @Test
     void validateSimScalesTheProfileByTheSpeedProbeAroundTheReplay(@TempDir Path dir) throws Exception {
         ObjectMapper json = new ObjectMapper();
         var cfg = io.hicache.serve.ServeConfig.parse(new String[] {"--model", "small"}, Map.of()).engine();
@@ -105,6 +127,16 @@ class TraceBenchTest {
         // the grid is read as the simulator reads it, also between its points
         Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 8, \"before_ms\": 11, \"after_ms\": 11}}");
         assertThat((Double) ValidateSim.speedScale(profile, measured).get("grid_ms")).isEqualTo(1 + 9 * 7 / 15.0);
+        // readings in the replay's gaps set the scale where there are enough of them (their median)
+        Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 16, \"before_ms\": 11, \"after_ms\": 13, "
+            + "\"gaps\": {\"forward_ms\": [12, 30, 14, 16, 12]}}}");
+        speed = ValidateSim.speedScale(profile, measured);
+        assertThat((Double) speed.get("factor")).isEqualTo(1.4);
+        assertThat(speed.get("gap_readings")).isEqualTo(5);
+        assertThat(speed.get("from")).isEqualTo("the replay's gaps");
+        Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 16, \"before_ms\": 11, \"after_ms\": 13, "
+            + "\"gaps\": {\"forward_ms\": [30, 30, 30, 30]}}}");
+        assertThat((Double) ValidateSim.speedScale(profile, measured).get("factor")).isEqualTo(1.2); // too few
         // a replay without a probe leaves the profile as calibrated
         Files.writeString(measured, "{}");
         assertThat(ValidateSim.speedScale(profile, measured)).isNull();

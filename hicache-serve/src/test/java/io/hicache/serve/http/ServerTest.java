@@ -170,6 +170,12 @@ class ServerTest {
         assertThat(after.hostPagesCommitted()).isEqualTo(before.hostPagesCommitted());
         assertThat(s.post("/hicache/speed_probe?runs=0", "").statusCode()).isEqualTo(400);
         assertThat(s.post("/hicache/speed_probe?runs=x", "").statusCode()).isEqualTo(400);
+        HttpResponse<String> cold = s.post("/hicache/speed_probe?runs=1&warm=0", "");
+        assertThat(cold.statusCode()).as(cold.body()).isEqualTo(200);
+        assertThat(JSON.readTree(cold.body()).path("warm").asInt()).isZero();
+        assertThat(JSON.readTree(r.body()).path("warm").asInt()).isEqualTo(io.hicache.serve.engine.ForwardProbe.WARM);
+        assertThat(s.post("/hicache/speed_probe?warm=11", "").statusCode()).isEqualTo(400);
+        assertThat(s.post("/hicache/speed_probe?warm=-1", "").statusCode()).isEqualTo(400);
         HttpResponse<String> get = s.client().send(HttpRequest.newBuilder(URI.create(s.url("/hicache/speed_probe")))
             .GET().build(), HttpResponse.BodyHandlers.ofString());
         assertThat(get.statusCode()).isEqualTo(405);
