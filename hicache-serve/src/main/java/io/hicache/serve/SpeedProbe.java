@@ -44,9 +44,9 @@ public final class SpeedProbe {
      */
     public static Reading measure(HttpClient client, String baseUrl, int runs, int warm)
         throws IOException, InterruptedException {
-        HttpResponse<String> r = client.send(HttpRequest.newBuilder(URI.create(baseUrl + "/hicache/speed_probe?runs="
-                + runs + (warm >= 0 ? "&warm=" + warm : ""))).timeout(Duration.ofMinutes(5)).POST(HttpRequest.BodyPublishers.noBody()).build(),
-            HttpResponse.BodyHandlers.ofString());
+        URI uri = URI.create(baseUrl + "/hicache/speed_probe?runs=" + runs + (warm >= 0 ? "&warm=" + warm : ""));
+        HttpResponse<String> r = client.send(HttpRequest.newBuilder(uri).timeout(Duration.ofMinutes(5))
+            .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != 200) {
             throw new IOException("the engine answered /hicache/speed_probe with HTTP " + r.statusCode() + ": "
                 + r.body().strip());

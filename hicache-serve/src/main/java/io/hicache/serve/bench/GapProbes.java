@@ -1,9 +1,13 @@
 package io.hicache.serve.bench;
 
+import io.hicache.serve.engine.Calibration;
+
 import java.io.IOException;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -194,8 +198,27 @@ final class GapProbes implements AutoCloseable {
         return readings().stream().mapToDouble(Reading::forwardMs).toArray();
     }
 
+    /** The readings for the measured JSON's {@code engine_speed_probe.gaps} (after {@link #close}). */
+    Map<String, Object> summary() {
+        List<Reading> r = readings();
+        Map<String, Object> g = new LinkedHashMap<>();
+        g.put("runs", RUNS);
+        g.put("warm", WARM);
+        g.put("at_ms", r.stream().map(x -> Math.round(x.atMs() * 10) / 10.0).toList());
+        g.put("forward_ms", r.stream().map(x -> Math.round(x.forwardMs() * 1000) / 1000.0).toList());
+        g.put("overlapped", overlapped());
+        if (failure() != null) {
+            g.put("failure", failure());
+        }
+        return g;
+    }
+
+    /** One line on the readings: how many, their median, how many were dropped, and a failure. */
     @Override
     public String toString() {
-        return "GapProbes" + Arrays.toString(forwardMs());
+        double[] ms = forwardMs();
+        return String.format(Locale.ROOT, "%d readings in its gaps (median %.1f ms; %d dropped for a request sent "
+            + "meanwhile)%s", ms.length, ms.length == 0 ? Double.NaN : Calibration.median(ms), overlapped(),
+            failure() == null ? "" : "; the probe failed: " + failure());
     }
 }

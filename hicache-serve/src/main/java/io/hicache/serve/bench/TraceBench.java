@@ -195,14 +195,11 @@ public final class TraceBench {
                 sp.put("before_ms", before.forwardMs());
                 sp.put("after_ms", after.forwardMs());
                 if (gaps != null) {
-                    sp.put("gaps", gapSummary(gaps));
+                    sp.put("gaps", gaps.summary());
                 }
                 s.put("engine_speed_probe", sp);
                 progress("speed probe (a forward of %d tokens): %.1f ms before the replay, %.1f ms after%s",
-                    before.tokens(), before.forwardMs(), after.forwardMs(), gaps == null ? "" : String.format(
-                        Locale.ROOT, ", %d readings in its gaps (median %.1f ms; %d dropped for a request sent "
-                        + "meanwhile)", gaps.readings().size(), gaps.readings().isEmpty() ? Double.NaN : io.hicache.serve.engine.Calibration.median(gaps.forwardMs()),
-                        gaps.overlapped()));
+                    before.tokens(), before.forwardMs(), after.forwardMs(), gaps == null ? "" : ", " + gaps);
             }
             printSummary(s);
             if (o.requestsJson != null) {
@@ -228,20 +225,6 @@ public final class TraceBench {
     }
 
     // ------------------------------------------------------------------ the replay
-
-    /** The readings in a replay's gaps, for the measured JSON's {@code engine_speed_probe.gaps}. */
-    static Map<String, Object> gapSummary(GapProbes gaps) {
-        Map<String, Object> g = new LinkedHashMap<>();
-        g.put("runs", GapProbes.RUNS);
-        g.put("warm", GapProbes.WARM);
-        g.put("at_ms", gaps.readings().stream().map(r -> Math.round(r.atMs() * 10) / 10.0).toList());
-        g.put("forward_ms", gaps.readings().stream().map(r -> Math.round(r.forwardMs() * 1000) / 1000.0).toList());
-        g.put("overlapped", gaps.overlapped());
-        if (gaps.failure() != null) {
-            g.put("failure", gaps.failure());
-        }
-        return g;
-    }
 
     /**
      * Sends every request at its time (and after the turn it follows), each on a virtual thread; returns the

@@ -110,7 +110,8 @@ public final class ValidateSim {
                     + "gaps, where the profile's grid reads %.1f ms: its times scaled by %.3f (%s) for this replay "
                     + "(--fixed-profile: not)", c, speed.get("before_ms"), speed.get("after_ms"),
                     speed.containsKey("gap_median_ms") ? String.format(Locale.ROOT, "%.1f ms (median of %d)",
-                        ((Number) speed.get("gap_median_ms")).doubleValue(), ((Number) speed.get("gap_readings")).intValue()) : speed.get("gap_readings") + " readings",
+                        ((Number) speed.get("gap_median_ms")).doubleValue(),
+                        ((Number) speed.get("gap_readings")).intValue()) : speed.get("gap_readings") + " readings",
                     speed.get("grid_ms"), speed.get("factor"), speed.get("from"));
             }
             List<String> sim = new ArrayList<>(List.of(root.resolve("hicache-sim.sh").toString(), "replay", "--trace",
@@ -137,14 +138,14 @@ public final class ValidateSim {
     }
 
     /**
-     * How much slower (above 1) or faster the machine ran the engine around a replay than the profile's forward grid
+     * How much slower (above 1) or faster the machine ran the engine during a replay than the profile's forward grid
      * says: the engine's speed probe (a forward of a fixed shape; {@code engine_speed_probe} in the measured JSON) over
      * the grid's own reading at that shape (as the simulator reads it). The probe is the median of its readings in
      * the replay's idle gaps ({@code bench-serve --gap-probes}) where there are at least {@link #MIN_GAP_READINGS},
-     * else the mean of its readings right before and after the replay. The grid then keeps the calibration's shape (how a forward's cost grows with tokens and context) and takes
-     * its level from the time of the replay. Null, with a line saying why, when the replay has no probe or the
-     * grid reads 0 at its shape; a profile the simulator refuses is bad input. Only synthetic probe forwards enter
-     * it, never the trace's.
+     * else the mean of its readings right before and after the replay. The grid then keeps the calibration's shape
+     * (how a forward's cost grows with tokens and context) and takes its level from the time of the replay. Null,
+     * with a line saying why, when the replay has no probe or the grid reads 0 at its shape; a profile the simulator
+     * refuses is bad input. Only synthetic probe forwards enter it, never the trace's.
      */
     static Map<String, Object> speedScale(Path profile, Path measured) {
         JsonNode p;

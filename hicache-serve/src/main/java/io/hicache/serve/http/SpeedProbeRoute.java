@@ -18,10 +18,12 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code POST /hicache/speed_probe[?runs=N][&warm=W]}: times {@code N} (default {@link ForwardProbe#RUNS}, 1 to
  * 101) forwards of the {@link ForwardProbe}'s fixed shape in this JVM after {@code W} untimed ones (default
- * {@link ForwardProbe#WARM}, 0 to 10) and answers {@code {"tokens", "runs", "warm", "forward_ms"}} (the median). A benchmarking aid: {@code bench-serve --trace} reads it around a replay so that {@code validate-sim}
- * can scale the engine profile to the machine's speed at the time. The probe has its own model and pool and runs on
- * a thread of its own, one probe at a time, beside whatever the engine serves (read it on an idle engine). Bad
- * {@code runs}: 400; a probe that fails: 500. Event loops call {@link #handle}; {@link #close} ends the thread.
+ * {@link ForwardProbe#WARM}, 0 to 10) and answers {@code {"tokens", "runs", "warm", "forward_ms"}} (the median). A
+ * benchmarking aid: {@code bench-serve --trace} reads it around a replay (and with {@code --gap-probes} in its idle
+ * gaps) so that {@code validate-sim} can scale the engine profile to the machine's speed at the time. The probe has
+ * its own model and pool and runs on a thread of its own, one probe at a time, beside whatever the engine serves
+ * (read it on an idle engine). Bad {@code runs} or {@code warm}: 400; a probe that fails: 500. Event loops call
+ * {@link #handle}; {@link #close} ends the thread.
  */
 final class SpeedProbeRoute implements AutoCloseable {
     private final EngineConfig config;
