@@ -6,7 +6,9 @@ import io.hicache.serve.engine.ForwardProbe;
 
 import java.io.IOException;
 import java.net.http.HttpClient;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 
@@ -28,17 +30,34 @@ import java.util.SplittableRandom;
  *
  * <p>Runs on the calibrating thread against an engine nothing else is sending to.
  */
-final class ServiceFactor {
+public final class ServiceFactor {
     static final int CONVERSATIONS = 8;
     static final int TURNS = 3;
     /** How long the engine idles between a probe reading and the request it prices. */
-    static final long IDLE_MS = 400;
+    public static final long IDLE_MS = 400;
 
     private ServiceFactor() {
     }
 
     /** A measurement: the factor, how many prefills it came from, and how many of those ran over a matched prefix. */
     record Measured(double factor, int prefills, int withPrefix) {
+    }
+
+    /** One served prefill: its prompt, its cached tokens, its prefill less load wait, the reading before it. */
+    public record Sample(int promptTokens, int cachedTokens, double servedMs, double readingMs) {
+    }
+
+    /** What a one-token request reported: its prefill less its wait for loads, and the prompt tokens found cached. */
+    public record Served(double servedMs, int cachedTokens) {
+    }
+
+    /** The engine the samples are taken on. Called on the sampling thread only. */
+    public interface Target {
+        /** A short speed-probe reading ({@link ForwardProbe#SHORT_RUNS} after {@link ForwardProbe#SHORT_WARM}). */
+        double readingMs() throws IOException, InterruptedException;
+
+        /** Sends {@code prompt} for one new token and reports it. */
+        Served prefill(int[] prompt) throws IOException, InterruptedException;
     }
 
     /**
@@ -49,48 +68,41 @@ final class ServiceFactor {
      */
     static Measured measure(EngineConfig e, Calibration.Result m, HttpClient client, String url, SplittableRandom rnd,
                             long idleMs) throws IOException, InterruptedException {
-        int vocab = e.model().vocab();
-        int cap = Math.min(e.model().contextTokens() - 32, e.deviceTokens() * 3 / 4);
-        int lo = Math.max(8, Math.min(64, cap / 12));
-        int span = Math.min(192, cap / 3 - 16 - lo);
-        if (span < 1) {
-            Calibrate.progress("service factor: the context or the device pool has no room for two turns; factor 1");
-            return new Measured(1, 0, 0);
-        }
-        double[] raw = new double[CONVERSATIONS * TURNS]; // served over the grid, unscaled
-        double[] readings = new double[raw.length];
-        int n = 0;
-        int withPrefix = 0;
         double gridProbe = Calibrate.interpolate(m.forward(), ForwardProbe.tokens(e.model().contextTokens()), 0);
         if (!(gridProbe > 0)) {
             Calibrate.progress("service factor: the grid reads 0 ms at the speed probe's shape, so nothing can be "
                 + "scaled; factor 1");
             return new Measured(1, 0, 0);
         }
+        List<Sample> samples;
         try (ForwardProbe probe = ForwardProbe.open(e)) {
-            for (int c = 0; c < CONVERSATIONS; c++) {
-                int[] prompt = new int[0];
-                for (int t = 0; t < TURNS; t++) {
-                    int add = (t == 0 ? 0 : 16) + lo + rnd.nextInt(span);
-                    if (prompt.length + add > cap) {
-                        break;
-                    }
-                    int[] next = Arrays.copyOf(prompt, prompt.length + add);
-                    System.arraycopy(Calibrate.ids(rnd, add, vocab), 0, next, prompt.length, add);
-                    prompt = next;
-                    double reading = probe.medianMs(ForwardProbe.SHORT_RUNS, ForwardProbe.SHORT_WARM);
-                    if (idleMs > 0) {
-                        Thread.sleep(idleMs); // the measurement's idle period, not a wait for anything
-                    }
-                    Calibrate.Timed r = Calibrate.timed(client, url, prompt, 1);
-                    double served = r.prefillMs() - r.loadWaitMs(); // the engine's prefill, less its wait for loads
-                    double ratio = served / gridMs(m, e.chunkTokens(), prompt.length, r.cachedTokens());
-                    if (ratio > 0 && Double.isFinite(ratio) && reading > 0) { // else a reading or a cell at 0
-                        raw[n] = ratio;
-                        readings[n++] = reading;
-                        withPrefix += r.cachedTokens() > 0 ? 1 : 0;
-                    }
+            samples = samples(e.model().vocab(), e.model().contextTokens(), e.deviceTokens(), new Target() {
+                @Override
+                public double readingMs() {
+                    return probe.medianMs(ForwardProbe.SHORT_RUNS, ForwardProbe.SHORT_WARM);
                 }
+
+                @Override
+                public Served prefill(int[] prompt) throws IOException, InterruptedException {
+                    Calibrate.Timed r = Calibrate.timed(client, url, prompt, 1);
+                    return new Served(r.prefillMs() - r.loadWaitMs(), r.cachedTokens());
+                }
+            }, rnd, idleMs);
+        }
+        if (samples.isEmpty()) {
+            Calibrate.progress("service factor: the context or the device pool has no room for two turns; factor 1");
+            return new Measured(1, 0, 0);
+        }
+        double[] raw = new double[samples.size()];
+        double[] readings = new double[raw.length];
+        int n = 0;
+        int withPrefix = 0;
+        for (Sample x : samples) {
+            double ratio = x.servedMs() / gridMs(m, e.chunkTokens(), x.promptTokens(), x.cachedTokens());
+            if (ratio > 0 && Double.isFinite(ratio) && x.readingMs() > 0) { // else a reading or a cell at 0
+                raw[n] = ratio;
+                readings[n++] = x.readingMs();
+                withPrefix += x.cachedTokens() > 0 ? 1 : 0;
             }
         }
         if (n < 3) {
@@ -105,6 +117,43 @@ final class ServiceFactor {
             + "median (%.3f; served over the grid: quartiles %.3f and %.3f of the scaled grid)", n, withPrefix, idleMs,
             f, scale, quantile(raw, n, 0.25) / scale, quantile(raw, n, 0.75) / scale));
         return new Measured(f, n, withPrefix);
+    }
+
+    /**
+     * The service factor's samples on {@code target}, an engine of {@code vocab} ids, {@code contextTokens} of
+     * context and {@code deviceTokens} of device pool: {@link #CONVERSATIONS} synthetic conversations of up to
+     * {@link #TURNS} turns of random ids from {@code rnd}, one request at a time, each after a short reading and
+     * {@code idleMs} of idle engine. Empty when the context or the pool leaves no room for two turns. What is sent
+     * stays in the engine's cache: flush it before a replay.
+     */
+    public static List<Sample> samples(int vocab, int contextTokens, int deviceTokens, Target target,
+                                       SplittableRandom rnd, long idleMs) throws IOException, InterruptedException {
+        int cap = Math.min(contextTokens - 32, deviceTokens * 3 / 4);
+        int lo = Math.max(8, Math.min(64, cap / 12));
+        int span = Math.min(192, cap / 3 - 16 - lo);
+        List<Sample> out = new ArrayList<>();
+        if (span < 1) {
+            return out;
+        }
+        for (int c = 0; c < CONVERSATIONS; c++) {
+            int[] prompt = new int[0];
+            for (int t = 0; t < TURNS; t++) {
+                int add = (t == 0 ? 0 : 16) + lo + rnd.nextInt(span);
+                if (prompt.length + add > cap) {
+                    break;
+                }
+                int[] next = Arrays.copyOf(prompt, prompt.length + add);
+                System.arraycopy(Calibrate.ids(rnd, add, vocab), 0, next, prompt.length, add);
+                prompt = next;
+                double reading = target.readingMs();
+                if (idleMs > 0) {
+                    Thread.sleep(idleMs); // the measurement's idle period, not a wait for anything
+                }
+                Served r = target.prefill(prompt);
+                out.add(new Sample(prompt.length, r.cachedTokens(), r.servedMs(), reading));
+            }
+        }
+        return out;
     }
 
     private static double quantile(double[] v, int n, double q) {

@@ -70,12 +70,16 @@ public final class TraceBench {
         }
     }
 
-    /** The flags of a replay; {@code gapProbes}: read the engine's speed probe in the replay's idle gaps. */
+    /**
+     * The flags of a replay; {@code gapProbes}: read the engine's speed probe in the replay's idle gaps;
+     * {@code serviceProbe}: take {@link ServiceProbe}'s samples before the replay.
+     */
     record Options(String trace, double timeScale, long limit, int blockTokens, Path json, String url,
-                   boolean closedLoop, int warmup, List<String> engineFlags, Path requestsJson, boolean gapProbes) {
+                   boolean closedLoop, int warmup, List<String> engineFlags, Path requestsJson, boolean gapProbes,
+                   boolean serviceProbe) {
         Options(String trace, double timeScale, long limit, int blockTokens, Path json, String url, boolean closedLoop,
                 int warmup, List<String> engineFlags) {
-            this(trace, timeScale, limit, blockTokens, json, url, closedLoop, warmup, engineFlags, null, false);
+            this(trace, timeScale, limit, blockTokens, json, url, closedLoop, warmup, engineFlags, null, false, false);
         }
     }
 
@@ -180,6 +184,11 @@ public final class TraceBench {
                     Math.min(Math.min(context / 2, 512), server.path("device_tokens").asInt(1024) / 2 / pageSize * pageSize - 16)));
                 client.flush();
             }
+            Map<String, Object> service = null;
+            if (o.serviceProbe()) {
+                progress("timing synthetic prefills for the service factor (random ids), then flushing the cache");
+                service = ServiceProbe.run(client, vocab, context, server.path("device_tokens").asInt(1024));
+            }
             SpeedProbe.Reading before = client.probe();
             progress("replaying %d requests of %s at time scale %s against %s", requests.size(), src.name(),
                 o.timeScale, url);
@@ -198,6 +207,9 @@ public final class TraceBench {
                     sp.put("gaps", gaps.summary());
                 }
                 s.put("engine_speed_probe", sp);
+                if (service != null) {
+                    s.put("engine_service_probe", service);
+                }
                 progress("speed probe (a forward of %d tokens): %.1f ms before the replay, %.1f ms after%s",
                     before.tokens(), before.forwardMs(), after.forwardMs(), gaps == null ? "" : ", " + gaps);
             }
@@ -678,6 +690,7 @@ public final class TraceBench {
         int warmup = -1;
         Path requestsJson = null;
         boolean gapProbes = false;
+        boolean serviceProbe = false;
         List<String> engine = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
@@ -685,7 +698,8 @@ public final class TraceBench {
                 throw new Usage("usage: scripts/bench-serve --trace [FORMAT:]FILE [--time-scale 1] [--limit N] "
                     + "[--block-tokens N] [--json FILE] [--requests-json FILE] [--url http://HOST:PORT (a running engine) | engine flags: "
                     + "--model, --device-tokens, --host-tokens, --chunk-tokens, --page-size, ...] [--no-closed-loop] [--warmup N (default 4 for an engine it starts, 0 with --url: a warm-up flushes the cache)] "
-                    + "[--gap-probes (read the engine's speed probe in the replay's idle gaps, for validate-sim)]");
+                    + "[--gap-probes (read the engine's speed probe in the replay's idle gaps, for validate-sim)] "
+                    + "[--service-probe (time synthetic prefills before the replay, then flush, for validate-sim)]");
             }
             if (a.equals("--no-closed-loop")) {
                 closedLoop = false;
@@ -693,6 +707,10 @@ public final class TraceBench {
             }
             if (a.equals("--gap-probes")) {
                 gapProbes = true;
+                continue;
+            }
+            if (a.equals("--service-probe")) {
+                serviceProbe = true;
                 continue;
             }
             if (ServeConfig.SWITCHES.contains(a)) {
@@ -741,7 +759,8 @@ public final class TraceBench {
             throw new Usage("--json: no such folder " + json.toAbsolutePath().getParent());
         }
         return new Options(trace, timeScale, limit, blockTokens, json, url, closedLoop,
-            warmup >= 0 ? warmup : url == null ? 4 : 0, List.copyOf(engine), requestsJson, gapProbes);
+            warmup >= 0 ? warmup : url == null ? 4 : 0, List.copyOf(engine), requestsJson, gapProbes,
+            serviceProbe);
     }
 
     private static double number(String flag, String v) {

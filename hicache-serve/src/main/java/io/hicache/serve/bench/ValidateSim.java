@@ -97,6 +97,7 @@ public final class ValidateSim {
             bench.addAll(o.traceFlags);
             if (!o.fixedProfile) {
                 bench.add("--gap-probes");
+                bench.add("--service-probe");
             }
             bench.addAll(engine);
             progress("%s: replaying the trace against the engine (%s)", c, String.join(" ", engine));
@@ -113,6 +114,11 @@ public final class ValidateSim {
                         ((Number) speed.get("gap_median_ms")).doubleValue(),
                         ((Number) speed.get("gap_readings")).intValue()) : speed.get("gap_readings") + " readings",
                     speed.get("grid_ms"), speed.get("factor"), speed.get("from"));
+                if (speed.get("service_factor") instanceof Double f) {
+                    progress("%s: %d synthetic prefills on the replay's engine before it took %.3f x the grid "
+                        + "scaled to their readings: its prefill service factor for this replay (the calibration's: %.3f)", c,
+                        ((Number) speed.get("service_samples")).intValue(), f, factors.get("prefill_service_factor"));
+                }
             }
             List<String> sim = new ArrayList<>(List.of(root.resolve("hicache-sim.sh").toString(), "replay", "--trace",
                 o.trace, "--engine-profile", used.toString(), "--json", predicted.toString()));
@@ -190,6 +196,17 @@ public final class ValidateSim {
         m.put("grid_ms", ref);
         m.put("before_ms", before);
         m.put("after_ms", after);
+        JsonNode samples;
+        try {
+            samples = JSON.readTree(measured.toFile()).path("engine_service_probe").path("samples");
+        } catch (IOException e) {
+            throw new TraceBench.Failed("cannot read " + measured + ": " + e.getMessage());
+        }
+        double service = ServiceProbe.factor(io.hicache.sim.model.EngineProfile.read(profile), samples, tokens);
+        if (Double.isFinite(service) && service > 0) { // this replay's engine, measured seconds before it
+            m.put("service_factor", service);
+            m.put("service_samples", samples.size());
+        }
         JsonNode cal = p.path("speed_probe").path("forward_ms");
         if (cal.isNumber()) {
             m.put("calibration_probe_ms", cal.asDouble());
@@ -211,6 +228,8 @@ public final class ValidateSim {
     /**
      * The profile with its engine-thread times (the forward grid, the logits, the step and request overheads)
      * multiplied by {@code factor}; the copy rates stay (they are memory bandwidth, not the engine thread's speed).
+     * Where {@code speed} has the replay engine's own {@code service_factor}, it is the profile's
+     * {@code prefill_service_factor} for the replay.
      */
     static JsonNode scaled(Path profile, double factor, Map<String, Object> speed) {
         com.fasterxml.jackson.databind.node.ObjectNode p;
@@ -232,6 +251,9 @@ public final class ValidateSim {
             if (p.has(f)) {
                 p.put(f, p.path(f).asDouble() * factor);
             }
+        }
+        if (speed.get("service_factor") instanceof Double f) {
+            p.put("prefill_service_factor", f);
         }
         p.set("speed_scale", JSON.valueToTree(speed));
         return p;
@@ -415,10 +437,14 @@ public final class ValidateSim {
             if (pair.get("speed_scale") instanceof Map<?, ?> sp) {
                 System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8.3f%n", "", "profile time scale (speed probe)",
                     "", "", ((Number) sp.get("factor")).doubleValue());
+                if (sp.get("service_factor") instanceof Number f) {
+                    System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8.3f%n", "", "replay's prefill_service_factor",
+                        "", "", f.doubleValue());
+                }
             }
             if (pair.get("profile_factors") instanceof Map<?, ?> pf) {
                 for (Map.Entry<?, ?> f : pf.entrySet()) {
-                    System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8.3f%n", "", "profile " + f.getKey(), "", "",
+                    System.out.printf(Locale.ROOT, "%-8s %-32s %14s %14s %8.3f%n", "", "calibrated " + f.getKey(), "", "",
                         ((Number) f.getValue()).doubleValue());
                 }
             }

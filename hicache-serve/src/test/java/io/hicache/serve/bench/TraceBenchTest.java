@@ -83,9 +83,23 @@ class TraceBenchTest {
         Path json = dir.resolve("out.json");
         try (TestServer s = TestServer.start(TestServer.config(1024, 0))) {
             assertThat(TraceBench.run(new String[] {"--trace", trace.toString(), "--url", s.url(""), "--json",
-                json.toString(), "--gap-probes"})).isZero();
+                json.toString(), "--gap-probes", "--service-probe"})).isZero();
+            // the service probe's conversations were flushed before the replay: only the trace's two prompts
+            // (34 tokens each, two whole pages) stay cached
+            assertThat(s.engine.inspect().join().devicePagesCached()).isLessThanOrEqualTo(4);
         }
-        JsonNode gaps = new ObjectMapper().readTree(json.toFile()).path("engine_speed_probe").path("gaps");
+        JsonNode measuredJson = new ObjectMapper().readTree(json.toFile());
+        JsonNode samples = measuredJson.path("engine_service_probe").path("samples");
+        assertThat(samples.size()).isGreaterThanOrEqualTo(3);
+        int fresh = 0;
+        for (JsonNode x : samples) {
+            assertThat(x.path("served_ms").asDouble()).isPositive();
+            assertThat(x.path("reading_ms").asDouble()).isPositive();
+            assertThat(x.path("cached_tokens").asInt()).isLessThan(x.path("prompt_tokens").asInt());
+            fresh += x.path("cached_tokens").asInt() == 0 ? 1 : 0;
+        }
+        assertThat(fresh).isLessThan(samples.size()); // follow-up turns found their conversation's prefix
+        JsonNode gaps = measuredJson.path("engine_speed_probe").path("gaps");
         assertThat(gaps.path("runs").asInt()).isEqualTo(GapProbes.RUNS);
         assertThat(gaps.path("warm").asInt()).isEqualTo(GapProbes.WARM);
         assertThat(gaps.path("forward_ms").size()).isPositive().isEqualTo(gaps.path("at_ms").size());
@@ -137,6 +151,25 @@ class TraceBenchTest {
         Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 16, \"before_ms\": 11, \"after_ms\": 13, "
             + "\"gaps\": {\"forward_ms\": [30, 30, 30, 30]}}}");
         assertThat((Double) ValidateSim.speedScale(profile, measured).get("factor")).isEqualTo(1.2); // too few
+        // the replay engine's own service samples set the replay's service factor: prefills of 16 fresh tokens
+        // (the grid reads 10 + 0.1 ms of logits) served at 2, 3 and 4 times that, after readings whose median is
+        // twice the grid at the probe's shape: 3 / 2
+        Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 16, \"before_ms\": 11, \"after_ms\": 13}, "
+            + "\"engine_service_probe\": {\"samples\": ["
+            + "{\"prompt_tokens\": 16, \"cached_tokens\": 0, \"served_ms\": 20.2, \"reading_ms\": 20},"
+            + "{\"prompt_tokens\": 16, \"cached_tokens\": 0, \"served_ms\": 30.3, \"reading_ms\": 20},"
+            + "{\"prompt_tokens\": 16, \"cached_tokens\": 0, \"served_ms\": 40.4, \"reading_ms\": 40}]}}");
+        speed = ValidateSim.speedScale(profile, measured);
+        assertThat((Double) speed.get("service_factor")).isCloseTo(1.5, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(ValidateSim.scaled(profile, 1.2, speed).path("prefill_service_factor").asDouble())
+            .isCloseTo(1.5, org.assertj.core.data.Offset.offset(1e-9));
+        // fewer than three samples price nothing: the calibration's factor stays
+        Files.writeString(measured, "{\"engine_speed_probe\": {\"tokens\": 16, \"before_ms\": 11, \"after_ms\": 13}, "
+            + "\"engine_service_probe\": {\"samples\": ["
+            + "{\"prompt_tokens\": 16, \"cached_tokens\": 0, \"served_ms\": 20.2, \"reading_ms\": 20}]}}");
+        speed = ValidateSim.speedScale(profile, measured);
+        assertThat(speed).doesNotContainKey("service_factor");
+        assertThat(ValidateSim.scaled(profile, 1.2, speed).path("prefill_service_factor").asDouble()).isEqualTo(1.0);
         // a replay without a probe leaves the profile as calibrated
         Files.writeString(measured, "{}");
         assertThat(ValidateSim.speedScale(profile, measured)).isNull();
