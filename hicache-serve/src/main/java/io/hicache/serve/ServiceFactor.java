@@ -11,6 +11,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.function.ToDoubleFunction;
 
 /**
  * The calibration's {@code prefill_service_factor}: how much longer the serving engine's own prefill takes than the
@@ -93,30 +94,54 @@ public final class ServiceFactor {
             Calibrate.progress("service factor: the context or the device pool has no room for two turns; factor 1");
             return new Measured(1, 0, 0);
         }
+        Priced f = price(samples, x -> gridMs(m, e.chunkTokens(), x.promptTokens(), x.cachedTokens()), gridProbe);
+        if (Double.isNaN(f.factor())) {
+            Calibrate.progress("service factor: only " + f.prefills() + " served prefills could be priced (a reading "
+                + "or a grid cell at 0); factor 1");
+            return new Measured(1, f.prefills(), f.withPrefix());
+        }
+        Calibrate.progress(String.format(Locale.ROOT, "service factor: %d served prefills (%d over a matched prefix), "
+            + "each after a short speed-probe reading and %d ms idle, take %.3f x the grid scaled to the readings' "
+            + "median (%.3f; served over the grid: quartiles %.3f and %.3f of the scaled grid)", f.prefills(),
+            f.withPrefix(), idleMs, f.factor(), f.scale(), f.lowQuartile(), f.highQuartile()));
+        return new Measured(f.factor(), f.prefills(), f.withPrefix());
+    }
+
+    /**
+     * A service factor priced from samples: the factor, the prefills it came from and how many of those ran over a
+     * matched prefix, the speed scale (median reading over the grid at the probe's shape), and the quartiles of the
+     * prefills over the scaled grid.
+     */
+    public record Priced(double factor, int prefills, int withPrefix, double scale, double lowQuartile,
+                         double highQuartile) {
+    }
+
+    /**
+     * The factor {@code samples} give where {@code gridMs} reads a sample's prefill on the grid and the grid reads
+     * {@code gridProbe} ms at the speed probe's shape: the median of each prefill over its grid reading, over the
+     * grid scaled to the median reading. A sample whose ratio or reading is not above 0 and finite prices nothing;
+     * the factor, scale and quartiles are NaN when fewer than three are priced or {@code gridProbe} is not above 0.
+     * Pure: any thread.
+     */
+    public static Priced price(List<Sample> samples, ToDoubleFunction<Sample> gridMs, double gridProbe) {
         double[] raw = new double[samples.size()];
         double[] readings = new double[raw.length];
         int n = 0;
         int withPrefix = 0;
         for (Sample x : samples) {
-            double ratio = x.servedMs() / gridMs(m, e.chunkTokens(), x.promptTokens(), x.cachedTokens());
-            if (ratio > 0 && Double.isFinite(ratio) && x.readingMs() > 0) { // else a reading or a cell at 0
+            double ratio = x.servedMs() / gridMs.applyAsDouble(x);
+            if (ratio > 0 && Double.isFinite(ratio) && x.readingMs() > 0 && Double.isFinite(x.readingMs())) {
                 raw[n] = ratio;
                 readings[n++] = x.readingMs();
                 withPrefix += x.cachedTokens() > 0 ? 1 : 0;
             }
         }
-        if (n < 3) {
-            Calibrate.progress("service factor: only " + n + " served prefills could be priced (a reading or a grid "
-                + "cell at 0); factor 1");
-            return new Measured(1, n, withPrefix);
+        if (n < 3 || !(gridProbe > 0)) {
+            return new Priced(Double.NaN, n, withPrefix, Double.NaN, Double.NaN, Double.NaN);
         }
         double scale = Calibration.median(Arrays.copyOf(readings, n)) / gridProbe;
-        double f = Calibration.median(Arrays.copyOf(raw, n)) / scale;
-        Calibrate.progress(String.format(Locale.ROOT, "service factor: %d served prefills (%d over a matched prefix), "
-            + "each after a short speed-probe reading and %d ms idle, take %.3f x the grid scaled to the readings' "
-            + "median (%.3f; served over the grid: quartiles %.3f and %.3f of the scaled grid)", n, withPrefix, idleMs,
-            f, scale, quantile(raw, n, 0.25) / scale, quantile(raw, n, 0.75) / scale));
-        return new Measured(f, n, withPrefix);
+        return new Priced(Calibration.median(Arrays.copyOf(raw, n)) / scale, n, withPrefix, scale,
+            quantile(raw, n, 0.25) / scale, quantile(raw, n, 0.75) / scale);
     }
 
     /**
@@ -162,16 +187,27 @@ public final class ServiceFactor {
         return s[(int) Math.round(q * (n - 1))];
     }
 
+    /** A forward of {@code tokens} new tokens over {@code context} cached ones, in ms, as some grid reads it. */
+    @FunctionalInterface
+    public interface Forward {
+        double ms(int tokens, int context);
+    }
+
     /**
      * The grid's reading of the engine's prefill of a {@code prompt}-token prompt with {@code cached} tokens matched:
-     * its chunks of at most {@code chunk} tokens from the first uncached position, each over the context before it,
-     * and the logits after the last.
+     * its chunks of at most {@code chunk} tokens from the first uncached position, each over the context before it
+     * ({@code forward}), and {@code logitsMs} after the last.
      */
-    static double gridMs(Calibration.Result m, int chunk, int prompt, int cached) {
-        double ms = m.logitsMs();
-        for (int from = Math.clamp(cached, 0, prompt - 1); from < prompt; from += chunk) {
-            ms += Calibrate.interpolate(m.forward(), Math.min(chunk, prompt - from), from);
+    public static double gridMs(Forward forward, double logitsMs, int chunk, int prompt, int cached) {
+        double ms = logitsMs;
+        for (int from = Math.clamp(cached, 0, Math.max(0, prompt - 1)); from < prompt; from += chunk) {
+            ms += forward.ms(Math.min(chunk, prompt - from), from);
         }
         return ms;
+    }
+
+    /** {@link #gridMs(Forward, double, int, int, int)} on the calibration's grid {@code m}. */
+    static double gridMs(Calibration.Result m, int chunk, int prompt, int cached) {
+        return gridMs((t, c) -> Calibrate.interpolate(m.forward(), t, c), m.logitsMs(), chunk, prompt, cached);
     }
 }

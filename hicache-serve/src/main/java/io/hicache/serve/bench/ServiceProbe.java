@@ -76,31 +76,12 @@ final class ServiceProbe {
      * {@code probeTokens} new tokens and no context). NaN when fewer than three samples can be priced.
      */
     static double factor(EngineProfile p, JsonNode samples, int probeTokens) {
-        double gridProbe = p.forwardMs(probeTokens, 0);
-        List<Double> ratios = new ArrayList<>();
-        List<Double> readings = new ArrayList<>();
+        List<ServiceFactor.Sample> read = new ArrayList<>();
         for (JsonNode s : samples) {
-            int prompt = s.path("prompt_tokens").asInt();
-            double grid = p.logitsMs();
-            for (int from = Math.clamp(s.path("cached_tokens").asInt(), 0, Math.max(0, prompt - 1)); from < prompt;
-                 from += p.chunkTokens()) {
-                grid += p.forwardMs(Math.min(p.chunkTokens(), prompt - from), from);
-            }
-            double ratio = s.path("served_ms").asDouble() / grid;
-            double reading = s.path("reading_ms").asDouble();
-            if (ratio > 0 && Double.isFinite(ratio) && reading > 0 && Double.isFinite(reading)) {
-                ratios.add(ratio);
-                readings.add(reading);
-            }
+            read.add(new ServiceFactor.Sample(s.path("prompt_tokens").asInt(), s.path("cached_tokens").asInt(),
+                s.path("served_ms").asDouble(), s.path("reading_ms").asDouble()));
         }
-        if (ratios.size() < 3 || !(gridProbe > 0)) {
-            return Double.NaN;
-        }
-        double scale = median(readings) / gridProbe;
-        return median(ratios) / scale;
-    }
-
-    private static double median(List<Double> v) {
-        return io.hicache.serve.engine.Calibration.median(v.stream().mapToDouble(Double::doubleValue).toArray());
+        return ServiceFactor.price(read, x -> ServiceFactor.gridMs(p::forwardMs, p.logitsMs(), p.chunkTokens(),
+            x.promptTokens(), x.cachedTokens()), p.forwardMs(probeTokens, 0)).factor();
     }
 }

@@ -207,11 +207,11 @@ public final class TraceBench {
                     sp.put("gaps", gaps.summary());
                 }
                 s.put("engine_speed_probe", sp);
-                if (service != null) {
-                    s.put("engine_service_probe", service);
-                }
                 progress("speed probe (a forward of %d tokens): %.1f ms before the replay, %.1f ms after%s",
                     before.tokens(), before.forwardMs(), after.forwardMs(), gaps == null ? "" : ", " + gaps);
+            }
+            if (service != null) { // the service factor's samples before the replay, for validate-sim
+                s.put("engine_service_probe", service);
             }
             printSummary(s);
             if (o.requestsJson != null) {
@@ -283,13 +283,13 @@ public final class TraceBench {
                     Outcome po = p == null ? null : p.join();
                     boolean waited = po != null && System.nanoTime() > at;
                     int[] prompt = prompt(tokens, raw.get(index), po, po == null ? null : rawConv.get(parent));
-                    if (gaps == null) {
-                        res = client.generate(r, prompt, t0, waited, released.get(index));
-                    } else {
+                    if (gaps != null) {
                         gaps.sending(index);
-                        try {
-                            res = client.generate(r, prompt, t0, waited, released.get(index));
-                        } finally {
+                    }
+                    try {
+                        res = client.generate(r, prompt, t0, waited, released.get(index));
+                    } finally {
+                        if (gaps != null) {
                             gaps.finished();
                         }
                     }

@@ -155,24 +155,26 @@ public final class ValidateSim {
      */
     static Map<String, Object> speedScale(Path profile, Path measured) {
         JsonNode p;
-        JsonNode run;
+        JsonNode replay;
         try {
             p = JSON.readTree(profile.toFile());
-            run = JSON.readTree(measured.toFile()).path("engine_speed_probe");
+            replay = JSON.readTree(measured.toFile());
         } catch (IOException e) {
             throw new TraceBench.Failed("cannot read " + profile + " or " + measured + ": " + e.getMessage());
         }
+        JsonNode run = replay.path("engine_speed_probe");
         if (!run.path("before_ms").isNumber() || !run.path("after_ms").isNumber() || run.path("tokens").asInt() < 1) {
             progress("the replay has no speed probe: the profile is used as calibrated");
             return null;
         }
         int tokens = run.path("tokens").asInt();
-        double ref;
+        io.hicache.sim.model.EngineProfile grid; // as the simulator reads it
         try {
-            ref = io.hicache.sim.model.EngineProfile.read(profile).forwardMs(tokens, 0); // as the simulator reads it
+            grid = io.hicache.sim.model.EngineProfile.read(profile);
         } catch (IllegalArgumentException e) {
             throw new TraceBench.Usage("--engine-profile: " + e.getMessage());
         }
+        double ref = grid.forwardMs(tokens, 0);
         if (!(ref > 0)) {
             progress("the profile's grid reads 0 ms at the probe's shape: the profile is used as calibrated");
             return null;
@@ -196,13 +198,8 @@ public final class ValidateSim {
         m.put("grid_ms", ref);
         m.put("before_ms", before);
         m.put("after_ms", after);
-        JsonNode samples;
-        try {
-            samples = JSON.readTree(measured.toFile()).path("engine_service_probe").path("samples");
-        } catch (IOException e) {
-            throw new TraceBench.Failed("cannot read " + measured + ": " + e.getMessage());
-        }
-        double service = ServiceProbe.factor(io.hicache.sim.model.EngineProfile.read(profile), samples, tokens);
+        JsonNode samples = replay.path("engine_service_probe").path("samples");
+        double service = ServiceProbe.factor(grid, samples, tokens);
         if (Double.isFinite(service) && service > 0) { // this replay's engine, measured seconds before it
             m.put("service_factor", service);
             m.put("service_samples", samples.size());
